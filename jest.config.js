@@ -1,0 +1,22 @@
+// One jest run over every package; each package keeps its tests in <pkg>/test.
+const transform = {
+  "^.+\\.(t|j)sx?$": [
+    "@swc/jest",
+    { jsc: { target: "es2022", parser: { syntax: "typescript" } }, module: { type: "commonjs" } },
+  ],
+};
+const project = (dir) => ({
+  displayName: dir,
+  rootDir: `<rootDir>/${dir}`,
+  testMatch: ["<rootDir>/test/**/*.test.ts"],
+  testEnvironment: "node",
+  transform,
+  transformIgnorePatterns: ["/node_modules/"],
+});
+module.exports = {
+  rootDir: __dirname,
+  projects: ["packages/contracts", "packages/storage", "packages/client", "services/management", "services/media", "infra"]
+    .filter((d) => require("node:fs").existsSync(`${__dirname}/${d}/test`))
+    .map(project),
+  testTimeout: 60000,
+};

@@ -1,0 +1,3 @@
+export * from "./problem";
+export * from "./management";
+export * from "./media";

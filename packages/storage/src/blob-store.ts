@@ -1,0 +1,46 @@
+import type { Readable } from "node:stream";
+
+/** Metadata of a stored blob. */
+export interface BlobInfo {
+  key: string;
+  contentType: string;
+  size: number;
+}
+
+export interface BlobObject extends BlobInfo {
+  body: Readable;
+}
+
+/**
+ * The only way either service touches stored bytes. Keys are slash-separated
+ * (`originals/<assetId>`); drivers must reject keys that could escape their root.
+ */
+export interface BlobStore {
+  /** Writes the whole stream; the blob becomes visible only once complete (no partial objects). */
+  put(key: string, body: Readable | Buffer, contentType: string): Promise<BlobInfo>;
+  /** Returns null when the key does not exist. Other failures throw StorageUnavailableError. */
+  get(key: string): Promise<BlobObject | null>;
+  head(key: string): Promise<BlobInfo | null>;
+  /** Idempotent: deleting a missing key succeeds. */
+  delete(key: string): Promise<void>;
+  /** Cheap reachability probe for readiness checks. */
+  ping(): Promise<void>;
+}
+
+/** The backing store could not be reached or failed; callers map it to 503. */
+export class StorageUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StorageUnavailableError";
+  }
+}
+
+/** Key that does not match the allowed grammar (path traversal, empty segment, ...). */
+export class InvalidBlobKeyError extends Error {
+  constructor(key: string) {
+    super(`invalid blob key: ${JSON.stringify(key)}`);
+    this.name = "InvalidBlobKeyError";
+  }
+}
+
+export const originalKey = (assetId: string): string => `originals/${assetId}`;

@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "prisma engine not available offline" >&2
+exit 1
