@@ -1,1 +1,5 @@
 export * from "./blob-store";
+export * from "./keys";
+export * from "./filesystem";
+export * from "./s3";
+export * from "./config";

@@ -1,0 +1,157 @@
+import { z } from "zod";
+import type { BlobStore } from "./blob-store";
+import { FilesystemBlobStore } from "./filesystem";
+import { S3BlobStore, S3_DEFAULTS } from "./s3";
+
+// Env files and compose often set a variable to "" to mean "unset".
+const blankAsUnset = (value: unknown): unknown =>
+  value === "" ? undefined : value;
+const optionalString = z.preprocess(blankAsUnset, z.string().min(1).optional());
+const positiveMs = (fallback: number) =>
+  z.preprocess(
+    blankAsUnset,
+    z.coerce
+      .number({ error: "must be a whole number of milliseconds" })
+      .int("must be a whole number of milliseconds")
+      .min(0, "must be 0 (disabled) or more")
+      .max(3_600_000, "must be at most 3600000 (1 hour)")
+      .default(fallback),
+  );
+
+/**
+ * Storage settings as environment variables. Deliberately a plain object schema
+ * (no cross-field refinement) so services can `.extend()` it into their own env
+ * schema; the "bucket required for s3" rule is checked by createBlobStore.
+ */
+export const storageEnvSchema = z.object({
+  STORAGE_DRIVER: z.preprocess(
+    blankAsUnset,
+    z.enum(["fs", "s3"]).default("fs"),
+  ),
+  STORAGE_DIR: z.preprocess(
+    blankAsUnset,
+    z.string().min(1).default("./.data/blobs"),
+  ),
+  S3_ENDPOINT: z.preprocess(
+    blankAsUnset,
+    z
+      .url({
+        protocol: /^https?$/,
+        error: "must be an http(s) URL such as http://127.0.0.1:9000",
+      })
+      .optional(),
+  ),
+  S3_REGION: z.preprocess(blankAsUnset, z.string().min(1).default("us-east-1")),
+  S3_BUCKET: z.preprocess(
+    blankAsUnset,
+    z
+      .string()
+      .min(3, "must be 3-63 characters")
+      .max(63, "must be 3-63 characters")
+      .regex(
+        /^[a-z0-9][a-z0-9.-]*[a-z0-9]$/,
+        "must be lowercase letters, digits, dots and hyphens",
+      )
+      .optional(),
+  ),
+  S3_ACCESS_KEY_ID: optionalString,
+  S3_SECRET_ACCESS_KEY: optionalString,
+  S3_FORCE_PATH_STYLE: z.preprocess(blankAsUnset, z.stringbool().default(true)),
+  S3_CONNECT_TIMEOUT_MS: positiveMs(S3_DEFAULTS.connectionTimeoutMs),
+  S3_REQUEST_TIMEOUT_MS: positiveMs(S3_DEFAULTS.requestTimeoutMs),
+  S3_SOCKET_TIMEOUT_MS: positiveMs(S3_DEFAULTS.socketTimeoutMs),
+  S3_MAX_ATTEMPTS: z.preprocess(
+    blankAsUnset,
+    z.coerce
+      .number({ error: "must be a whole number from 1 to 10" })
+      .int("must be a whole number from 1 to 10")
+      .min(1, "must be a whole number from 1 to 10")
+      .max(10, "must be a whole number from 1 to 10")
+      .default(S3_DEFAULTS.maxAttempts),
+  ),
+});
+
+export type StorageEnv = z.output<typeof storageEnvSchema>;
+/** Same shape; named for callers that build it by hand (tests, scripts). */
+export type StorageConfig = StorageEnv;
+
+/** Error whose message names every bad variable, e.g. "S3_BUCKET: must be 3-63 characters". */
+export class StorageConfigError extends Error {
+  constructor(
+    readonly problems: ReadonlyArray<{ variable: string; message: string }>,
+  ) {
+    super(
+      `invalid storage configuration: ${problems.map((p) => `${p.variable}: ${p.message}`).join("; ")}`,
+    );
+    this.name = "StorageConfigError";
+  }
+}
+
+function crossFieldProblems(
+  config: StorageEnv,
+): Array<{ variable: string; message: string }> {
+  const problems: Array<{ variable: string; message: string }> = [];
+  if (config.STORAGE_DRIVER === "s3" && !config.S3_BUCKET) {
+    problems.push({
+      variable: "S3_BUCKET",
+      message: "is required when STORAGE_DRIVER=s3",
+    });
+  }
+  if (
+    (config.S3_ACCESS_KEY_ID === undefined) !==
+    (config.S3_SECRET_ACCESS_KEY === undefined)
+  ) {
+    const missing =
+      config.S3_ACCESS_KEY_ID === undefined
+        ? "S3_ACCESS_KEY_ID"
+        : "S3_SECRET_ACCESS_KEY";
+    problems.push({
+      variable: missing,
+      message: "must be set together with the other S3 credential",
+    });
+  }
+  return problems;
+}
+
+/** Validates the storage variables of `env`; throws StorageConfigError naming each bad one. */
+export function parseStorageEnv(
+  env: Record<string, string | undefined> = process.env,
+): StorageEnv {
+  const result = storageEnvSchema.safeParse(env);
+  if (!result.success) {
+    throw new StorageConfigError(
+      result.error.issues.map((issue) => ({
+        variable: String(issue.path[0] ?? "storage"),
+        message: issue.message,
+      })),
+    );
+  }
+  const problems = crossFieldProblems(result.data);
+  if (problems.length > 0) throw new StorageConfigError(problems);
+  return result.data;
+}
+
+export function createBlobStore(config: StorageConfig): BlobStore {
+  const problems = crossFieldProblems(config);
+  if (problems.length > 0) throw new StorageConfigError(problems);
+  if (config.STORAGE_DRIVER === "fs")
+    return new FilesystemBlobStore(config.STORAGE_DIR);
+  return new S3BlobStore({
+    endpoint: config.S3_ENDPOINT,
+    region: config.S3_REGION,
+    bucket: config.S3_BUCKET as string,
+    accessKeyId: config.S3_ACCESS_KEY_ID,
+    secretAccessKey: config.S3_SECRET_ACCESS_KEY,
+    forcePathStyle: config.S3_FORCE_PATH_STYLE,
+    connectionTimeoutMs: config.S3_CONNECT_TIMEOUT_MS,
+    requestTimeoutMs: config.S3_REQUEST_TIMEOUT_MS,
+    socketTimeoutMs: config.S3_SOCKET_TIMEOUT_MS,
+    maxAttempts: config.S3_MAX_ATTEMPTS,
+  });
+}
+
+export function createBlobStoreFromEnv(
+  env: Record<string, string | undefined> = process.env,
+): BlobStore {
+  return createBlobStore(parseStorageEnv(env));
+}

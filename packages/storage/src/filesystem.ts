@@ -1,0 +1,260 @@
+import { randomUUID } from "node:crypto";
+import { constants as fsConstants, promises as fs } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import {
+  type BlobInfo,
+  type BlobObject,
+  type BlobStore,
+  InvalidBlobKeyError,
+  StorageUnavailableError,
+} from "./blob-store";
+import { assertValidBlobKey, assertValidContentType } from "./keys";
+
+const DEFAULT_CONTENT_TYPE = "application/octet-stream";
+
+/*
+ * On-disk layout for key "a/b/c":  <root>/a/b/c@blob  (the exact bytes)
+ *                                  <root>/a/b/c@meta.json  ({"contentType": ...})
+ *                                  <root>/a/b/c@tmp-<uuid>  (in-flight writes)
+ * "@" cannot occur in a key segment, so files never collide with the directories
+ * of longer keys ("a" and "a/b" can both exist, as on S3) nor with each other.
+ */
+const DATA_SUFFIX = "@blob";
+const META_SUFFIX = "@meta.json";
+const TMP_INFIX = "@tmp-";
+
+interface BlobPaths {
+  dir: string;
+  data: string;
+  meta: string;
+  tmp(): string;
+}
+
+interface MetaFile {
+  contentType: string;
+}
+
+const errorCode = (err: unknown): string | undefined =>
+  typeof err === "object" && err !== null && "code" in err
+    ? String((err as { code: unknown }).code)
+    : undefined;
+
+const isNotFound = (err: unknown): boolean => errorCode(err) === "ENOENT";
+
+function toBuffer(chunk: unknown): Buffer {
+  if (Buffer.isBuffer(chunk)) return chunk;
+  if (typeof chunk === "string") return Buffer.from(chunk);
+  if (chunk instanceof Uint8Array)
+    return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  throw new TypeError(
+    "blob body must yield Buffer, Uint8Array or string chunks",
+  );
+}
+
+async function writeAll(handle: FileHandle, buf: Buffer): Promise<void> {
+  // FileHandle.write may write fewer bytes than asked; loop until all are on disk.
+  let offset = 0;
+  while (offset < buf.length) {
+    const { bytesWritten } = await handle.write(
+      buf,
+      offset,
+      buf.length - offset,
+    );
+    offset += bytesWritten;
+  }
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  // Makes the rename itself durable. Some platforms cannot open/fsync a directory:
+  // that only weakens crash durability, never atomicity, so it is not an error.
+  let handle: FileHandle | undefined;
+  try {
+    handle = await fs.open(dir, "r");
+    await handle.sync();
+  } catch {
+    /* best effort */
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Blob store on a local directory (the embedded default). Writes go to a temp file
+ * next to the target, are fsynced and then renamed into place, so readers see either
+ * the previous blob or the complete new one, never a partial file.
+ */
+export class FilesystemBlobStore implements BlobStore {
+  readonly rootDir: string;
+
+  constructor(rootDir: string) {
+    this.rootDir = path.resolve(rootDir);
+  }
+
+  private paths(key: string): BlobPaths {
+    assertValidBlobKey(key);
+    const segments = key.split("/");
+    const last = segments.pop() as string;
+    const dir = path.resolve(this.rootDir, ...segments);
+    // Defence in depth: the grammar already excludes traversal, but never trust one check.
+    const rel = path.relative(this.rootDir, path.join(dir, last));
+    if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) {
+      throw new InvalidBlobKeyError(key);
+    }
+    return {
+      dir,
+      data: path.join(dir, last + DATA_SUFFIX),
+      meta: path.join(dir, last + META_SUFFIX),
+      tmp: () => path.join(dir, `${last}${TMP_INFIX}${randomUUID()}`),
+    };
+  }
+
+  private unavailable(
+    op: string,
+    key: string,
+    err: unknown,
+  ): StorageUnavailableError {
+    if (err instanceof StorageUnavailableError) return err;
+    const reason = err instanceof Error ? err.message : String(err);
+    return new StorageUnavailableError(
+      `filesystem blob store: ${op} ${key} failed: ${reason}`,
+      { cause: err },
+    );
+  }
+
+  async put(
+    key: string,
+    body: Readable | Buffer,
+    contentType: string,
+  ): Promise<BlobInfo> {
+    const p = this.paths(key);
+    assertValidContentType(contentType);
+    const tmpData = p.tmp();
+    const tmpMeta = p.tmp();
+    let handle: FileHandle | undefined;
+    try {
+      try {
+        await fs.mkdir(p.dir, { recursive: true });
+        handle = await fs.open(tmpData, "wx");
+      } catch (err) {
+        throw this.unavailable("put", key, err);
+      }
+
+      let size = 0;
+      const write = async (chunk: Buffer): Promise<void> => {
+        try {
+          await writeAll(handle as FileHandle, chunk);
+        } catch (err) {
+          throw this.unavailable("put", key, err);
+        }
+        size += chunk.length;
+      };
+      if (Buffer.isBuffer(body)) {
+        await write(body);
+      } else {
+        // Errors thrown by the iteration itself come from the caller's stream and are
+        // rethrown untouched (e.g. an upload size limit must stay recognisable);
+        // breaking out of the loop destroys the source.
+        for await (const chunk of body) await write(toBuffer(chunk));
+      }
+
+      try {
+        await handle.sync();
+        await handle.close();
+        handle = undefined;
+        const meta: MetaFile = { contentType };
+        const metaHandle = await fs.open(tmpMeta, "wx");
+        try {
+          await metaHandle.writeFile(JSON.stringify(meta));
+          await metaHandle.sync();
+        } finally {
+          await metaHandle.close();
+        }
+        // Metadata first: the data rename is the commit point that makes the blob visible.
+        await fs.rename(tmpMeta, p.meta);
+        await fs.rename(tmpData, p.data);
+      } catch (err) {
+        throw this.unavailable("put", key, err);
+      }
+      await fsyncDir(p.dir);
+      return { key, contentType, size };
+    } catch (err) {
+      await handle?.close().catch(() => undefined);
+      await Promise.all([
+        fs.rm(tmpData, { force: true }),
+        fs.rm(tmpMeta, { force: true }),
+      ]).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async readContentType(p: BlobPaths, key: string): Promise<string> {
+    try {
+      const meta = JSON.parse(
+        await fs.readFile(p.meta, "utf8"),
+      ) as Partial<MetaFile>;
+      return typeof meta.contentType === "string"
+        ? meta.contentType
+        : DEFAULT_CONTENT_TYPE;
+    } catch (err) {
+      // A blob whose sidecar is gone (e.g. crash mid-delete) is still served, as bytes.
+      if (isNotFound(err) || err instanceof SyntaxError)
+        return DEFAULT_CONTENT_TYPE;
+      throw this.unavailable("read metadata of", key, err);
+    }
+  }
+
+  async get(key: string): Promise<BlobObject | null> {
+    const p = this.paths(key);
+    let handle: FileHandle;
+    try {
+      handle = await fs.open(p.data, "r");
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw this.unavailable("get", key, err);
+    }
+    try {
+      // Size comes from the open descriptor, so it matches the bytes streamed even if
+      // the key is replaced or deleted meanwhile.
+      const { size } = await handle.stat();
+      const contentType = await this.readContentType(p, key);
+      return { key, contentType, size, body: handle.createReadStream() };
+    } catch (err) {
+      await handle.close().catch(() => undefined);
+      throw this.unavailable("get", key, err);
+    }
+  }
+
+  async head(key: string): Promise<BlobInfo | null> {
+    const p = this.paths(key);
+    let size: number;
+    try {
+      ({ size } = await fs.stat(p.data));
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw this.unavailable("head", key, err);
+    }
+    return { key, contentType: await this.readContentType(p, key), size };
+  }
+
+  async delete(key: string): Promise<void> {
+    const p = this.paths(key);
+    try {
+      // Data first: once it is gone the blob is invisible, whatever happens to the sidecar.
+      await fs.rm(p.data, { force: true });
+      await fs.rm(p.meta, { force: true });
+    } catch (err) {
+      throw this.unavailable("delete", key, err);
+    }
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await fs.mkdir(this.rootDir, { recursive: true });
+      await fs.access(this.rootDir, fsConstants.R_OK | fsConstants.W_OK);
+    } catch (err) {
+      throw this.unavailable("ping", this.rootDir, err);
+    }
+  }
+}

@@ -1,0 +1,47 @@
+import { InvalidBlobKeyError } from "./blob-store";
+
+/** S3's own limit on key length (bytes; keys here are ASCII so chars = bytes). */
+export const MAX_BLOB_KEY_LENGTH = 1024;
+/** Leaves room under NAME_MAX (255) for the filesystem driver's suffixes. */
+export const MAX_BLOB_KEY_SEGMENT_LENGTH = 200;
+
+const SEGMENT = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * Key grammar shared by every driver, so a key valid on one is valid on all:
+ * slash-separated segments of [A-Za-z0-9._-], no empty, "." or ".." segment.
+ * This alone rules out leading slashes, backslashes, NUL and traversal.
+ */
+export function isValidBlobKey(key: unknown): key is string {
+  if (
+    typeof key !== "string" ||
+    key.length === 0 ||
+    key.length > MAX_BLOB_KEY_LENGTH
+  )
+    return false;
+  return key
+    .split("/")
+    .every(
+      (segment) =>
+        segment !== "." &&
+        segment !== ".." &&
+        segment.length <= MAX_BLOB_KEY_SEGMENT_LENGTH &&
+        SEGMENT.test(segment),
+    );
+}
+
+export function assertValidBlobKey(key: unknown): asserts key is string {
+  if (!isValidBlobKey(key)) throw new InvalidBlobKeyError(String(key));
+}
+
+/** Content types end up in HTTP headers: printable ASCII only, so no header injection. */
+export function assertValidContentType(
+  contentType: unknown,
+): asserts contentType is string {
+  if (
+    typeof contentType !== "string" ||
+    !/^[\x21-\x7e][\x20-\x7e]{0,254}$/.test(contentType)
+  ) {
+    throw new TypeError(`invalid content type: ${JSON.stringify(contentType)}`);
+  }
+}
