@@ -1,3 +1,3 @@
 export * from "./problem";
 export * from "./management";
-export * from "./media";
+export * from "./media/index";

@@ -1,0 +1,166 @@
+import colorString from "color-string";
+
+/**
+ * Safety caps for parameters the spec leaves open-ended ("N+"). Deployments may raise or
+ * lower them (MEDIA_MAX_* variables); validation messages always state the cap in force.
+ */
+export interface MediaLimits {
+  /** Largest width/height/size/border, in pixels, a URL may ask for. */
+  maxDimension: number;
+  /** Largest output image, in pixels (width x height), checked once the source size is known. */
+  maxOutputPixels: number;
+  /** Upper bound for multipliers (saturation, brightness, channelManipulation). */
+  maxMultiplier: number;
+  /** Upper bound for add-noise amount. */
+  maxNoiseAmount: number;
+  /** Upper bound for wave amplitude, in pixels. */
+  maxWaveAmplitude: number;
+  /** Upper bound for wave wavelength, in pixels. */
+  maxWaveLength: number;
+  /** Upper bound for sharpen intensity. */
+  maxSharpen: number;
+}
+
+export const defaultMediaLimits: Readonly<MediaLimits> = Object.freeze({
+  maxDimension: 8192,
+  maxOutputPixels: 50_000_000,
+  maxMultiplier: 10,
+  maxNoiseAmount: 100,
+  maxWaveAmplitude: 1000,
+  maxWaveLength: 10_000,
+  maxSharpen: 20,
+});
+
+type CapName = Exclude<keyof MediaLimits, "maxOutputPixels">;
+
+interface BaseSpec {
+  description: string;
+  required: boolean;
+}
+
+export interface IntegerSpec extends BaseSpec {
+  type: "integer";
+  min: number;
+  exclusiveMin?: boolean;
+  /** Fixed upper bound from the spec. */
+  max?: number;
+  /** Open upper bound ("N+"): the configurable cap applies. */
+  cap?: CapName;
+  default?: number;
+}
+
+export interface NumberSpec extends BaseSpec {
+  type: "number";
+  min: number;
+  /** The lower bound itself is not allowed (e.g. brightness must be > 0). */
+  exclusiveMin?: boolean;
+  max?: number;
+  cap?: CapName;
+  default?: number;
+}
+
+export interface EnumSpec extends BaseSpec {
+  type: "enum";
+  values: readonly string[];
+  default?: string;
+}
+
+/** Hex without '#' (3, 4, 6 or 8 digits), rgb(r,g,b) or a CSS colour name. */
+export interface ColorSpec extends BaseSpec {
+  type: "color";
+  /** Only hex digits are accepted (the spec's "hex without #"). */
+  hexOnly?: boolean;
+  default?: string;
+}
+
+export type ParamSpec = IntegerSpec | NumberSpec | EnumSpec | ColorSpec;
+
+export type ParamValue<S> = S extends { type: "integer" | "number" }
+  ? number
+  : S extends { type: "enum"; values: readonly (infer V)[] }
+    ? V
+    : string;
+
+/** Inclusive upper bound in force for a numeric parameter, or undefined when unbounded. */
+export function upperBound(spec: IntegerSpec | NumberSpec, limits: MediaLimits): number | undefined {
+  if (spec.max !== undefined) return spec.max;
+  return spec.cap ? limits[spec.cap] : undefined;
+}
+
+/** Human-readable allowed range, used in 400 details and the /transformations table. */
+export function describeRange(spec: ParamSpec, limits: MediaLimits): string {
+  switch (spec.type) {
+    case "integer":
+    case "number": {
+      const kind = spec.type === "integer" ? "an integer" : "a number";
+      const hi = upperBound(spec, limits);
+      const lo = spec.exclusiveMin ? `greater than ${spec.min}` : `from ${spec.min}`;
+      if (hi === undefined) return `${kind} ${spec.exclusiveMin ? lo : `>= ${spec.min}`}`;
+      const capNote = spec.max === undefined && spec.cap ? ` (safety cap ${spec.cap})` : "";
+      return spec.exclusiveMin ? `${kind} ${lo} and up to ${hi}${capNote}` : `${kind} ${lo} to ${hi}${capNote}`;
+    }
+    case "enum":
+      return `one of ${spec.values.join(", ")}`;
+    case "color":
+      return spec.hexOnly
+        ? "a hex colour without # (3, 4, 6 or 8 hex digits)"
+        : "a hex colour without # (3, 4, 6 or 8 hex digits), rgb(r,g,b) or a CSS colour name";
+  }
+}
+
+const INTEGER = /^[+-]?\d{1,12}$/;
+const DECIMAL = /^[+-]?(?:\d{1,12}(?:\.\d{1,12})?|\.\d{1,12})$/;
+const HEX = /^(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$/;
+const RGB = /^rgba?\(\s*(\d{1,3})\s*,\s*(\d{1,3})\s*,\s*(\d{1,3})\s*(?:,\s*(?:0|1|0?\.\d+)\s*)?\)$/i;
+
+export interface Rgba {
+  r: number;
+  g: number;
+  b: number;
+  /** 0..1 */
+  alpha: number;
+}
+
+/**
+ * Parses a colour parameter value. Returns null when it is not a colour. Hex is written
+ * without '#', as the spec asks; names and rgb() are delegated to color-string.
+ */
+export function parseColor(value: string, hexOnly = false): Rgba | null {
+  if (HEX.test(value)) {
+    const [r, g, b, a] = colorString.get.rgb(`#${value}`) ?? [];
+    return r === undefined ? null : { r, g: g!, b: b!, alpha: a ?? 1 };
+  }
+  if (hexOnly) return null;
+  const rgb = RGB.exec(value);
+  if (rgb && [rgb[1], rgb[2], rgb[3]].some((c) => Number(c) > 255)) return null;
+  if (!rgb && !/^[a-zA-Z]{3,30}$/.test(value)) return null;
+  const parsed = colorString.get.rgb(value.toLowerCase());
+  return parsed ? { r: parsed[0], g: parsed[1], b: parsed[2], alpha: parsed[3] } : null;
+}
+
+/** Parses one raw URL value against its spec: the value, or a message naming the allowed range. */
+export function parseParamValue(
+  spec: ParamSpec,
+  raw: string,
+  limits: MediaLimits,
+): { ok: true; value: number | string } | { ok: false; message: string } {
+  const fail = (why: string) => ({ ok: false as const, message: `${why}; allowed: ${describeRange(spec, limits)}` });
+  switch (spec.type) {
+    case "integer":
+    case "number": {
+      const grammar = spec.type === "integer" ? INTEGER : DECIMAL;
+      if (!grammar.test(raw)) {
+        return fail(spec.type === "integer" && DECIMAL.test(raw) ? "must be a whole number" : "is not a number");
+      }
+      const n = Number(raw);
+      const hi = upperBound(spec, limits);
+      if (spec.exclusiveMin ? n <= spec.min : n < spec.min) return fail("is below the allowed range");
+      if (hi !== undefined && n > hi) return fail("is above the allowed range");
+      return { ok: true, value: Object.is(n, -0) ? 0 : n };
+    }
+    case "enum":
+      return spec.values.includes(raw) ? { ok: true, value: raw } : fail("is not an allowed value");
+    case "color":
+      return parseColor(raw, spec.hexOnly) ? { ok: true, value: raw } : fail("is not a colour");
+  }
+}

@@ -1,0 +1,185 @@
+import type { MediaLimits, ParamSpec, ParamValue } from "./params";
+
+/**
+ * The 16 transformations of the spec (§4.2) and their parameters, exactly as the spec lists
+ * them: the single definition the URL parser, both services, the docs and the client use.
+ */
+interface TransformationSpec {
+  description: string;
+  params: Record<string, ParamSpec>;
+  /** Rules that involve several parameters; returns a message naming them, or undefined. */
+  check?: (params: Record<string, number | string | undefined>, limits: MediaLimits) => string | undefined;
+}
+
+export const transformationSpecs = {
+  crop: {
+    description:
+      "Extracts a width x height region. With x/y the region starts at that pixel (0-based); otherwise it is placed by gravity. The region is clipped to the image.",
+    params: {
+      width: { type: "integer", required: true, min: 1, cap: "maxDimension", description: "Region width in pixels." },
+      height: { type: "integer", required: true, min: 1, cap: "maxDimension", description: "Region height in pixels." },
+      x: { type: "integer", required: false, min: 0, cap: "maxDimension", description: "Horizontal start of the crop (default: placed by gravity)." },
+      y: { type: "integer", required: false, min: 0, cap: "maxDimension", description: "Vertical start of the crop (default: placed by gravity)." },
+      gravity: {
+        type: "enum",
+        required: false,
+        values: ["center", "north", "south", "east", "west"],
+        default: "center",
+        description: "Where the region sits when x/y are not given: center, north (top), south (bottom), east (right), west (left).",
+      },
+    },
+  },
+  "color-balance": {
+    description:
+      "GIMP-style colour balance on the cyan-red, magenta-green and yellow-blue axes, applied to one tonal range; luminosity preserved.",
+    params: {
+      cyan: { type: "number", required: false, min: -100, max: 100, description: "Negative adds cyan (cool), positive adds red (warm)." },
+      magenta: { type: "number", required: false, min: -100, max: 100, description: "Negative adds green, positive adds magenta." },
+      yellow: { type: "number", required: false, min: -100, max: 100, description: "Negative adds blue, positive adds yellow." },
+      target: {
+        type: "enum",
+        required: false,
+        values: ["shadows", "midtones", "highlights"],
+        default: "midtones",
+        description: "Tonal range: shadows (brightness 0-1/3), midtones (1/3-2/3), highlights (2/3-1).",
+      },
+    },
+  },
+  clahe: {
+    description: "Contrast Limited Adaptive Histogram Equalization (tiled, as OpenCV), on lightness.",
+    params: {
+      clipLimit: { type: "number", required: false, min: 1, max: 40, default: 3, description: "Histogram clip limit; higher allows stronger contrast but may amplify artifacts." },
+      tileSize: { type: "integer", required: false, min: 2, max: 256, default: 16, description: "Tile size in pixels; smaller tiles work on finer regions." },
+    },
+  },
+  grayscale: {
+    description: "Converts to grayscale keeping luminance shades, with an optional lightness shift.",
+    params: {
+      lightness: { type: "number", required: false, min: -100, max: 100, default: 0, description: "Lightness shift in L* units; negative darkens, positive lightens." },
+    },
+  },
+  fit: {
+    description: "Scales to fit inside width x height keeping the aspect ratio, then pads to exactly that size, centred.",
+    params: {
+      width: { type: "integer", required: true, min: 1, cap: "maxDimension", description: "Canvas width in pixels." },
+      height: { type: "integer", required: true, min: 1, cap: "maxDimension", description: "Canvas height in pixels." },
+      background: { type: "color", required: false, default: "ffffff", description: "Padding colour: hex without #, rgb(r,g,b) or a CSS colour name." },
+    },
+  },
+  saturation: {
+    description: "Multiplies colour saturation.",
+    params: {
+      value: { type: "number", required: true, min: 0, cap: "maxMultiplier", default: 1, description: "Multiplier; 1.0 unchanged, 0.0 fully desaturated." },
+    },
+  },
+  "add-noise": {
+    description: "Adds noise, deterministic per URL (seeded from the cache key).",
+    params: {
+      type: { type: "enum", required: false, values: ["gaussian", "uniform", "salt-pepper"], default: "gaussian", description: "Noise distribution." },
+      amount: { type: "number", required: true, min: 0.1, cap: "maxNoiseAmount", description: "Strength in percent: gaussian sigma, uniform half-width, or share of salt-pepper pixels." },
+    },
+  },
+  brightness: {
+    description: "Multiplies brightness.",
+    params: {
+      value: { type: "number", required: true, min: 0, exclusiveMin: true, cap: "maxMultiplier", description: "Positive multiplier; 1.0 unchanged; extreme values may clip." },
+    },
+  },
+  wave: {
+    description: "Sinusoidal wave distortion (ImageMagick -wave semantics: vertical displacement along x; the canvas grows by 2 x amplitude).",
+    params: {
+      amplitude: { type: "number", required: true, min: 1, cap: "maxWaveAmplitude", description: "Wave amplitude in pixels." },
+      wavelength: { type: "number", required: true, min: 5, cap: "maxWaveLength", description: "Distance between peaks in pixels." },
+    },
+  },
+  channelManipulation: {
+    description: "Scales the red, green and blue channels; alpha untouched; a missing channel stays 1.0.",
+    params: {
+      red: { type: "number", required: false, min: 0, cap: "maxMultiplier", description: "Red multiplier; 1.0 unchanged, 0.0 removes the channel." },
+      green: { type: "number", required: false, min: 0, cap: "maxMultiplier", description: "Green multiplier; 1.0 unchanged, 0.0 removes the channel." },
+      blue: { type: "number", required: false, min: 0, cap: "maxMultiplier", description: "Blue multiplier; 1.0 unchanged, 0.0 removes the channel." },
+    },
+  },
+  sharpen: {
+    description: "Sharpens edges; 0 leaves the image unchanged, larger values sharpen more.",
+    params: {
+      value: { type: "number", required: true, min: 0, cap: "maxSharpen", description: "Intensity; 0.0 no sharpening; high values may cause artifacts." },
+    },
+  },
+  avatar: {
+    description:
+      "Square or circular profile picture, cropped around detected faces (or the most salient content when there is none).",
+    params: {
+      size: { type: "integer", required: true, min: 32, cap: "maxDimension", default: 128, description: "Side of the square output in pixels (default 128 when omitted)." },
+      shape: { type: "enum", required: false, values: ["square", "circle"], default: "square", description: "Output shape." },
+      border: { type: "integer", required: false, min: 1, cap: "maxDimension", description: "Border width in pixels, drawn inside the size." },
+      border_color: { type: "color", required: false, hexOnly: true, description: "Border colour, hex without #; used only with border (default ffffff)." },
+    },
+    check: (p) =>
+      typeof p.border === "number" && p.border * 2 >= Number(p.size ?? 128)
+        ? `border must be less than half of size (border=${p.border}, size=${p.size ?? 128})`
+        : undefined,
+  },
+  thumbnail: {
+    description: "Square thumbnail: cover-cropped to the centre and resized.",
+    params: {
+      size: { type: "integer", required: true, min: 50, cap: "maxDimension", description: "Side of the square output in pixels." },
+      quality: { type: "integer", required: false, min: 1, max: 100, default: 75, description: "Encoder quality for lossy outputs (JPEG, WebP, AVIF)." },
+    },
+  },
+  exposure: {
+    description: "Exposure shift in stops: linear-light values multiplied by 2^value.",
+    params: {
+      value: { type: "number", required: true, min: -5, max: 5, default: 0, description: "Stops (EV); negative darkens, positive brightens." },
+    },
+  },
+  solarize: {
+    description: "Inverts channel values above a threshold.",
+    params: {
+      threshold: { type: "integer", required: false, min: 0, max: 255, default: 128, description: "Values brighter than this are inverted." },
+    },
+  },
+  threshold: {
+    description: "Binary black and white: intensity >= value becomes white, below becomes black.",
+    params: {
+      value: { type: "integer", required: true, min: 0, max: 255, description: "Threshold on 0-255 intensity." },
+    },
+  },
+} as const satisfies Record<string, TransformationSpec>;
+
+export type TransformationName = keyof typeof transformationSpecs;
+export const transformationNames = Object.keys(transformationSpecs) as TransformationName[];
+
+type SpecsOf<N extends TransformationName> = (typeof transformationSpecs)[N]["params"];
+
+/** Parameters exactly as given in a URL (optional ones may be absent). */
+export type GivenParams<N extends TransformationName> = {
+  [K in keyof SpecsOf<N>]?: ParamValue<SpecsOf<N>[K]>;
+};
+
+/** Parameters after defaults: required and defaulted ones are always present. */
+export type ResolvedParams<N extends TransformationName> = {
+  [K in keyof SpecsOf<N>]: SpecsOf<N>[K] extends { default: unknown }
+    ? ParamValue<SpecsOf<N>[K]>
+    : SpecsOf<N>[K] extends { required: true }
+      ? ParamValue<SpecsOf<N>[K]>
+      : ParamValue<SpecsOf<N>[K]> | undefined;
+};
+
+export function isTransformationName(name: string): name is TransformationName {
+  return Object.prototype.hasOwnProperty.call(transformationSpecs, name);
+}
+
+export function paramSpecsOf(name: TransformationName): Record<string, ParamSpec> {
+  return transformationSpecs[name].params as Record<string, ParamSpec>;
+}
+
+/** Fills in defaults; a parameter with a stated default is never missing afterwards. */
+export function resolveParams<N extends TransformationName>(name: N, given: GivenParams<N>): ResolvedParams<N> {
+  const out: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(paramSpecsOf(name))) {
+    const v = (given as Record<string, unknown>)[key];
+    out[key] = v !== undefined ? v : spec.default;
+  }
+  return out as ResolvedParams<N>;
+}

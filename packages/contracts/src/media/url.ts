@@ -1,0 +1,176 @@
+import { defaultMediaLimits, parseParamValue, type MediaLimits } from "./params";
+import {
+  isTransformationName,
+  paramSpecsOf,
+  transformationNames,
+  transformationSpecs,
+  type GivenParams,
+  type TransformationName,
+} from "./transformations";
+
+/**
+ * Media URL grammar (DESIGN §6):
+ *   /<step>[/<step>...]/<assetId>.<ext>
+ *   step = <name>[:<param>=<value>...]
+ * Steps apply left to right; one step is the spec's form, more is our chaining extension.
+ */
+
+export const MAX_STEPS = 8;
+export const MEDIA_EXTENSIONS = ["jpg", "jpeg", "png", "webp", "gif", "avif", "tif", "tiff"] as const;
+export type MediaExtension = (typeof MEDIA_EXTENSIONS)[number];
+
+export type TransformationStep = {
+  [N in TransformationName]: { name: N; params: GivenParams<N> };
+}[TransformationName];
+
+export interface MediaRequest {
+  steps: TransformationStep[];
+  assetId: string;
+  extension: MediaExtension;
+}
+
+export interface MediaUrlIssue {
+  /** `<transformation>.<param>`, `<transformation>`, `assetId`, `extension` or `path`. */
+  path: string;
+  message: string;
+}
+
+/** The URL does not follow the grammar or a parameter is out of range: a 400, never a 500. */
+export class MediaUrlError extends Error {
+  constructor(readonly issues: MediaUrlIssue[]) {
+    super(issues.map((i) => `${i.path}: ${i.message}`).join("; "));
+    this.name = "MediaUrlError";
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+function decode(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Validates one step given as raw strings (from a URL) and returns its typed parameters. */
+function parseStep(segment: string, limits: MediaLimits, issues: MediaUrlIssue[]): TransformationStep | undefined {
+  const [rawName = "", ...rawParams] = segment.split(":");
+  const name = decode(rawName) ?? rawName;
+  if (!isTransformationName(name)) {
+    issues.push({
+      path: NAME.test(name) ? name : "path",
+      message: `unknown transformation ${JSON.stringify(name)}; known: ${transformationNames.join(", ")}`,
+    });
+    return undefined;
+  }
+  const specs = paramSpecsOf(name);
+  const params: Record<string, number | string> = {};
+  const before = issues.length;
+  for (const rawParam of rawParams) {
+    const eq = rawParam.indexOf("=");
+    const key = decode(eq < 0 ? rawParam : rawParam.slice(0, eq));
+    const value = eq < 0 ? undefined : decode(rawParam.slice(eq + 1));
+    if (!key || value === undefined || value === "") {
+      issues.push({ path: name, message: `parameter ${JSON.stringify(rawParam)} must be written name=value` });
+      continue;
+    }
+    const spec = specs[key];
+    if (!spec) {
+      const known = Object.keys(specs);
+      issues.push({
+        path: `${name}.${key}`,
+        message: `unknown parameter; ${name} accepts ${known.length ? known.join(", ") : "no parameters"}`,
+      });
+      continue;
+    }
+    if (key in params) {
+      issues.push({ path: `${name}.${key}`, message: "parameter is repeated" });
+      continue;
+    }
+    const parsed = parseParamValue(spec, value, limits);
+    if (parsed.ok) params[key] = parsed.value;
+    else issues.push({ path: `${name}.${key}`, message: `${JSON.stringify(value)} ${parsed.message}` });
+  }
+  for (const [key, spec] of Object.entries(specs)) {
+    if (spec.required && spec.default === undefined && !(key in params) && !issues.some((i) => i.path === `${name}.${key}`)) {
+      issues.push({ path: `${name}.${key}`, message: "required parameter is missing" });
+    }
+  }
+  if (issues.length > before) return undefined;
+  const check = (transformationSpecs[name] as { check?: (p: Record<string, number | string>, l: MediaLimits) => string | undefined }).check;
+  const crossIssue = check?.(params, limits);
+  if (crossIssue) {
+    issues.push({ path: name, message: crossIssue });
+    return undefined;
+  }
+  return { name, params } as TransformationStep;
+}
+
+/**
+ * Parses a media request path (query string ignored). Throws MediaUrlError listing every
+ * problem found; never throws anything else.
+ */
+export function parseMediaPath(path: string, limits: MediaLimits = defaultMediaLimits): MediaRequest {
+  const pathname = path.split("?", 1)[0] ?? "";
+  const segments = pathname.replace(/^\/+/, "").split("/");
+  const last = segments.pop() ?? "";
+  const issues: MediaUrlIssue[] = [];
+
+  if (segments.length === 0) {
+    throw new MediaUrlError([
+      { path: "path", message: "expected /<transformation>[:<param>=<value>...]/<assetId>.<extension>" },
+    ]);
+  }
+  if (segments.length > MAX_STEPS) {
+    issues.push({ path: "path", message: `at most ${MAX_STEPS} transformations per URL (got ${segments.length})` });
+  }
+
+  const dot = last.lastIndexOf(".");
+  const assetId = dot < 0 ? last : last.slice(0, dot);
+  const extension = (dot < 0 ? "" : last.slice(dot + 1)).toLowerCase();
+  if (!UUID.test(assetId)) issues.push({ path: "assetId", message: "asset id must be a UUID" });
+  if (!(MEDIA_EXTENSIONS as readonly string[]).includes(extension)) {
+    issues.push({ path: "extension", message: `extension must be one of ${MEDIA_EXTENSIONS.join(", ")}` });
+  }
+
+  const steps: TransformationStep[] = [];
+  for (const segment of segments.slice(0, MAX_STEPS)) {
+    if (segment === "") {
+      issues.push({ path: "path", message: "empty transformation segment" });
+      continue;
+    }
+    const step = parseStep(segment, limits, issues);
+    if (step) steps.push(step);
+  }
+  if (issues.length) throw new MediaUrlError(issues);
+  return { steps, assetId: assetId.toLowerCase(), extension: extension as MediaExtension };
+}
+
+function formatValue(value: number | string): string {
+  if (typeof value === "number") {
+    const s = String(value);
+    return s.includes("e") ? value.toFixed(12).replace(/\.?0+$/, "") : s;
+  }
+  return encodeURIComponent(value).replace(/%2C/gi, ",");
+}
+
+/** Formats one step: `name[:param=value...]`, parameters in table order. */
+export function formatStep(step: TransformationStep): string {
+  const given = step.params as Record<string, number | string | undefined>;
+  const parts = Object.keys(paramSpecsOf(step.name))
+    .filter((k) => given[k] !== undefined)
+    .map((k) => `${k}=${formatValue(given[k]!)}`);
+  return [step.name, ...parts].join(":");
+}
+
+/** Inverse of parseMediaPath: parseMediaPath(formatMediaPath(r)) deep-equals r for a valid r. */
+export function formatMediaPath(request: MediaRequest): string {
+  return `/${request.steps.map(formatStep).join("/")}/${request.assetId}.${request.extension}`;
+}
+
+/** Validates typed steps (e.g. from the client) with the same rules as a URL. */
+export function validateMediaRequest(request: MediaRequest, limits: MediaLimits = defaultMediaLimits): MediaRequest {
+  return parseMediaPath(formatMediaPath(request), limits);
+}
