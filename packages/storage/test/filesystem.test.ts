@@ -1,0 +1,113 @@
+import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { FilesystemBlobStore, StorageUnavailableError } from "../src";
+import {
+  ROCKET,
+  ROCKET_BYTES,
+  describeBlobStoreContract,
+  failingStream,
+  sha256,
+} from "./support/blob-store-contract";
+
+let root: string;
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "blobs-"));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function listFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
+    .sort();
+}
+
+describeBlobStoreContract("filesystem", () => ({
+  store: () => new FilesystemBlobStore(path.join(root, "contract")),
+  residue: () => listFiles(path.join(root, "contract")).catch(() => []),
+}));
+
+describe("FilesystemBlobStore specifics", () => {
+  test("stores the exact bytes on disk and the content type in a sidecar, no temp files left", async () => {
+    const dir = path.join(root, "layout");
+    const store = new FilesystemBlobStore(dir);
+    const { createReadStream } = await import("node:fs");
+    await store.put("originals/abc", createReadStream(ROCKET), "image/jpeg");
+    expect(await listFiles(dir)).toEqual([
+      path.join("originals", "abc@blob"),
+      path.join("originals", "abc@meta.json"),
+    ]);
+    const onDisk = await readFile(path.join(dir, "originals", "abc@blob"));
+    expect(onDisk.length).toBe(ROCKET_BYTES);
+    expect(sha256(onDisk)).toBe(sha256(await readFile(ROCKET)));
+    expect(
+      JSON.parse(
+        await readFile(path.join(dir, "originals", "abc@meta.json"), "utf8"),
+      ),
+    ).toEqual({
+      contentType: "image/jpeg",
+    });
+  });
+
+  test("a failed stream removes its temp file", async () => {
+    const dir = path.join(root, "failed");
+    const store = new FilesystemBlobStore(dir);
+    const boom = new Error("boom");
+    await expect(
+      store.put(
+        "originals/x",
+        failingStream(Buffer.alloc(300_000, 1), 200_000, boom),
+        "image/png",
+      ),
+    ).rejects.toBe(boom);
+    expect(await listFiles(dir)).toEqual([]);
+  });
+
+  test("a blob whose sidecar is missing is still served, as octet-stream", async () => {
+    const dir = path.join(root, "nometa");
+    const store = new FilesystemBlobStore(dir);
+    await store.put("k", Buffer.from("x"), "text/plain");
+    await rm(path.join(dir, "k@meta.json"));
+    expect(await store.head("k")).toEqual({
+      key: "k",
+      contentType: "application/octet-stream",
+      size: 1,
+    });
+  });
+
+  test("an unusable root surfaces as StorageUnavailableError, not null", async () => {
+    const file = path.join(root, "not-a-dir");
+    await writeFile(file, "I am a file");
+    const store = new FilesystemBlobStore(file);
+    await expect(store.ping()).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(
+      store.put("originals/a", Buffer.from("x"), "text/plain"),
+    ).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(store.get("originals/a")).rejects.toBeInstanceOf(
+      StorageUnavailableError,
+    );
+    await expect(store.head("originals/a")).rejects.toBeInstanceOf(
+      StorageUnavailableError,
+    );
+    await expect(store.delete("originals/a")).rejects.toBeInstanceOf(
+      StorageUnavailableError,
+    );
+  });
+
+  test("ping creates a missing root", async () => {
+    const dir = path.join(root, "fresh", "nested");
+    await new FilesystemBlobStore(dir).ping();
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  test("a relative root resolves against the working directory", () => {
+    expect(new FilesystemBlobStore("./.data/blobs").rootDir).toBe(
+      path.resolve(".data/blobs"),
+    );
+  });
+});
