@@ -1,0 +1,15 @@
+// Flat config: typescript-eslint's recommended rules over every package and service.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["**/node_modules/**", "**/generated/**", ".data/**", "coverage/**", "**/dist/**", "**/*.cjs", "services/media/test/reference/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/no-require-imports": "off",
+    },
+  },
+);
