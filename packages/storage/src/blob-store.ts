@@ -17,11 +17,7 @@ export interface BlobObject extends BlobInfo {
  */
 export interface BlobStore {
   /** Writes the whole stream; the blob becomes visible only once complete (no partial objects). */
-  put(
-    key: string,
-    body: Readable | Buffer,
-    contentType: string,
-  ): Promise<BlobInfo>;
+  put(key: string, body: Readable | Buffer, contentType: string): Promise<BlobInfo>;
   /** Returns null when the key does not exist. Other failures throw StorageUnavailableError. */
   get(key: string): Promise<BlobObject | null>;
   head(key: string): Promise<BlobInfo | null>;

@@ -4,8 +4,7 @@ import { FilesystemBlobStore } from "./filesystem";
 import { S3BlobStore, S3_DEFAULTS } from "./s3";
 
 // Env files and compose often set a variable to "" to mean "unset".
-const blankAsUnset = (value: unknown): unknown =>
-  value === "" ? undefined : value;
+const blankAsUnset = (value: unknown): unknown => (value === "" ? undefined : value);
 const optionalString = z.preprocess(blankAsUnset, z.string().min(1).optional());
 const positiveMs = (fallback: number) =>
   z.preprocess(
@@ -24,14 +23,8 @@ const positiveMs = (fallback: number) =>
  * schema; the "bucket required for s3" rule is checked by createBlobStore.
  */
 export const storageEnvSchema = z.object({
-  STORAGE_DRIVER: z.preprocess(
-    blankAsUnset,
-    z.enum(["fs", "s3"]).default("fs"),
-  ),
-  STORAGE_DIR: z.preprocess(
-    blankAsUnset,
-    z.string().min(1).default("./.data/blobs"),
-  ),
+  STORAGE_DRIVER: z.preprocess(blankAsUnset, z.enum(["fs", "s3"]).default("fs")),
+  STORAGE_DIR: z.preprocess(blankAsUnset, z.string().min(1).default("./.data/blobs")),
   S3_ENDPOINT: z.preprocess(
     blankAsUnset,
     z
@@ -48,10 +41,7 @@ export const storageEnvSchema = z.object({
       .string()
       .min(3, "must be 3-63 characters")
       .max(63, "must be 3-63 characters")
-      .regex(
-        /^[a-z0-9][a-z0-9.-]*[a-z0-9]$/,
-        "must be lowercase letters, digits, dots and hyphens",
-      )
+      .regex(/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/, "must be lowercase letters, digits, dots and hyphens")
       .optional(),
   ),
   S3_ACCESS_KEY_ID: optionalString,
@@ -77,19 +67,13 @@ export type StorageConfig = StorageEnv;
 
 /** Error whose message names every bad variable, e.g. "S3_BUCKET: must be 3-63 characters". */
 export class StorageConfigError extends Error {
-  constructor(
-    readonly problems: ReadonlyArray<{ variable: string; message: string }>,
-  ) {
-    super(
-      `invalid storage configuration: ${problems.map((p) => `${p.variable}: ${p.message}`).join("; ")}`,
-    );
+  constructor(readonly problems: ReadonlyArray<{ variable: string; message: string }>) {
+    super(`invalid storage configuration: ${problems.map((p) => `${p.variable}: ${p.message}`).join("; ")}`);
     this.name = "StorageConfigError";
   }
 }
 
-function crossFieldProblems(
-  config: StorageEnv,
-): Array<{ variable: string; message: string }> {
+function crossFieldProblems(config: StorageEnv): Array<{ variable: string; message: string }> {
   const problems: Array<{ variable: string; message: string }> = [];
   if (config.STORAGE_DRIVER === "s3" && !config.S3_BUCKET) {
     problems.push({
@@ -97,14 +81,8 @@ function crossFieldProblems(
       message: "is required when STORAGE_DRIVER=s3",
     });
   }
-  if (
-    (config.S3_ACCESS_KEY_ID === undefined) !==
-    (config.S3_SECRET_ACCESS_KEY === undefined)
-  ) {
-    const missing =
-      config.S3_ACCESS_KEY_ID === undefined
-        ? "S3_ACCESS_KEY_ID"
-        : "S3_SECRET_ACCESS_KEY";
+  if ((config.S3_ACCESS_KEY_ID === undefined) !== (config.S3_SECRET_ACCESS_KEY === undefined)) {
+    const missing = config.S3_ACCESS_KEY_ID === undefined ? "S3_ACCESS_KEY_ID" : "S3_SECRET_ACCESS_KEY";
     problems.push({
       variable: missing,
       message: "must be set together with the other S3 credential",
@@ -114,9 +92,7 @@ function crossFieldProblems(
 }
 
 /** Validates the storage variables of `env`; throws StorageConfigError naming each bad one. */
-export function parseStorageEnv(
-  env: Record<string, string | undefined> = process.env,
-): StorageEnv {
+export function parseStorageEnv(env: Record<string, string | undefined> = process.env): StorageEnv {
   const result = storageEnvSchema.safeParse(env);
   if (!result.success) {
     throw new StorageConfigError(
@@ -134,8 +110,7 @@ export function parseStorageEnv(
 export function createBlobStore(config: StorageConfig): BlobStore {
   const problems = crossFieldProblems(config);
   if (problems.length > 0) throw new StorageConfigError(problems);
-  if (config.STORAGE_DRIVER === "fs")
-    return new FilesystemBlobStore(config.STORAGE_DIR);
+  if (config.STORAGE_DRIVER === "fs") return new FilesystemBlobStore(config.STORAGE_DIR);
   return new S3BlobStore({
     endpoint: config.S3_ENDPOINT,
     region: config.S3_REGION,
@@ -150,8 +125,6 @@ export function createBlobStore(config: StorageConfig): BlobStore {
   });
 }
 
-export function createBlobStoreFromEnv(
-  env: Record<string, string | undefined> = process.env,
-): BlobStore {
+export function createBlobStoreFromEnv(env: Record<string, string | undefined> = process.env): BlobStore {
   return createBlobStore(parseStorageEnv(env));
 }

@@ -37,31 +37,22 @@ interface MetaFile {
 }
 
 const errorCode = (err: unknown): string | undefined =>
-  typeof err === "object" && err !== null && "code" in err
-    ? String((err as { code: unknown }).code)
-    : undefined;
+  typeof err === "object" && err !== null && "code" in err ? String((err as { code: unknown }).code) : undefined;
 
 const isNotFound = (err: unknown): boolean => errorCode(err) === "ENOENT";
 
 function toBuffer(chunk: unknown): Buffer {
   if (Buffer.isBuffer(chunk)) return chunk;
   if (typeof chunk === "string") return Buffer.from(chunk);
-  if (chunk instanceof Uint8Array)
-    return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-  throw new TypeError(
-    "blob body must yield Buffer, Uint8Array or string chunks",
-  );
+  if (chunk instanceof Uint8Array) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  throw new TypeError("blob body must yield Buffer, Uint8Array or string chunks");
 }
 
 async function writeAll(handle: FileHandle, buf: Buffer): Promise<void> {
   // FileHandle.write may write fewer bytes than asked; loop until all are on disk.
   let offset = 0;
   while (offset < buf.length) {
-    const { bytesWritten } = await handle.write(
-      buf,
-      offset,
-      buf.length - offset,
-    );
+    const { bytesWritten } = await handle.write(buf, offset, buf.length - offset);
     offset += bytesWritten;
   }
 }
@@ -110,24 +101,13 @@ export class FilesystemBlobStore implements BlobStore {
     };
   }
 
-  private unavailable(
-    op: string,
-    key: string,
-    err: unknown,
-  ): StorageUnavailableError {
+  private unavailable(op: string, key: string, err: unknown): StorageUnavailableError {
     if (err instanceof StorageUnavailableError) return err;
     const reason = err instanceof Error ? err.message : String(err);
-    return new StorageUnavailableError(
-      `filesystem blob store: ${op} ${key} failed: ${reason}`,
-      { cause: err },
-    );
+    return new StorageUnavailableError(`filesystem blob store: ${op} ${key} failed: ${reason}`, { cause: err });
   }
 
-  async put(
-    key: string,
-    body: Readable | Buffer,
-    contentType: string,
-  ): Promise<BlobInfo> {
+  async put(key: string, body: Readable | Buffer, contentType: string): Promise<BlobInfo> {
     const p = this.paths(key);
     assertValidContentType(contentType);
     const tmpData = p.tmp();
@@ -181,26 +161,18 @@ export class FilesystemBlobStore implements BlobStore {
       return { key, contentType, size };
     } catch (err) {
       await handle?.close().catch(() => undefined);
-      await Promise.all([
-        fs.rm(tmpData, { force: true }),
-        fs.rm(tmpMeta, { force: true }),
-      ]).catch(() => undefined);
+      await Promise.all([fs.rm(tmpData, { force: true }), fs.rm(tmpMeta, { force: true })]).catch(() => undefined);
       throw err;
     }
   }
 
   private async readContentType(p: BlobPaths, key: string): Promise<string> {
     try {
-      const meta = JSON.parse(
-        await fs.readFile(p.meta, "utf8"),
-      ) as Partial<MetaFile>;
-      return typeof meta.contentType === "string"
-        ? meta.contentType
-        : DEFAULT_CONTENT_TYPE;
+      const meta = JSON.parse(await fs.readFile(p.meta, "utf8")) as Partial<MetaFile>;
+      return typeof meta.contentType === "string" ? meta.contentType : DEFAULT_CONTENT_TYPE;
     } catch (err) {
       // A blob whose sidecar is gone (e.g. crash mid-delete) is still served, as bytes.
-      if (isNotFound(err) || err instanceof SyntaxError)
-        return DEFAULT_CONTENT_TYPE;
+      if (isNotFound(err) || err instanceof SyntaxError) return DEFAULT_CONTENT_TYPE;
       throw this.unavailable("read metadata of", key, err);
     }
   }

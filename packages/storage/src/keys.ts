@@ -13,20 +13,12 @@ const SEGMENT = /^[A-Za-z0-9._-]+$/;
  * This alone rules out leading slashes, backslashes, NUL and traversal.
  */
 export function isValidBlobKey(key: unknown): key is string {
-  if (
-    typeof key !== "string" ||
-    key.length === 0 ||
-    key.length > MAX_BLOB_KEY_LENGTH
-  )
-    return false;
+  if (typeof key !== "string" || key.length === 0 || key.length > MAX_BLOB_KEY_LENGTH) return false;
   return key
     .split("/")
     .every(
       (segment) =>
-        segment !== "." &&
-        segment !== ".." &&
-        segment.length <= MAX_BLOB_KEY_SEGMENT_LENGTH &&
-        SEGMENT.test(segment),
+        segment !== "." && segment !== ".." && segment.length <= MAX_BLOB_KEY_SEGMENT_LENGTH && SEGMENT.test(segment),
     );
 }
 
@@ -35,13 +27,8 @@ export function assertValidBlobKey(key: unknown): asserts key is string {
 }
 
 /** Content types end up in HTTP headers: printable ASCII only, so no header injection. */
-export function assertValidContentType(
-  contentType: unknown,
-): asserts contentType is string {
-  if (
-    typeof contentType !== "string" ||
-    !/^[\x21-\x7e][\x20-\x7e]{0,254}$/.test(contentType)
-  ) {
+export function assertValidContentType(contentType: unknown): asserts contentType is string {
+  if (typeof contentType !== "string" || !/^[\x21-\x7e][\x20-\x7e]{0,254}$/.test(contentType)) {
     throw new TypeError(`invalid content type: ${JSON.stringify(contentType)}`);
   }
 }

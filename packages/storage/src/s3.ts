@@ -10,12 +10,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { Readable } from "node:stream";
-import {
-  type BlobInfo,
-  type BlobObject,
-  type BlobStore,
-  StorageUnavailableError,
-} from "./blob-store";
+import { type BlobInfo, type BlobObject, type BlobStore, StorageUnavailableError } from "./blob-store";
 import { assertValidBlobKey, assertValidContentType } from "./keys";
 
 export interface S3BlobStoreOptions {
@@ -57,8 +52,7 @@ interface SdkError {
   $metadata?: { httpStatusCode?: number };
 }
 
-const asSdkError = (err: unknown): SdkError =>
-  typeof err === "object" && err !== null ? (err as SdkError) : {};
+const asSdkError = (err: unknown): SdkError => (typeof err === "object" && err !== null ? (err as SdkError) : {});
 
 /** HeadObject has no body, so a missing key surfaces as a bare "NotFound" (404). */
 const isMissingObject = (err: unknown): boolean => {
@@ -69,11 +63,8 @@ const isMissingObject = (err: unknown): boolean => {
 function toBuffer(chunk: unknown): Buffer {
   if (Buffer.isBuffer(chunk)) return chunk;
   if (typeof chunk === "string") return Buffer.from(chunk);
-  if (chunk instanceof Uint8Array)
-    return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-  throw new TypeError(
-    "blob body must yield Buffer, Uint8Array or string chunks",
-  );
+  if (chunk instanceof Uint8Array) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  throw new TypeError("blob body must yield Buffer, Uint8Array or string chunks");
 }
 
 /** Blob store on any S3-compatible service (AWS, MinIO, R2, s3rver). */
@@ -86,20 +77,12 @@ export class S3BlobStore implements BlobStore {
 
   constructor(options: S3BlobStoreOptions) {
     const opts = options;
-    if (
-      (opts.accessKeyId === undefined) !==
-      (opts.secretAccessKey === undefined)
-    ) {
-      throw new Error(
-        "S3BlobStore: accessKeyId and secretAccessKey must be given together",
-      );
+    if ((opts.accessKeyId === undefined) !== (opts.secretAccessKey === undefined)) {
+      throw new Error("S3BlobStore: accessKeyId and secretAccessKey must be given together");
     }
     this.bucket = opts.bucket;
     this.region = opts.region;
-    this.partSize = Math.max(
-      opts.partSizeBytes ?? S3_DEFAULTS.partSizeBytes,
-      S3_DEFAULTS.partSizeBytes,
-    );
+    this.partSize = Math.max(opts.partSizeBytes ?? S3_DEFAULTS.partSizeBytes, S3_DEFAULTS.partSizeBytes);
     this.queueSize = Math.max(1, opts.queueSize ?? S3_DEFAULTS.queueSize);
     this.client = new S3Client({
       region: opts.region,
@@ -120,8 +103,7 @@ export class S3BlobStore implements BlobStore {
       // Without timeouts a black-holed endpoint hangs callers forever instead of
       // surfacing as StorageUnavailableError (-> 503).
       requestHandler: {
-        connectionTimeout:
-          opts.connectionTimeoutMs ?? S3_DEFAULTS.connectionTimeoutMs,
+        connectionTimeout: opts.connectionTimeoutMs ?? S3_DEFAULTS.connectionTimeoutMs,
         requestTimeout: opts.requestTimeoutMs ?? S3_DEFAULTS.requestTimeoutMs,
         throwOnRequestTimeout: true,
         socketTimeout: opts.socketTimeoutMs ?? S3_DEFAULTS.socketTimeoutMs,
@@ -129,27 +111,17 @@ export class S3BlobStore implements BlobStore {
     });
   }
 
-  private unavailable(
-    op: string,
-    key: string,
-    err: unknown,
-  ): StorageUnavailableError {
+  private unavailable(op: string, key: string, err: unknown): StorageUnavailableError {
     if (err instanceof StorageUnavailableError) return err;
     const { name, message, $metadata } = asSdkError(err);
-    const status = $metadata?.httpStatusCode
-      ? ` (HTTP ${$metadata.httpStatusCode})`
-      : "";
+    const status = $metadata?.httpStatusCode ? ` (HTTP ${$metadata.httpStatusCode})` : "";
     return new StorageUnavailableError(
       `s3 blob store: ${op} ${this.bucket}/${key} failed: ${name ?? "Error"}${status}: ${message ?? String(err)}`,
       { cause: err },
     );
   }
 
-  async put(
-    key: string,
-    body: Readable | Buffer,
-    contentType: string,
-  ): Promise<BlobInfo> {
+  async put(key: string, body: Readable | Buffer, contentType: string): Promise<BlobInfo> {
     assertValidBlobKey(key);
     assertValidContentType(contentType);
     if (Buffer.isBuffer(body)) {
@@ -216,9 +188,7 @@ export class S3BlobStore implements BlobStore {
   async get(key: string): Promise<BlobObject | null> {
     assertValidBlobKey(key);
     try {
-      const res = await this.client.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: key }),
-      );
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
       const body = res.Body;
       if (!(body instanceof Readable)) {
         throw new Error("GetObject returned no readable body");
@@ -238,9 +208,7 @@ export class S3BlobStore implements BlobStore {
   async head(key: string): Promise<BlobInfo | null> {
     assertValidBlobKey(key);
     try {
-      const res = await this.client.send(
-        new HeadObjectCommand({ Bucket: this.bucket, Key: key }),
-      );
+      const res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
       return {
         key,
         contentType: res.ContentType ?? "application/octet-stream",
@@ -256,9 +224,7 @@ export class S3BlobStore implements BlobStore {
     assertValidBlobKey(key);
     try {
       // S3 answers 204 for a missing key too, so this is idempotent as is.
-      await this.client.send(
-        new DeleteObjectCommand({ Bucket: this.bucket, Key: key }),
-      );
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
     } catch (err) {
       if (isMissingObject(err)) return;
       throw this.unavailable("delete", key, err);
@@ -279,10 +245,7 @@ export class S3BlobStore implements BlobStore {
       await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
       return;
     } catch (err) {
-      if (
-        asSdkError(err).$metadata?.httpStatusCode !== 404 &&
-        asSdkError(err).name !== "NotFound"
-      ) {
+      if (asSdkError(err).$metadata?.httpStatusCode !== 404 && asSdkError(err).name !== "NotFound") {
         throw this.unavailable("ensureBucket", "", err);
       }
     }
@@ -302,8 +265,7 @@ export class S3BlobStore implements BlobStore {
       );
     } catch (err) {
       const { name } = asSdkError(err);
-      if (name === "BucketAlreadyOwnedByYou" || name === "BucketAlreadyExists")
-        return;
+      if (name === "BucketAlreadyOwnedByYou" || name === "BucketAlreadyExists") return;
       throw this.unavailable("ensureBucket", "", err);
     }
   }

@@ -2,13 +2,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { FilesystemBlobStore, StorageUnavailableError } from "../src";
-import {
-  ROCKET,
-  ROCKET_BYTES,
-  describeBlobStoreContract,
-  failingStream,
-  sha256,
-} from "./support/blob-store-contract";
+import { ROCKET, ROCKET_BYTES, describeBlobStoreContract, failingStream, sha256 } from "./support/blob-store-contract";
 
 let root: string;
 
@@ -38,18 +32,11 @@ describe("FilesystemBlobStore specifics", () => {
     const store = new FilesystemBlobStore(dir);
     const { createReadStream } = await import("node:fs");
     await store.put("originals/abc", createReadStream(ROCKET), "image/jpeg");
-    expect(await listFiles(dir)).toEqual([
-      path.join("originals", "abc@blob"),
-      path.join("originals", "abc@meta.json"),
-    ]);
+    expect(await listFiles(dir)).toEqual([path.join("originals", "abc@blob"), path.join("originals", "abc@meta.json")]);
     const onDisk = await readFile(path.join(dir, "originals", "abc@blob"));
     expect(onDisk.length).toBe(ROCKET_BYTES);
     expect(sha256(onDisk)).toBe(sha256(await readFile(ROCKET)));
-    expect(
-      JSON.parse(
-        await readFile(path.join(dir, "originals", "abc@meta.json"), "utf8"),
-      ),
-    ).toEqual({
+    expect(JSON.parse(await readFile(path.join(dir, "originals", "abc@meta.json"), "utf8"))).toEqual({
       contentType: "image/jpeg",
     });
   });
@@ -59,11 +46,7 @@ describe("FilesystemBlobStore specifics", () => {
     const store = new FilesystemBlobStore(dir);
     const boom = new Error("boom");
     await expect(
-      store.put(
-        "originals/x",
-        failingStream(Buffer.alloc(300_000, 1), 200_000, boom),
-        "image/png",
-      ),
+      store.put("originals/x", failingStream(Buffer.alloc(300_000, 1), 200_000, boom), "image/png"),
     ).rejects.toBe(boom);
     expect(await listFiles(dir)).toEqual([]);
   });
@@ -85,18 +68,12 @@ describe("FilesystemBlobStore specifics", () => {
     await writeFile(file, "I am a file");
     const store = new FilesystemBlobStore(file);
     await expect(store.ping()).rejects.toBeInstanceOf(StorageUnavailableError);
-    await expect(
-      store.put("originals/a", Buffer.from("x"), "text/plain"),
-    ).rejects.toBeInstanceOf(StorageUnavailableError);
-    await expect(store.get("originals/a")).rejects.toBeInstanceOf(
+    await expect(store.put("originals/a", Buffer.from("x"), "text/plain")).rejects.toBeInstanceOf(
       StorageUnavailableError,
     );
-    await expect(store.head("originals/a")).rejects.toBeInstanceOf(
-      StorageUnavailableError,
-    );
-    await expect(store.delete("originals/a")).rejects.toBeInstanceOf(
-      StorageUnavailableError,
-    );
+    await expect(store.get("originals/a")).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(store.head("originals/a")).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(store.delete("originals/a")).rejects.toBeInstanceOf(StorageUnavailableError);
   });
 
   test("ping creates a missing root", async () => {
@@ -106,8 +83,6 @@ describe("FilesystemBlobStore specifics", () => {
   });
 
   test("a relative root resolves against the working directory", () => {
-    expect(new FilesystemBlobStore("./.data/blobs").rootDir).toBe(
-      path.resolve(".data/blobs"),
-    );
+    expect(new FilesystemBlobStore("./.data/blobs").rootDir).toBe(path.resolve(".data/blobs"));
   });
 });

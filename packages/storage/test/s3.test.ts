@@ -1,25 +1,13 @@
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { createServer, type Server, type Socket } from "node:net";
-import {
-  S3BlobStore,
-  StorageUnavailableError,
-  createBlobStoreFromEnv,
-} from "../src";
-import {
-  type RunningS3rver,
-  S3RVER_CREDENTIALS,
-  startS3rver,
-} from "../src/testing/s3rver";
+import { S3BlobStore, StorageUnavailableError, createBlobStoreFromEnv } from "../src";
+import { type RunningS3rver, S3RVER_CREDENTIALS, startS3rver } from "../src/testing/s3rver";
 import { describeBlobStoreContract } from "./support/blob-store-contract";
 
 let s3: RunningS3rver;
 const stores: S3BlobStore[] = [];
 
-function storeFor(
-  endpoint: string,
-  bucket: string,
-  extra: Partial<ConstructorParameters<typeof S3BlobStore>[0]> = {},
-) {
+function storeFor(endpoint: string, bucket: string, extra: Partial<ConstructorParameters<typeof S3BlobStore>[0]> = {}) {
   const store = new S3BlobStore({
     endpoint,
     bucket,
@@ -95,9 +83,7 @@ describe("S3BlobStore specifics", () => {
       secretAccessKey: "wrong",
     });
     await expect(store.ping()).rejects.toBeInstanceOf(StorageUnavailableError);
-    await expect(store.get("originals/x")).rejects.toBeInstanceOf(
-      StorageUnavailableError,
-    );
+    await expect(store.get("originals/x")).rejects.toBeInstanceOf(StorageUnavailableError);
   });
 
   test("a stopped endpoint surfaces as StorageUnavailableError on every operation", async () => {
@@ -107,22 +93,14 @@ describe("S3BlobStore specifics", () => {
     await gone.stop();
     await gone.stop(); // idempotent
     await expect(store.ping()).rejects.toBeInstanceOf(StorageUnavailableError);
-    await expect(store.get("k")).rejects.toBeInstanceOf(
-      StorageUnavailableError,
-    );
-    await expect(store.head("k")).rejects.toBeInstanceOf(
-      StorageUnavailableError,
-    );
-    await expect(store.delete("k")).rejects.toBeInstanceOf(
-      StorageUnavailableError,
-    );
-    await expect(
-      store.put("k", Buffer.from("y"), "text/plain"),
-    ).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(store.get("k")).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(store.head("k")).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(store.delete("k")).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(store.put("k", Buffer.from("y"), "text/plain")).rejects.toBeInstanceOf(StorageUnavailableError);
     const { Readable } = await import("node:stream");
-    await expect(
-      store.put("k", Readable.from([Buffer.from("y")]), "text/plain"),
-    ).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(store.put("k", Readable.from([Buffer.from("y")]), "text/plain")).rejects.toBeInstanceOf(
+      StorageUnavailableError,
+    );
   });
 
   describe("an endpoint that accepts connections but never answers", () => {
@@ -131,12 +109,9 @@ describe("S3BlobStore specifics", () => {
     let endpoint: string;
     beforeAll(async () => {
       blackHole = createServer((socket) => sockets.push(socket));
-      await new Promise<void>((resolve) =>
-        blackHole.listen(0, "127.0.0.1", resolve),
-      );
+      await new Promise<void>((resolve) => blackHole.listen(0, "127.0.0.1", resolve));
       const address = blackHole.address();
-      if (address === null || typeof address === "string")
-        throw new Error("no port");
+      if (address === null || typeof address === "string") throw new Error("no port");
       endpoint = `http://127.0.0.1:${address.port}`;
     });
     afterAll(async () => {
@@ -150,15 +125,9 @@ describe("S3BlobStore specifics", () => {
         requestTimeoutMs: 300,
         socketTimeoutMs: 300,
       });
-      await expect(store.ping()).rejects.toBeInstanceOf(
-        StorageUnavailableError,
-      );
-      await expect(store.get("k")).rejects.toBeInstanceOf(
-        StorageUnavailableError,
-      );
-      await expect(
-        store.put("k", Buffer.from("x"), "text/plain"),
-      ).rejects.toBeInstanceOf(StorageUnavailableError);
+      await expect(store.ping()).rejects.toBeInstanceOf(StorageUnavailableError);
+      await expect(store.get("k")).rejects.toBeInstanceOf(StorageUnavailableError);
+      await expect(store.put("k", Buffer.from("x"), "text/plain")).rejects.toBeInstanceOf(StorageUnavailableError);
     });
   });
 

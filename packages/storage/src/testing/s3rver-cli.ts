@@ -9,8 +9,7 @@ async function main(): Promise<void> {
   const s3 = await startS3rver({
     bucket: process.env.S3RVER_BUCKET || undefined,
   });
-  for (const [key, value] of Object.entries(s3.env))
-    process.stdout.write(`${key}=${value}\n`);
+  for (const [key, value] of Object.entries(s3.env)) process.stdout.write(`${key}=${value}\n`);
   const shutdown = (): void => {
     s3.stop().then(
       () => process.exit(0),
@@ -22,8 +21,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(
-    `s3rver failed to start: ${err instanceof Error ? err.message : String(err)}\n`,
-  );
+  process.stderr.write(`s3rver failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 });

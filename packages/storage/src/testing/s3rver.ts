@@ -37,13 +37,10 @@ export const S3RVER_CREDENTIALS = {
  * Starts an in-process s3rver (fake S3 over HTTP) on 127.0.0.1 with a random free
  * port, a fresh temp directory and one bucket. For tests and local CI only.
  */
-export async function startS3rver(
-  options: { bucket?: string; region?: string } = {},
-): Promise<RunningS3rver> {
+export async function startS3rver(options: { bucket?: string; region?: string } = {}): Promise<RunningS3rver> {
   const bucket = options.bucket ?? "media-test";
   const region = options.region ?? "us-east-1";
   // s3rver ships no type declarations; the interface above is what we rely on.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const S3rver = require("s3rver") as S3rverConstructor;
   const directory = await mkdtemp(path.join(tmpdir(), "s3rver-"));
   const server = new S3rver({

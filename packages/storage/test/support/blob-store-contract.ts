@@ -4,31 +4,19 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { type BlobStore, InvalidBlobKeyError, originalKey } from "../../src";
 
-export const ROCKET = path.resolve(
-  __dirname,
-  "../../../../fixtures/images/rocket.jpg",
-);
+export const ROCKET = path.resolve(__dirname, "../../../../fixtures/images/rocket.jpg");
 export const ROCKET_BYTES = 112_525;
 
-export const sha256 = (buf: Buffer): string =>
-  createHash("sha256").update(buf).digest("hex");
+export const sha256 = (buf: Buffer): string => createHash("sha256").update(buf).digest("hex");
 
 export async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of stream)
-    chunks.push(
-      Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array),
-    );
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array));
   return Buffer.concat(chunks);
 }
 
 /** Yields `data` in chunks up to `failAfter` bytes, then errors with `error`. */
-export function failingStream(
-  data: Buffer,
-  failAfter: number,
-  error: Error,
-  chunkSize = 64 * 1024,
-): Readable {
+export function failingStream(data: Buffer, failAfter: number, error: Error, chunkSize = 64 * 1024): Readable {
   async function* gen(): AsyncGenerator<Buffer> {
     for (let offset = 0; offset < failAfter; offset += chunkSize) {
       yield data.subarray(offset, Math.min(offset + chunkSize, failAfter));
@@ -63,10 +51,7 @@ export interface ContractHarness {
 }
 
 /** The behaviour every BlobStore driver must show; run once per driver. */
-export function describeBlobStoreContract(
-  name: string,
-  harness: () => ContractHarness,
-): void {
+export function describeBlobStoreContract(name: string, harness: () => ContractHarness): void {
   describe(`BlobStore contract: ${name}`, () => {
     let store: BlobStore;
     let residue: () => Promise<string[]>;
@@ -116,9 +101,7 @@ export function describeBlobStoreContract(
     test("Buffer put round-trips", async () => {
       const key = freshKey();
       const data = Buffer.from("hello, blob store\n");
-      await expect(
-        store.put(key, data, "text/plain; charset=utf-8"),
-      ).resolves.toEqual({
+      await expect(store.put(key, data, "text/plain; charset=utf-8")).resolves.toEqual({
         key,
         contentType: "text/plain; charset=utf-8",
         size: data.length,
@@ -142,16 +125,10 @@ export function describeBlobStoreContract(
     test("a large streamed body (several multipart parts on S3) round-trips", async () => {
       const key = freshKey();
       const data = randomBytes(11 * 1024 * 1024 + 123);
-      const info = await store.put(
-        key,
-        chunkedStream(data),
-        "application/octet-stream",
-      );
+      const info = await store.put(key, chunkedStream(data), "application/octet-stream");
       expect(info.size).toBe(data.length);
       expect((await store.head(key))!.size).toBe(data.length);
-      expect(sha256(await readAll((await store.get(key))!.body))).toBe(
-        sha256(data),
-      );
+      expect(sha256(await readAll((await store.get(key))!.body))).toBe(sha256(data));
     });
 
     test("put overwrites an existing key (bytes and content type)", async () => {
@@ -163,21 +140,15 @@ export function describeBlobStoreContract(
         contentType: "image/jpeg",
         size: ROCKET_BYTES,
       });
-      expect(sha256(await readAll((await store.get(key))!.body))).toBe(
-        sha256(rocket),
-      );
+      expect(sha256(await readAll((await store.get(key))!.body))).toBe(sha256(rocket));
     });
 
     test("a key and a longer key below it coexist", async () => {
       const base = freshKey();
       await store.put(base, Buffer.from("parent"), "text/plain");
       await store.put(`${base}/child`, Buffer.from("child!"), "text/plain");
-      expect((await readAll((await store.get(base))!.body)).toString()).toBe(
-        "parent",
-      );
-      expect(
-        (await readAll((await store.get(`${base}/child`))!.body)).toString(),
-      ).toBe("child!");
+      expect((await readAll((await store.get(base))!.body)).toString()).toBe("parent");
+      expect((await readAll((await store.get(`${base}/child`))!.body)).toString()).toBe("child!");
     });
 
     test("missing key: get and head return null", async () => {
@@ -197,48 +168,29 @@ export function describeBlobStoreContract(
       await expect(store.delete(freshKey())).resolves.toBeUndefined();
     });
 
-    test.each(TRAVERSAL_KEYS)(
-      "key %j is rejected by every operation",
-      async (key) => {
-        const body = createReadStream(ROCKET);
-        try {
-          await expect(
-            store.put(key, body, "image/jpeg"),
-          ).rejects.toBeInstanceOf(InvalidBlobKeyError);
-        } finally {
-          body.destroy();
-        }
-        await expect(
-          store.put(key, rocket, "image/jpeg"),
-        ).rejects.toBeInstanceOf(InvalidBlobKeyError);
-        await expect(store.get(key)).rejects.toBeInstanceOf(
-          InvalidBlobKeyError,
-        );
-        await expect(store.head(key)).rejects.toBeInstanceOf(
-          InvalidBlobKeyError,
-        );
-        await expect(store.delete(key)).rejects.toBeInstanceOf(
-          InvalidBlobKeyError,
-        );
-      },
-    );
+    test.each(TRAVERSAL_KEYS)("key %j is rejected by every operation", async (key) => {
+      const body = createReadStream(ROCKET);
+      try {
+        await expect(store.put(key, body, "image/jpeg")).rejects.toBeInstanceOf(InvalidBlobKeyError);
+      } finally {
+        body.destroy();
+      }
+      await expect(store.put(key, rocket, "image/jpeg")).rejects.toBeInstanceOf(InvalidBlobKeyError);
+      await expect(store.get(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
+      await expect(store.head(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
+      await expect(store.delete(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
+    });
 
     test("a content type that could inject headers is rejected", async () => {
-      await expect(
-        store.put(freshKey(), rocket, "image/jpeg\r\nX-Evil: 1"),
-      ).rejects.toBeInstanceOf(TypeError);
-      await expect(store.put(freshKey(), rocket, "")).rejects.toBeInstanceOf(
-        TypeError,
-      );
+      await expect(store.put(freshKey(), rocket, "image/jpeg\r\nX-Evil: 1")).rejects.toBeInstanceOf(TypeError);
+      await expect(store.put(freshKey(), rocket, "")).rejects.toBeInstanceOf(TypeError);
     });
 
     test("a stream that errors halfway rejects with that error and leaves nothing", async () => {
       const before = await residue();
       const key = freshKey();
       const boom = new Error("client went away");
-      await expect(
-        store.put(key, failingStream(rocket, 50_000, boom), "image/jpeg"),
-      ).rejects.toBe(boom);
+      await expect(store.put(key, failingStream(rocket, 50_000, boom), "image/jpeg")).rejects.toBe(boom);
       await expect(store.head(key)).resolves.toBeNull();
       await expect(store.get(key)).resolves.toBeNull();
       expect(await residue()).toEqual(before);
@@ -249,13 +201,7 @@ export function describeBlobStoreContract(
       const key = freshKey();
       const data = randomBytes(12 * 1024 * 1024);
       const boom = new Error("upload limit exceeded");
-      await expect(
-        store.put(
-          key,
-          failingStream(data, 11 * 1024 * 1024, boom),
-          "image/jpeg",
-        ),
-      ).rejects.toBe(boom);
+      await expect(store.put(key, failingStream(data, 11 * 1024 * 1024, boom), "image/jpeg")).rejects.toBe(boom);
       await expect(store.head(key)).resolves.toBeNull();
       expect(await residue()).toEqual(before);
     });
@@ -265,20 +211,14 @@ export function describeBlobStoreContract(
       await store.put(key, rocket, "image/jpeg");
       const boom = new Error("truncated upload");
       await expect(
-        store.put(
-          key,
-          failingStream(Buffer.alloc(200_000, 7), 100_000, boom),
-          "application/octet-stream",
-        ),
+        store.put(key, failingStream(Buffer.alloc(200_000, 7), 100_000, boom), "application/octet-stream"),
       ).rejects.toBe(boom);
       expect(await store.head(key)).toEqual({
         key,
         contentType: "image/jpeg",
         size: ROCKET_BYTES,
       });
-      expect(sha256(await readAll((await store.get(key))!.body))).toBe(
-        sha256(rocket),
-      );
+      expect(sha256(await readAll((await store.get(key))!.body))).toBe(sha256(rocket));
     });
   });
 }
@@ -286,8 +226,7 @@ export function describeBlobStoreContract(
 /** A well-behaved multi-chunk stream (64 KiB chunks) over `data`. */
 function chunkedStream(data: Buffer): Readable {
   async function* gen(): AsyncGenerator<Buffer> {
-    for (let offset = 0; offset < data.length; offset += 64 * 1024)
-      yield data.subarray(offset, offset + 64 * 1024);
+    for (let offset = 0; offset < data.length; offset += 64 * 1024) yield data.subarray(offset, offset + 64 * 1024);
   }
   return Readable.from(gen(), { objectMode: false });
 }
