@@ -16,7 +16,12 @@ export interface BlobObject extends BlobInfo {
  * (`originals/<assetId>`); drivers must reject keys that could escape their root.
  */
 export interface BlobStore {
-  /** Writes the whole stream; the blob becomes visible only once complete (no partial objects). */
+  /**
+   * Writes the whole stream; the blob becomes visible only once complete (no partial objects).
+   * If `body` itself errors, put rejects with that same error object (so e.g. an upload size
+   * limit stays recognisable) and nothing is stored; storage failures reject with
+   * StorageUnavailableError; a bad key with InvalidBlobKeyError (see keys.ts for the grammar).
+   */
   put(key: string, body: Readable | Buffer, contentType: string): Promise<BlobInfo>;
   /** Returns null when the key does not exist. Other failures throw StorageUnavailableError. */
   get(key: string): Promise<BlobObject | null>;
