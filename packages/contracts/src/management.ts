@@ -1,1 +1,217 @@
-export {};
+import { z } from "zod";
+
+/**
+ * Request and response schemas of the management API (/v1). The service validates every input
+ * with these, and they are the source for the OpenAPI document. DESIGN.md §5 fixes the shapes.
+ */
+
+export const uuidSchema = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, "must be a UUID")
+  .transform((s) => s.toLowerCase())
+  .describe("Identifier: a random UUIDv4");
+
+export const MAX_TAGS = 50;
+export const MAX_TAG_LENGTH = 64;
+export const MAX_TEXT_LENGTH = 10_000;
+export const MAX_TITLE_LENGTH = 500;
+export const MAX_COLLECTION_NAME_LENGTH = 200;
+
+export const ASSET_FORMATS = ["jpeg", "png", "webp", "gif", "avif", "tiff"] as const;
+export const assetFormatSchema = z.enum(ASSET_FORMATS).describe("Image format sniffed from the uploaded bytes");
+export type AssetFormat = z.infer<typeof assetFormatSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Asset
+
+export const assetSchema = z
+  .object({
+    id: z.string().uuid().describe("Asset identifier (UUIDv4)"),
+    workspaceId: z.string().describe("Workspace that owns the asset"),
+    collectionId: z.string().uuid().nullable().describe("Collection the asset belongs to, or null"),
+    userTitle: z.string().nullable().describe("User-managed title"),
+    userTags: z.array(z.string()).describe("User-managed tags"),
+    userCaption: z.string().nullable().describe("User-managed caption"),
+    userDescription: z.string().nullable().describe("User-managed description"),
+    originalFilename: z.string().describe("File name given by the client at upload"),
+    mimeType: z.string().describe("Content type of the stored original, from the sniffed format"),
+    format: assetFormatSchema,
+    width: z.number().int().describe("Width in pixels (first frame / page)"),
+    height: z.number().int().describe("Height in pixels (first frame / page)"),
+    bytes: z.number().int().describe("Size of the original in bytes"),
+    sha256: z.string().length(64).describe("SHA-256 of the original bytes, lowercase hex"),
+    createdAt: z.string().datetime().describe("Creation time (ISO 8601)"),
+    updatedAt: z.string().datetime().describe("Last update time (ISO 8601)"),
+    mediaUrl: z
+      .string()
+      .url()
+      .describe("Example transformation URL of this asset on the media service: a 256 px thumbnail"),
+  })
+  .describe("Serialized asset with its metadata fields");
+export type AssetDto = z.infer<typeof assetSchema>;
+
+export const duplicateMatchSchema = z
+  .object({
+    assetId: z.string().uuid().describe("Existing asset of the same workspace"),
+    match: z.enum(["exact", "similar"]).describe("exact: same sha256; similar: perceptual hash within the threshold"),
+    distance: z.number().int().min(0).max(64).describe("Hamming distance of the 64-bit perceptual hashes"),
+  })
+  .describe("A possible duplicate found at upload");
+export type DuplicateMatch = z.infer<typeof duplicateMatchSchema>;
+
+export const uploadResponseSchema = assetSchema
+  .extend({
+    duplicates: z
+      .array(duplicateMatchSchema)
+      .optional()
+      .describe("Present when warnAboutDuplicateImages was set: exact and similar assets, closest first"),
+  })
+  .describe("The created asset (201)");
+export type UploadResponse = z.infer<typeof uploadResponseSchema>;
+
+const booleanFlag = z
+  .enum(["true", "false", "1", "0"], { message: "must be one of true, false, 1, 0" })
+  .transform((v) => v === "true" || v === "1");
+
+/** Text fields of the multipart upload (the `file` part is handled by the upload middleware). */
+export const uploadFieldsSchema = z
+  .object({
+    collectionId: uuidSchema.optional().describe("Assign the new asset to this collection of the workspace"),
+    warnAboutDuplicateImages: booleanFlag
+      .optional()
+      .describe("true/false/1/0: list exact and similar assets of the workspace in the response"),
+  })
+  .strict()
+  .describe("multipart/form-data fields besides the required `file` part");
+export type UploadFields = z.infer<typeof uploadFieldsSchema>;
+
+const nullableText = (max: number, what: string) =>
+  z
+    .string()
+    .trim()
+    .max(max, `must be at most ${max} characters`)
+    .transform((s) => (s.length === 0 ? null : s))
+    .nullable()
+    .describe(`${what}; null or an empty string clears it`);
+
+export const userTagsSchema = z
+  .array(z.string().trim().min(1, "tags must not be empty").max(MAX_TAG_LENGTH, `tags must be at most ${MAX_TAG_LENGTH} characters`))
+  .transform((tags) => [...new Set(tags)])
+  .refine((tags) => tags.length <= MAX_TAGS, { message: `at most ${MAX_TAGS} tags` })
+  .describe(`Replaces the whole tag list: trimmed, deduplicated, each 1-${MAX_TAG_LENGTH} chars, at most ${MAX_TAGS}`);
+
+export const patchAssetSchema = z
+  .object({
+    userTitle: nullableText(MAX_TITLE_LENGTH, "User-managed title").optional(),
+    userTags: userTagsSchema.optional(),
+    userCaption: nullableText(MAX_TEXT_LENGTH, "User-managed caption").optional(),
+    userDescription: nullableText(MAX_TEXT_LENGTH, "User-managed description").optional(),
+    collectionId: uuidSchema.nullable().optional().describe("Collection of the same workspace; null removes the asset from its collection"),
+  })
+  .strict()
+  .describe("PATCH /v1/assets/:assetId body: only given fields change; unknown fields are rejected");
+export type PatchAsset = z.infer<typeof patchAssetSchema>;
+
+export const ASSET_SORTS = [
+  "createdAt",
+  "-createdAt",
+  "updatedAt",
+  "-updatedAt",
+  "userTitle",
+  "-userTitle",
+  "bytes",
+  "-bytes",
+] as const;
+export const assetSortSchema = z.enum(ASSET_SORTS).describe("Sort field; a leading - sorts descending");
+export type AssetSort = z.infer<typeof assetSortSchema>;
+
+const isoDate = (what: string) =>
+  z
+    .string()
+    .refine((s) => !Number.isNaN(Date.parse(s)), "must be an ISO 8601 date or date-time")
+    .transform((s) => new Date(s))
+    .describe(what);
+
+export const listAssetsQuerySchema = z
+  .object({
+    search: z.string().trim().max(200).optional().describe("Case-insensitive substring of title, tags, caption, description or filename"),
+    collectionId: uuidSchema.optional().describe("Only assets of this collection"),
+    tag: z.string().trim().min(1).max(MAX_TAG_LENGTH).optional().describe("Only assets carrying this exact tag"),
+    format: assetFormatSchema.optional(),
+    createdAfter: isoDate("Only assets created at or after this time").optional(),
+    createdBefore: isoDate("Only assets created before this time").optional(),
+    sort: assetSortSchema.default("-createdAt"),
+    limit: z.coerce.number({ message: "must be an integer 1-100" }).int("must be an integer 1-100").min(1).max(100).default(25).describe("Page size, 1-100"),
+    cursor: z.string().max(1000).optional().describe("Opaque cursor from a previous page's nextCursor"),
+  })
+  .strict()
+  .describe("GET /v1/assets query");
+export type ListAssetsQuery = z.infer<typeof listAssetsQuerySchema>;
+
+export const listAssetsResponseSchema = z
+  .object({
+    count: z.number().int().describe("Number of assets matching the filters (all pages)"),
+    assets: z.array(assetSchema).describe("This page"),
+    nextCursor: z.string().nullable().describe("Pass as cursor for the next page; null on the last page"),
+  })
+  .describe("GET /v1/assets result");
+export type ListAssetsResponse = z.infer<typeof listAssetsResponseSchema>;
+
+export const fullTextQuerySchema = z
+  .object({
+    q: z.string().trim().min(1, "must not be empty").max(200).describe("Web-search syntax: words, \"quoted phrases\", -excluded, or"),
+    limit: z.coerce.number().int().min(1).max(100).default(25).describe("Maximum number of results, 1-100"),
+  })
+  .strict()
+  .describe("GET /v1/assets/search/full-text query");
+export type FullTextQuery = z.infer<typeof fullTextQuerySchema>;
+
+export const scoredAssetSchema = assetSchema.extend({
+  score: z.number().describe("Relevance, higher is better"),
+});
+export const fullTextResponseSchema = z
+  .object({
+    count: z.number().int().describe("Number of assets returned"),
+    assets: z.array(scoredAssetSchema).describe("Matches, best first"),
+  })
+  .describe("GET /v1/assets/search/full-text result");
+export type FullTextResponse = z.infer<typeof fullTextResponseSchema>;
+
+export const assetIdParamsSchema = z.object({ assetId: uuidSchema }).describe("Path parameters");
+
+// ---------------------------------------------------------------------------------------------
+// Collections
+
+export const collectionSchema = z
+  .object({
+    id: z.string().uuid().describe("Collection identifier (UUIDv4)"),
+    name: z.string().describe("Name, unique within the workspace"),
+    assetCount: z.number().int().describe("Number of assets currently in the collection"),
+    createdAt: z.string().datetime().describe("Creation time (ISO 8601)"),
+    updatedAt: z.string().datetime().describe("Last update time (ISO 8601)"),
+  })
+  .describe("Collection");
+export type CollectionDto = z.infer<typeof collectionSchema>;
+
+export const createCollectionSchema = z
+  .object({
+    name: z
+      .string({ message: "must be a string" })
+      .trim()
+      .min(1, "must not be empty")
+      .max(MAX_COLLECTION_NAME_LENGTH, `must be at most ${MAX_COLLECTION_NAME_LENGTH} characters`)
+      .describe("Name, trimmed, 1-200 characters, unique within the workspace"),
+  })
+  .strict()
+  .describe("POST /v1/asset-collections body");
+export type CreateCollection = z.infer<typeof createCollectionSchema>;
+
+export const listCollectionsResponseSchema = z
+  .object({
+    count: z.number().int().describe("Number of collections"),
+    collections: z.array(collectionSchema).describe("Collections of the workspace, by name"),
+  })
+  .describe("GET /v1/asset-collections result");
+export type ListCollectionsResponse = z.infer<typeof listCollectionsResponseSchema>;
+
+export const collectionIdParamsSchema = z.object({ id: uuidSchema }).describe("Path parameters");

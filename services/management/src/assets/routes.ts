@@ -1,0 +1,54 @@
+import { Router } from "express";
+import {
+  assetIdParamsSchema,
+  fullTextQuerySchema,
+  listAssetsQuerySchema,
+  patchAssetSchema,
+  uploadFieldsSchema,
+} from "@media-platform/contracts";
+import { principalOf } from "../auth/middleware";
+import type { AppContext } from "../context";
+import { requireJson } from "../http";
+import { badRequest, notFound, parseOr400 } from "../problem";
+import { getAsset, listAssets, patchAsset, searchAssetsFullText, uploadAsset } from "./service";
+import { uploadMiddleware } from "./upload";
+
+const assetId = (params: unknown): string => {
+  const parsed = assetIdParamsSchema.safeParse(params);
+  // A malformed id cannot name an asset: same answer as an unknown one.
+  if (!parsed.success) throw notFound("Asset not found");
+  return parsed.data.assetId;
+};
+
+export function assetsRouter(ctx: AppContext): Router {
+  const r = Router();
+
+  r.post("/upload", uploadMiddleware(ctx.maxUploadBytes), async (req, res) => {
+    if (!req.file) throw badRequest("Missing file part", [{ path: "body.file", message: "a file part named file is required" }]);
+    const fields = parseOr400(uploadFieldsSchema, req.body ?? {}, "body");
+    const created = await uploadAsset(ctx, principalOf(req), req.file, fields);
+    res.status(201).location(`/v1/assets/${created.id}`).json(created);
+  });
+
+  r.get("/search/full-text", async (req, res) => {
+    const query = parseOr400(fullTextQuerySchema, req.query, "query");
+    res.json(await searchAssetsFullText(ctx, principalOf(req), query));
+  });
+
+  r.get("/", async (req, res) => {
+    const query = parseOr400(listAssetsQuerySchema, req.query, "query");
+    res.json(await listAssets(ctx, principalOf(req), query));
+  });
+
+  r.get("/:assetId", async (req, res) => {
+    res.json(await getAsset(ctx, principalOf(req), assetId(req.params)));
+  });
+
+  r.patch("/:assetId", requireJson, async (req, res) => {
+    const id = assetId(req.params);
+    const patch = parseOr400(patchAssetSchema, req.body, "body");
+    res.json(await patchAsset(ctx, principalOf(req), id, patch));
+  });
+
+  return r;
+}

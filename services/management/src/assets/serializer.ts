@@ -1,0 +1,30 @@
+import type { AssetDto, AssetFormat } from "@media-platform/contracts";
+import type { Asset } from "../generated/prisma/client";
+import { FILE_EXTENSIONS } from "./upload";
+
+export function mediaUrlFor(mediaPublicUrl: string, asset: Pick<Asset, "id" | "format">): string {
+  const ext = FILE_EXTENSIONS[asset.format as AssetFormat] ?? asset.format;
+  return `${mediaPublicUrl}/thumbnail:size=256/${asset.id}.${ext}`;
+}
+
+export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
+  return {
+    id: asset.id,
+    workspaceId: asset.workspaceId,
+    collectionId: asset.collectionId,
+    userTitle: asset.userTitle,
+    userTags: asset.userTags,
+    userCaption: asset.userCaption,
+    userDescription: asset.userDescription,
+    originalFilename: asset.originalFilename,
+    mimeType: asset.mimeType,
+    format: asset.format as AssetFormat,
+    width: asset.width,
+    height: asset.height,
+    bytes: Number(asset.bytes),
+    sha256: asset.sha256,
+    createdAt: asset.createdAt.toISOString(),
+    updatedAt: asset.updatedAt.toISOString(),
+    mediaUrl: mediaUrlFor(mediaPublicUrl, asset),
+  };
+}

@@ -1,0 +1,254 @@
+import { randomUUID } from "node:crypto";
+import type {
+  AssetDto,
+  AssetSort,
+  FullTextQuery,
+  FullTextResponse,
+  ListAssetsQuery,
+  ListAssetsResponse,
+  PatchAsset,
+  UploadFields,
+  UploadResponse,
+} from "@media-platform/contracts";
+import { originalKey } from "@media-platform/storage";
+import type { AppContext } from "../context";
+import type { Principal } from "../auth/keys";
+import { Prisma, type Asset } from "../generated/prisma/client";
+import { badRequest, notFound } from "../problem";
+import { findDuplicates } from "./duplicates";
+import { fullTextSearch } from "./search";
+import { serializeAsset } from "./serializer";
+import { analyseImage } from "./upload";
+
+const isPrismaError = (err: unknown, code: string): boolean =>
+  err instanceof Prisma.PrismaClientKnownRequestError && err.code === code;
+
+async function assertCollectionInWorkspace(ctx: AppContext, workspaceId: string, collectionId: string, path: string) {
+  const found = await ctx.prisma.collection.findFirst({ where: { id: collectionId, workspaceId }, select: { id: true } });
+  if (!found) throw badRequest("Unknown collection", [{ path, message: "no such collection in this workspace" }]);
+}
+
+export interface UploadedFile {
+  buffer: Buffer;
+  originalname: string;
+}
+
+/**
+ * Upload: sniff + decode + digests, write the original blob, then insert the row. If the insert
+ * fails the blob is deleted again, so there is never a blob without an asset or an asset without
+ * its blob.
+ */
+export async function uploadAsset(
+  ctx: AppContext,
+  principal: Principal,
+  file: UploadedFile,
+  fields: UploadFields,
+): Promise<UploadResponse> {
+  const { workspaceId } = principal;
+  if (fields.collectionId !== undefined) {
+    await assertCollectionInWorkspace(ctx, workspaceId, fields.collectionId, "body.collectionId");
+  }
+  const image = await analyseImage(file.buffer, ctx.limitInputPixels);
+  const duplicates = fields.warnAboutDuplicateImages
+    ? await findDuplicates(ctx.prisma, workspaceId, image, ctx.duplicateHammingThreshold)
+    : undefined;
+
+  const id = randomUUID();
+  const key = originalKey(id);
+  await ctx.blobStore.put(key, file.buffer, image.mimeType);
+  let asset: Asset;
+  try {
+    asset = await ctx.prisma.asset.create({
+      data: {
+        id,
+        workspaceId,
+        collectionId: fields.collectionId ?? null,
+        originalFilename: sanitizeFilename(file.originalname),
+        mimeType: image.mimeType,
+        format: image.format,
+        width: image.width,
+        height: image.height,
+        bytes: BigInt(image.bytes),
+        sha256: image.sha256,
+        phash: image.phash,
+        createdBy: principal.userId,
+      },
+    });
+  } catch (err) {
+    await ctx.blobStore.delete(key).catch((deleteErr: unknown) => {
+      ctx.log.error({ err: deleteErr, key }, "could not delete the blob of a failed upload");
+    });
+    // The collection was deleted between the check and the insert.
+    if (isPrismaError(err, "P2003")) {
+      throw badRequest("Unknown collection", [{ path: "body.collectionId", message: "no such collection in this workspace" }]);
+    }
+    throw err;
+  }
+  const dto: UploadResponse = serializeAsset(asset, ctx.mediaPublicUrl);
+  if (duplicates) dto.duplicates = duplicates;
+  return dto;
+}
+
+/** Client file names are metadata only (never a path): strip directories and control characters. */
+export function sanitizeFilename(name: string): string {
+  // eslint-disable-next-line no-control-regex
+  const base = (name.split(/[\\/]/).pop() ?? "").replace(/[\u0000-\u001f\u007f]/g, "").trim();
+  return (base || "upload").slice(0, 255);
+}
+
+async function loadAsset(ctx: AppContext, workspaceId: string, id: string): Promise<Asset> {
+  const asset = await ctx.prisma.asset.findFirst({ where: { id, workspaceId } });
+  if (!asset) throw notFound("Asset not found");
+  return asset;
+}
+
+export async function getAsset(ctx: AppContext, principal: Principal, id: string): Promise<AssetDto> {
+  return serializeAsset(await loadAsset(ctx, principal.workspaceId, id), ctx.mediaPublicUrl);
+}
+
+export async function patchAsset(ctx: AppContext, principal: Principal, id: string, patch: PatchAsset): Promise<AssetDto> {
+  const { workspaceId } = principal;
+  const existing = await loadAsset(ctx, workspaceId, id);
+  if (patch.collectionId) await assertCollectionInWorkspace(ctx, workspaceId, patch.collectionId, "body.collectionId");
+  const data: Prisma.AssetUncheckedUpdateInput = {};
+  if (patch.userTitle !== undefined) data.userTitle = patch.userTitle;
+  if (patch.userTags !== undefined) data.userTags = { set: patch.userTags };
+  if (patch.userCaption !== undefined) data.userCaption = patch.userCaption;
+  if (patch.userDescription !== undefined) data.userDescription = patch.userDescription;
+  if (patch.collectionId !== undefined) data.collectionId = patch.collectionId;
+  if (Object.keys(data).length === 0) return serializeAsset(existing, ctx.mediaPublicUrl);
+  try {
+    const updated = await ctx.prisma.asset.update({ where: { id, workspaceId }, data });
+    return serializeAsset(updated, ctx.mediaPublicUrl);
+  } catch (err) {
+    if (isPrismaError(err, "P2025")) throw notFound("Asset not found");
+    if (isPrismaError(err, "P2003")) {
+      throw badRequest("Unknown collection", [{ path: "body.collectionId", message: "no such collection in this workspace" }]);
+    }
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Listing with keyset pagination
+
+type SortField = "createdAt" | "updatedAt" | "userTitle" | "bytes";
+interface Cursor {
+  s: AssetSort;
+  v: string | null;
+  id: string;
+}
+
+const encodeCursor = (c: Cursor): string => Buffer.from(JSON.stringify(c), "utf8").toString("base64url");
+
+function decodeCursor(raw: string, sort: AssetSort): Cursor {
+  const invalid = () => badRequest("Invalid cursor", [{ path: "query.cursor", message: "not a cursor of this listing" }]);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
+  } catch {
+    throw invalid();
+  }
+  if (typeof parsed !== "object" || parsed === null) throw invalid();
+  const c = parsed as Record<string, unknown>;
+  if (c.s !== sort || typeof c.id !== "string" || !/^[0-9a-f-]{36}$/.test(c.id)) throw invalid();
+  if (!(c.v === null || typeof c.v === "string")) throw invalid();
+  const field = sort.replace(/^-/, "") as SortField;
+  if (c.v === null && field !== "userTitle") throw invalid();
+  if (typeof c.v === "string") {
+    if ((field === "createdAt" || field === "updatedAt") && Number.isNaN(Date.parse(c.v))) throw invalid();
+    if (field === "bytes" && !/^[0-9]{1,19}$/.test(c.v)) throw invalid();
+  }
+  return { s: sort, v: c.v, id: c.id };
+}
+
+function cursorValue(asset: Asset, field: SortField): string | null {
+  switch (field) {
+    case "createdAt":
+      return asset.createdAt.toISOString();
+    case "updatedAt":
+      return asset.updatedAt.toISOString();
+    case "bytes":
+      return asset.bytes.toString();
+    case "userTitle":
+      return asset.userTitle;
+  }
+}
+
+function typedValue(field: SortField, v: string): Date | bigint | string {
+  if (field === "createdAt" || field === "updatedAt") return new Date(v);
+  if (field === "bytes") return BigInt(v);
+  return v;
+}
+
+/** Rows strictly after the cursor in (field dir, id dir) order; userTitle sorts nulls last. */
+function afterCursor(field: SortField, desc: boolean, cursor: Cursor): Prisma.AssetWhereInput {
+  const cmp = desc ? "lt" : "gt";
+  const idAfter = { id: { [cmp]: cursor.id } };
+  if (cursor.v === null) return { AND: [{ userTitle: null }, idAfter] };
+  const value = typedValue(field, cursor.v);
+  const or: Prisma.AssetWhereInput[] = [
+    { [field]: { [cmp]: value } },
+    { AND: [{ [field]: { equals: value } }, idAfter] },
+  ];
+  if (field === "userTitle") or.push({ userTitle: null });
+  return { OR: or };
+}
+
+function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+export async function listAssets(ctx: AppContext, principal: Principal, query: ListAssetsQuery): Promise<ListAssetsResponse> {
+  const where: Prisma.AssetWhereInput = { workspaceId: principal.workspaceId };
+  const and: Prisma.AssetWhereInput[] = [];
+  if (query.collectionId) and.push({ collectionId: query.collectionId });
+  if (query.tag) and.push({ userTags: { has: query.tag } });
+  if (query.format) and.push({ format: query.format });
+  if (query.createdAfter) and.push({ createdAt: { gte: query.createdAfter } });
+  if (query.createdBefore) and.push({ createdAt: { lt: query.createdBefore } });
+  if (query.search) {
+    // search_text is the lower-cased concatenation of title, tags, caption, description and
+    // filename (trigram GIN index, so LIKE '%term%' does not scan).
+    and.push({ searchText: { contains: escapeLike(query.search.toLowerCase()) } });
+  }
+  if (and.length > 0) where.AND = and;
+
+  const desc = query.sort.startsWith("-");
+  const field = query.sort.replace(/^-/, "") as SortField;
+  const pageWhere: Prisma.AssetWhereInput = query.cursor
+    ? { AND: [where, afterCursor(field, desc, decodeCursor(query.cursor, query.sort))] }
+    : where;
+  const dir = desc ? "desc" : "asc";
+  const orderBy: Prisma.AssetOrderByWithRelationInput[] =
+    field === "userTitle" ? [{ userTitle: { sort: dir, nulls: "last" } }, { id: dir }] : [{ [field]: dir }, { id: dir }];
+
+  const [count, rows] = await Promise.all([
+    ctx.prisma.asset.count({ where }),
+    ctx.prisma.asset.findMany({ where: pageWhere, orderBy, take: query.limit + 1 }),
+  ]);
+  const page = rows.slice(0, query.limit);
+  const last = page[page.length - 1];
+  const nextCursor =
+    rows.length > query.limit && last ? encodeCursor({ s: query.sort, v: cursorValue(last, field), id: last.id }) : null;
+  return { count, assets: page.map((a) => serializeAsset(a, ctx.mediaPublicUrl)), nextCursor };
+}
+
+export async function searchAssetsFullText(
+  ctx: AppContext,
+  principal: Principal,
+  query: FullTextQuery,
+): Promise<FullTextResponse> {
+  const hits = await fullTextSearch(ctx.prisma, principal.workspaceId, query.q, query.limit);
+  if (hits.length === 0) return { count: 0, assets: [] };
+  const rows = await ctx.prisma.asset.findMany({
+    where: { workspaceId: principal.workspaceId, id: { in: hits.map((h) => h.id) } },
+  });
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const assets = hits.flatMap((h) => {
+    const row = byId.get(h.id);
+    return row ? [{ ...serializeAsset(row, ctx.mediaPublicUrl), score: h.score }] : [];
+  });
+  return { count: assets.length, assets };
+}
+

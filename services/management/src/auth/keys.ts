@@ -1,0 +1,146 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import jwt, { type Algorithm, type JwtHeader } from "jsonwebtoken";
+import { JwksClient } from "jwks-rsa";
+import type { ManagementConfig } from "../config";
+
+export const EMBEDDED_SECRET_FILE = "auth-secret";
+
+const ASYMMETRIC: Algorithm[] = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"];
+
+/** Where the token signing material comes from. */
+export type KeySource =
+  | { kind: "secret"; secret: string; embedded: boolean }
+  | { kind: "publicKey"; pem: string }
+  | { kind: "jwks"; url: string };
+
+/**
+ * Reads (or creates on first start) the embedded HS256 secret in DATA_DIR, mode 0600.
+ * `create: false` returns null when it does not exist yet.
+ */
+export function embeddedSecret(dataDir: string, create = true): string | null {
+  const file = path.join(dataDir, EMBEDDED_SECRET_FILE);
+  try {
+    return fs.readFileSync(file, "utf8").trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT" || !create) {
+      if (!create) return null;
+      throw err;
+    }
+  }
+  fs.mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(48).toString("base64url");
+  try {
+    // "wx": two processes starting together cannot both write; the loser reads the winner's.
+    fs.writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: "wx" });
+    return secret;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return fs.readFileSync(file, "utf8").trim();
+    throw err;
+  }
+}
+
+export function resolveKeySource(config: Pick<ManagementConfig, "auth" | "dataDir">): KeySource {
+  const { auth } = config;
+  if (auth.jwksUrl) return { kind: "jwks", url: auth.jwksUrl };
+  if (auth.publicKey) return { kind: "publicKey", pem: auth.publicKey.replace(/\\n/g, "\n") };
+  if (auth.jwtSecret) return { kind: "secret", secret: auth.jwtSecret, embedded: false };
+  return { kind: "secret", secret: embeddedSecret(config.dataDir)!, embedded: true };
+}
+
+export interface Principal {
+  workspaceId: string;
+  userId: string | null;
+}
+
+export class AuthError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "AuthError";
+  }
+}
+
+export interface TokenVerifier {
+  verify(token: string): Promise<Principal>;
+}
+
+export function createVerifier(source: KeySource, options: { issuer?: string; audience?: string; workspaceClaim: string }): TokenVerifier {
+  let getKey: jwt.Secret | jwt.GetPublicKeyOrSecret;
+  let algorithms: Algorithm[];
+  if (source.kind === "secret") {
+    getKey = source.secret;
+    algorithms = ["HS256", "HS384", "HS512"];
+  } else if (source.kind === "publicKey") {
+    getKey = source.pem;
+    algorithms = ASYMMETRIC;
+  } else {
+    // Cached; an unknown kid triggers a (rate-limited) refetch, so rotated keys are picked up.
+    const client = new JwksClient({
+      jwksUri: source.url,
+      cache: true,
+      cacheMaxAge: 10 * 60 * 1000,
+      rateLimit: true,
+      jwksRequestsPerMinute: 10,
+      timeout: 5000,
+    });
+    getKey = (header: JwtHeader, cb) => {
+      client
+        .getSigningKey(header.kid)
+        .then((key) => cb(null, key.getPublicKey()))
+        .catch((err: unknown) => cb(err instanceof Error ? err : new Error(String(err))));
+    };
+    algorithms = ASYMMETRIC;
+  }
+  const verifyOptions: jwt.VerifyOptions & { complete?: false } = { algorithms };
+  if (options.issuer) verifyOptions.issuer = options.issuer;
+  if (options.audience) verifyOptions.audience = options.audience;
+
+  return {
+    verify(token: string): Promise<Principal> {
+      return new Promise((resolve, reject) => {
+        jwt.verify(token, getKey, verifyOptions, (err, payload) => {
+          if (err) {
+            reject(new AuthError(describeJwtError(err)));
+            return;
+          }
+          if (typeof payload !== "object" || payload === null) {
+            reject(new AuthError("token payload is not a JSON object"));
+            return;
+          }
+          const claims = payload as Record<string, unknown>;
+          const ws = claims[options.workspaceClaim];
+          if (typeof ws !== "string" || ws.length === 0 || ws.length > 200) {
+            reject(new AuthError(`token lacks the ${options.workspaceClaim} claim`));
+            return;
+          }
+          resolve({ workspaceId: ws, userId: typeof claims.sub === "string" ? claims.sub : null });
+        });
+      });
+    },
+  };
+}
+
+function describeJwtError(err: Error): string {
+  if (err.name === "TokenExpiredError") return "token expired";
+  if (err.name === "NotBeforeError") return "token not yet valid";
+  const msg = err.message;
+  if (/jwt malformed|invalid token|jwt must be/i.test(msg)) return "malformed token";
+  if (/signature/i.test(msg)) return "invalid token signature";
+  if (/issuer/i.test(msg)) return "wrong token issuer";
+  if (/audience/i.test(msg)) return "wrong token audience";
+  if (/algorithm/i.test(msg)) return "token algorithm not accepted";
+  return "invalid token";
+}
+
+/** Signs a token with an HS256 secret (embedded mode and AUTH_JWT_SECRET); used by `pnpm token`. */
+export function signToken(
+  secret: string,
+  claims: { workspaceId: string; sub?: string; ttl?: string | number; workspaceClaim?: string; issuer?: string; audience?: string },
+): string {
+  const options: jwt.SignOptions = { algorithm: "HS256", expiresIn: (claims.ttl ?? "1h") as jwt.SignOptions["expiresIn"] };
+  if (claims.sub) options.subject = claims.sub;
+  if (claims.issuer) options.issuer = claims.issuer;
+  if (claims.audience) options.audience = claims.audience;
+  return jwt.sign({ [claims.workspaceClaim ?? "workspace_id"]: claims.workspaceId }, secret, options);
+}

@@ -1,0 +1,50 @@
+import type { NextFunction, Request, RequestHandler, Response } from "express";
+import { HttpProblem } from "../problem";
+import { AuthError, type Principal, type TokenVerifier } from "./keys";
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /** Set by requireAuth. */
+      principal?: Principal;
+    }
+  }
+}
+
+const unauthorized = (detail: string, error?: string) =>
+  new HttpProblem(401, detail, {
+    headers: {
+      "WWW-Authenticate": error ? `Bearer realm="media-platform", error="${error}"` : 'Bearer realm="media-platform"',
+    },
+  });
+
+/** Bearer JWT on every request it guards; sets req.principal. Tokens are never logged. */
+export function requireAuth(verifier: TokenVerifier): RequestHandler {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const header = req.headers.authorization;
+    if (!header) {
+      next(unauthorized("Missing Authorization header (expected: Bearer <token>)"));
+      return;
+    }
+    const m = /^Bearer[ ]+([A-Za-z0-9\-_=.+/]+)\s*$/i.exec(header);
+    if (!m) {
+      next(unauthorized("Authorization header must be: Bearer <token>", "invalid_request"));
+      return;
+    }
+    verifier.verify(m[1]!).then(
+      (principal) => {
+        req.principal = principal;
+        next();
+      },
+      (err: unknown) => {
+        next(unauthorized(err instanceof AuthError ? err.message : "invalid token", "invalid_token"));
+      },
+    );
+  };
+}
+
+export function principalOf(req: Request): Principal {
+  if (!req.principal) throw new HttpProblem(401, "Not authenticated");
+  return req.principal;
+}

@@ -1,0 +1,66 @@
+/**
+ * pnpm token --workspace <id> [--sub <user>] [--ttl 1h]
+ * Prints a bearer token that the management service accepts: signed with AUTH_JWT_SECRET, or with
+ * the embedded secret in DATA_DIR (created here if the service has not started yet).
+ */
+import { parseArgs } from "node:util";
+import { embeddedSecret, signToken } from "../auth/keys";
+import { loadConfig } from "../config";
+
+const USAGE = "usage: pnpm token --workspace <id> [--sub <user>] [--ttl <duration, e.g. 1h, 30m, 7d>]";
+
+function main(): number {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: process.argv.slice(2).filter((a) => a !== "--"),
+      options: {
+        workspace: { type: "string", short: "w" },
+        sub: { type: "string", short: "s" },
+        ttl: { type: "string", short: "t", default: "1h" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n${USAGE}\n`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (!values.workspace) {
+    process.stderr.write(`--workspace is required\n${USAGE}\n`);
+    return 2;
+  }
+  const ttl = values.ttl ?? "1h";
+  if (!/^[0-9]+(ms|s|m|h|d|w|y)?$/.test(ttl)) {
+    process.stderr.write(`--ttl must be a duration such as 90s, 30m, 1h, 7d\n`);
+    return 2;
+  }
+  const config = loadConfig(process.env);
+  if (config.auth.jwksUrl || config.auth.publicKey) {
+    process.stderr.write("AUTH_JWKS_URL / AUTH_PUBLIC_KEY is set: tokens come from your identity provider, not from here\n");
+    return 1;
+  }
+  const secret = config.auth.jwtSecret ?? embeddedSecret(config.dataDir)!;
+  process.stdout.write(
+    `${signToken(secret, {
+      workspaceId: values.workspace,
+      sub: values.sub,
+      ttl: /^[0-9]+$/.test(ttl) ? Number(ttl) : ttl,
+      workspaceClaim: config.auth.workspaceClaim,
+      issuer: config.auth.issuer,
+      audience: config.auth.audience,
+    })}\n`,
+  );
+  return 0;
+}
+
+try {
+  process.exitCode = main();
+} catch (err) {
+  process.stderr.write(`token: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+}

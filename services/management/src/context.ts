@@ -1,0 +1,14 @@
+import type { BlobStore } from "@media-platform/storage";
+import type { Logger } from "pino";
+import type { PrismaClient } from "./generated/prisma/client";
+
+/** What the route handlers and services need; built by startManagement or by a test. */
+export interface AppContext {
+  prisma: PrismaClient;
+  blobStore: BlobStore;
+  log: Logger;
+  mediaPublicUrl: string;
+  maxUploadBytes: number;
+  limitInputPixels: number;
+  duplicateHammingThreshold: number;
+}

@@ -1,0 +1,115 @@
+import fs from "node:fs";
+import { PGlite } from "@electric-sql/pglite";
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
+import { PrismaPg } from "@prisma/adapter-pg";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import pg from "pg";
+import { PrismaClient } from "../generated/prisma/client";
+import type { MigrationConnection } from "./migrate";
+
+export type { PrismaClient };
+
+/** A Prisma client plus a raw connection for the migration runner, on PGlite or Postgres. */
+export interface Database {
+  kind: "pglite" | "postgres";
+  prisma: PrismaClient;
+  /** Opens a single dedicated connection for migrations (multi-statement scripts, transactions). */
+  migrationConnection(): Promise<MigrationConnection>;
+  close(): Promise<void>;
+}
+
+export type DatabaseOptions = { databaseUrl: string } | { pgliteDir: string } | { pglite: PGlite };
+
+/** Creates a PGlite instance with the extensions the migrations need. `dir` undefined = in memory. */
+export async function createPGlite(dir: string | undefined): Promise<PGlite> {
+  if (dir !== undefined) fs.mkdirSync(dir, { recursive: true });
+  const db = new PGlite(dir, { extensions: { pg_trgm } });
+  await db.waitReady;
+  return db;
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  if ("databaseUrl" in options) return openPostgres(options.databaseUrl);
+  const ownsInstance = !("pglite" in options);
+  const pglite = "pglite" in options ? options.pglite : await createPGlite(options.pgliteDir);
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+  return {
+    kind: "pglite",
+    prisma,
+    async migrationConnection() {
+      return {
+        query: async <T>(sql: string, params: unknown[] = []) => (await pglite.query<T>(sql, params)).rows,
+        exec: async (script: string) => {
+          await pglite.exec(script);
+        },
+        transaction: async <T>(fn: (tx: MigrationConnection) => Promise<T>) =>
+          pglite.transaction(async (tx) =>
+            fn({
+              query: async <R>(sql: string, params: unknown[] = []) => (await tx.query<R>(sql, params)).rows,
+              exec: async (script: string) => {
+                await tx.exec(script);
+              },
+              transaction: () => Promise.reject(new Error("nested transactions are not supported")),
+              lock: async () => undefined,
+              release: async () => undefined,
+            }),
+          ),
+        // PGlite is a single in-process connection: nothing else can migrate concurrently.
+        lock: async () => undefined,
+        release: async () => undefined,
+      } satisfies MigrationConnection;
+    },
+    async close() {
+      await prisma.$disconnect();
+      if (ownsInstance && !pglite.closed) await pglite.close();
+    },
+  };
+}
+
+function openPostgres(databaseUrl: string): Database {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  // An idle client losing its server connection must not crash the process; the next query fails
+  // and is answered with a 503.
+  pool.on("error", () => undefined);
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    kind: "postgres",
+    prisma,
+    async migrationConnection() {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      client.on("error", () => undefined);
+      await client.connect();
+      const conn: MigrationConnection = {
+        query: async <T>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as T[],
+        // Simple-protocol query: a multi-statement script runs as one unit on this connection.
+        exec: async (script: string) => {
+          await client.query(script);
+        },
+        transaction: async <T>(fn: (tx: MigrationConnection) => Promise<T>) => {
+          await client.query("BEGIN");
+          try {
+            const result = await fn(conn);
+            await client.query("COMMIT");
+            return result;
+          } catch (err) {
+            await client.query("ROLLBACK").catch(() => undefined);
+            throw err;
+          }
+        },
+        // Session advisory lock: two instances starting together apply each migration once.
+        lock: async () => {
+          await client.query("SELECT pg_advisory_lock(72707369)");
+        },
+        release: async () => {
+          await client.query("SELECT pg_advisory_unlock(72707369)").catch(() => undefined);
+          await client.end().catch(() => undefined);
+        },
+      };
+      return conn;
+    },
+    async close() {
+      await prisma.$disconnect();
+      await pool.end().catch(() => undefined);
+    },
+  };
+}

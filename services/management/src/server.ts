@@ -1,0 +1,96 @@
+import type { AddressInfo } from "node:net";
+import http from "node:http";
+import { createBlobStore, type BlobStore } from "@media-platform/storage";
+import type { Logger } from "pino";
+import { createApp } from "./app";
+import { createVerifier, resolveKeySource } from "./auth/keys";
+import { loadConfig, type ManagementConfig } from "./config";
+import { openDatabase, type Database } from "./db/client";
+import { migrate } from "./db/migrate";
+import { createLogger } from "./logger";
+
+export interface RunningManagement {
+  /** Base URL, e.g. http://127.0.0.1:3000 */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface StartOverrides {
+  logger?: Logger;
+  blobStore?: BlobStore;
+  database?: Database;
+}
+
+/**
+ * Opens the database (PGlite or Postgres), applies pending migrations, builds the blob store and
+ * the token verifier, and listens. `config.port` 0 picks a free port.
+ */
+export async function startManagement(
+  config: ManagementConfig = loadConfig(),
+  overrides: StartOverrides = {},
+): Promise<RunningManagement> {
+  const log = overrides.logger ?? createLogger(config.logLevel);
+  const db =
+    overrides.database ??
+    (await openDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { pgliteDir: config.pgliteDir }));
+  try {
+    const conn = await db.migrationConnection();
+    const result = await migrate(conn);
+    if (result.applied.length > 0) log.info({ applied: result.applied }, "migrations applied");
+    const blobStore = overrides.blobStore ?? createBlobStore(config.storage);
+    const keySource = resolveKeySource(config);
+    const verifier = createVerifier(keySource, {
+      issuer: config.auth.issuer,
+      audience: config.auth.audience,
+      workspaceClaim: config.auth.workspaceClaim,
+    });
+    const app = createApp({
+      prisma: db.prisma,
+      blobStore,
+      log,
+      verifier,
+      mediaPublicUrl: config.mediaPublicUrl,
+      maxUploadBytes: config.maxUploadBytes,
+      limitInputPixels: config.limitInputPixels,
+      duplicateHammingThreshold: config.duplicateHammingThreshold,
+    });
+    const server = http.createServer(app);
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    const { port } = server.address() as AddressInfo;
+    const host = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
+    const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    log.info(
+      {
+        url,
+        database: db.kind,
+        storage: config.storage.STORAGE_DRIVER,
+        auth: keySource.kind === "secret" && keySource.embedded ? "embedded" : keySource.kind,
+      },
+      "management API listening",
+    );
+    let closed = false;
+    return {
+      url,
+      port,
+      async close() {
+        if (closed) return;
+        closed = true;
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+        if (!overrides.database) await db.close();
+      },
+    };
+  } catch (err) {
+    if (!overrides.database) await db.close().catch(() => undefined);
+    throw err;
+  }
+}
