@@ -1,0 +1,274 @@
+import { z } from "zod";
+import {
+  assetSchema,
+  collectionSchema,
+  createCollectionSchema,
+  duplicateMatchSchema,
+  fullTextResponseSchema,
+  listAssetsResponseSchema,
+  listCollectionsResponseSchema,
+  patchAssetSchema,
+  scoredAssetSchema,
+  uploadResponseSchema,
+} from "../management";
+import { PROBLEM_CONTENT_TYPE, problemSchema } from "../problem";
+import { managementRoutes, toOpenApiPath, type ApiRoute, type ProblemStatus, type RouteBody } from "./routes";
+
+/**
+ * OpenAPI 3.1 document generated from the zod contracts with zod's own JSON Schema generator
+ * (`z.toJSONSchema`, draft 2020-12 = the OpenAPI 3.1 dialect). Nothing here restates a field:
+ * types, formats, ranges, enums, defaults and descriptions all come from the schemas.
+ */
+
+type JsonSchema = Record<string, unknown>;
+type JsonObject = Record<string, unknown>;
+
+export const OPENAPI_VERSION = "3.1.0";
+export const API_VERSION = "1.0.0";
+export const BEARER_SCHEME = "bearerAuth";
+
+/** Response schemas (generated as the service sends them: zod "output" side). */
+const outputComponents: Record<string, z.ZodType> = {
+  Asset: assetSchema,
+  DuplicateMatch: duplicateMatchSchema,
+  UploadResult: uploadResponseSchema,
+  AssetList: listAssetsResponseSchema,
+  ScoredAsset: scoredAssetSchema,
+  FullTextResult: fullTextResponseSchema,
+  Collection: collectionSchema,
+  CollectionList: listCollectionsResponseSchema,
+  Problem: problemSchema,
+};
+
+/** Request bodies (generated as a client sends them: zod "input" side, before transforms). */
+const inputComponents: Record<string, z.ZodType> = {
+  AssetPatch: patchAssetSchema,
+  CollectionCreate: createCollectionSchema,
+};
+
+const PROBLEM_RESPONSES: Record<ProblemStatus | 500, { name: string; description: string }> = {
+  400: { name: "BadRequest", description: "Validation failed: `errors` lists each offending field with its path and message" },
+  401: {
+    name: "Unauthorized",
+    description: "Missing, malformed, expired or badly signed bearer token, or no workspace claim (WWW-Authenticate: Bearer)",
+  },
+  404: { name: "NotFound", description: "Unknown id, or a resource of another workspace" },
+  409: { name: "Conflict", description: "A collection with this name already exists in the workspace" },
+  413: { name: "ContentTooLarge", description: "The file exceeds the upload limit (MAX_UPLOAD_BYTES, 50 MB by default)" },
+  415: {
+    name: "UnsupportedMediaType",
+    description:
+      "Upload: not a supported image (JPEG, PNG, WebP, GIF, AVIF, TIFF; SVG is refused). JSON endpoints: the body is not application/json",
+  },
+  422: { name: "UnprocessableContent", description: "A recognised image format whose bytes cannot be decoded (truncated or corrupt)" },
+  500: { name: "InternalError", description: "Unexpected server error (never carries internal details)" },
+};
+
+const componentRef = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+
+/**
+ * Drops the keys z.toJSONSchema adds for standalone documents, and the ±2^53 bounds it writes on
+ * every `.int()` (they say nothing to a reader).
+ */
+function clean(schema: JsonSchema): JsonSchema {
+  const { $schema: _schema, $id: _id, ...rest } = schema;
+  return stripSafeIntegerBounds(rest) as JsonSchema;
+}
+
+function stripSafeIntegerBounds(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(stripSafeIntegerBounds);
+  if (typeof value !== "object" || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (k === "minimum" && v === Number.MIN_SAFE_INTEGER) continue;
+    if (k === "maximum" && v === Number.MAX_SAFE_INTEGER) continue;
+    out[k] = stripSafeIntegerBounds(v);
+  }
+  return out;
+}
+
+/**
+ * One schema to JSON Schema. Schemas registered as components become `$ref`s wherever they are
+ * nested, so every component is generated once.
+ */
+function generateComponents(schemas: Record<string, z.ZodType>, io: "input" | "output"): Record<string, JsonSchema> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(schemas)) registry.add(schema, { id });
+  const out = z.toJSONSchema(registry, { io, uri: (id) => `#/components/schemas/${id}`, unrepresentable: "throw" });
+  const result: Record<string, JsonSchema> = {};
+  for (const [id, schema] of Object.entries(out.schemas)) result[id] = clean(schema as JsonSchema);
+  return result;
+}
+
+function findComponentId(schema: z.ZodType, table: Record<string, z.ZodType>): string | undefined {
+  return Object.entries(table).find(([, s]) => s === schema)?.[0];
+}
+
+function inlineSchema(schema: z.ZodType, io: "input" | "output"): JsonSchema {
+  return clean(z.toJSONSchema(schema, { io, unrepresentable: "throw" }) as JsonSchema);
+}
+
+function responseSchemaRef(schema: z.ZodType): JsonSchema {
+  const id = findComponentId(schema, outputComponents);
+  return id ? componentRef(id) : inlineSchema(schema, "output");
+}
+
+/** A field is required when `undefined` does not parse (not optional, no default). */
+function isRequired(field: z.ZodType): boolean {
+  return !field.safeParse(undefined).success;
+}
+
+function parametersOf(where: "path" | "query", object: z.ZodObject | undefined): JsonObject[] {
+  if (!object) return [];
+  return Object.entries(object.shape as Record<string, z.ZodType>).map(([name, field]) => {
+    const { description, ...schema } = inlineSchema(field, "input");
+    const parameter: JsonObject = { name, in: where, required: where === "path" ? true : isRequired(field), schema };
+    if (typeof description === "string") parameter.description = description;
+    return parameter;
+  });
+}
+
+function requestBodyOf(body: RouteBody): JsonObject {
+  if (body.type === "json") {
+    const id = findComponentId(body.schema, inputComponents);
+    return {
+      description: body.description,
+      required: true,
+      content: { "application/json": { schema: id ? componentRef(id) : inlineSchema(body.schema, "input") } },
+    };
+  }
+  const fields = inlineSchema(body.fields, "input");
+  const properties = {
+    [body.filePart]: {
+      type: "string",
+      format: "binary",
+      contentMediaType: "application/octet-stream",
+      description: body.fileDescription,
+    },
+    ...(fields.properties as JsonObject),
+  };
+  const required = [body.filePart, ...((fields.required as string[] | undefined) ?? [])];
+  return {
+    description: body.description,
+    required: true,
+    content: {
+      "multipart/form-data": {
+        schema: { type: "object", description: fields.description, properties, required, additionalProperties: false },
+        encoding: { [body.filePart]: { contentType: "image/jpeg, image/png, image/webp, image/gif, image/avif, image/tiff" } },
+      },
+    },
+  };
+}
+
+function operationOf(route: ApiRoute): JsonObject {
+  const responses: JsonObject = {};
+  for (const [status, response] of Object.entries(route.responses)) {
+    if (!response) continue;
+    const r: JsonObject = { description: response.description };
+    if (response.schema) r.content = { "application/json": { schema: responseSchemaRef(response.schema) } };
+    else if (response.contentType) r.content = { [response.contentType]: { schema: { type: "string" } } };
+    if (response.location) {
+      r.headers = { Location: { description: "URL of the created resource", schema: { type: "string" } } };
+    }
+    responses[status] = r;
+  }
+  const problems: (ProblemStatus | 500)[] = [...route.problems, ...(route.auth ? [401 as const] : []), 500];
+  for (const status of [...new Set(problems)].sort((a, b) => a - b)) {
+    responses[String(status)] = { $ref: `#/components/responses/${PROBLEM_RESPONSES[status].name}` };
+  }
+  const operation: JsonObject = {
+    operationId: route.operationId,
+    summary: route.summary,
+    tags: [route.tag],
+    security: route.auth ? [{ [BEARER_SCHEME]: [] }] : [],
+  };
+  if (route.description) operation.description = route.description;
+  const parameters = [...parametersOf("path", route.params), ...parametersOf("query", route.query)];
+  if (parameters.length) operation.parameters = parameters;
+  if (route.body) operation.requestBody = requestBodyOf(route.body);
+  operation.responses = responses;
+  return operation;
+}
+
+export interface OpenApiOptions {
+  /** Base URL of the management API, e.g. http://localhost:3000 (no /v1). */
+  serverUrl: string;
+  /** Public base URL of the media service, mentioned in the description. */
+  mediaUrl?: string;
+  routes?: readonly ApiRoute[];
+}
+
+export type OpenApiDocument = {
+  openapi: string;
+  info: { title: string; version: string; description: string };
+  servers: { url: string; description?: string }[];
+  tags: { name: string; description: string }[];
+  paths: Record<string, Record<string, JsonObject>>;
+  components: {
+    schemas: Record<string, JsonSchema>;
+    responses: Record<string, JsonObject>;
+    securitySchemes: Record<string, JsonObject>;
+  };
+};
+
+export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
+  const routes = options.routes ?? managementRoutes;
+  const paths: OpenApiDocument["paths"] = {};
+  for (const route of routes) {
+    const path = toOpenApiPath(route.path);
+    const item = (paths[path] ??= {});
+    if (item[route.method]) throw new Error(`duplicate route ${route.method.toUpperCase()} ${route.path}`);
+    item[route.method] = operationOf(route);
+  }
+
+  const responses: Record<string, JsonObject> = {};
+  for (const [status, { name, description }] of Object.entries(PROBLEM_RESPONSES)) {
+    const response: JsonObject = {
+      description: `${status}: ${description}`,
+      content: { [PROBLEM_CONTENT_TYPE]: { schema: componentRef("Problem") } },
+    };
+    if (status === "401") {
+      response.headers = {
+        "WWW-Authenticate": { description: "Bearer challenge", schema: { type: "string", example: 'Bearer realm="media-platform"' } },
+      };
+    }
+    responses[name] = response;
+  }
+
+  const mediaUrl = options.mediaUrl ?? "{media_url}";
+  return {
+    openapi: OPENAPI_VERSION,
+    info: {
+      title: "Media Platform management API",
+      version: API_VERSION,
+      description: [
+        "Upload images, manage their metadata and collections, and search a workspace's library.",
+        "",
+        "Every `/v1` request needs `Authorization: Bearer <JWT>`; the token's `workspace_id` claim selects the workspace. A resource of another workspace answers 404.",
+        "Errors are RFC 9457 `application/problem+json` bodies: `{ type, title, status, detail, errors? }`.",
+        "",
+        `Transformed images are served by the media service at \`${mediaUrl}/<transformation>[:<param>=<value>...]/<assetId>.<ext>\`; its \`GET /transformations\` lists every transformation and parameter.`,
+      ].join("\n"),
+    },
+    servers: [{ url: options.serverUrl.replace(/\/+$/, ""), description: "Management API" }],
+    tags: [
+      { name: "Assets", description: "Upload, read, update, list and search assets" },
+      { name: "Collections", description: "Create, list and delete collections; assets join them through PATCH or upload" },
+      { name: "Documentation", description: "This document and its interactive reference (no authentication)" },
+      { name: "Operations", description: "Health, readiness and metrics endpoints for orchestrators (no authentication)" },
+    ],
+    paths,
+    components: {
+      schemas: { ...generateComponents(outputComponents, "output"), ...generateComponents(inputComponents, "input") },
+      responses,
+      securitySchemes: {
+        [BEARER_SCHEME]: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description: "A JWT from the identity provider (or `pnpm token --workspace <id>` in embedded mode)",
+        },
+      },
+    },
+  };
+}

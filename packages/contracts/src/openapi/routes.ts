@@ -1,0 +1,250 @@
+import { z } from "zod";
+import {
+  assetIdParamsSchema,
+  assetSchema,
+  collectionIdParamsSchema,
+  collectionSchema,
+  createCollectionSchema,
+  fullTextQuerySchema,
+  fullTextResponseSchema,
+  listAssetsQuerySchema,
+  listAssetsResponseSchema,
+  listCollectionsResponseSchema,
+  patchAssetSchema,
+  uploadFieldsSchema,
+  uploadResponseSchema,
+} from "../management";
+
+/**
+ * The management API's route table: every operation the Express app registers, with the zod
+ * schemas of its inputs and outputs. The OpenAPI document is generated from it, and a test
+ * checks it against the app's router in both directions.
+ */
+
+export type HttpMethod = "get" | "post" | "put" | "patch" | "delete";
+
+/** Problem statuses an operation may answer with (application/problem+json). */
+export type ProblemStatus = 400 | 401 | 404 | 409 | 413 | 415 | 422;
+
+export interface RouteResponse {
+  description: string;
+  /** JSON body (application/json unless contentType says otherwise); absent = no body (204). */
+  schema?: z.ZodType;
+  /** A body that is not JSON, e.g. text/html, described by its content type only. */
+  contentType?: string;
+  /** Sends a Location header with the created resource's URL. */
+  location?: boolean;
+}
+
+export type RouteBody =
+  | { type: "json"; schema: z.ZodType; description: string }
+  | {
+      type: "multipart";
+      /** Text fields besides the file part. */
+      fields: z.ZodObject;
+      /** Name of the (single, required) file part. */
+      filePart: string;
+      fileDescription: string;
+      description: string;
+    };
+
+export interface ApiRoute {
+  method: HttpMethod;
+  /** Express-style path, e.g. /v1/assets/:assetId. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** Bearer token required (every /v1 route except the documentation). */
+  auth: boolean;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: RouteBody;
+  /** Success responses by status code. */
+  responses: Partial<Record<number, RouteResponse>>;
+  /** Problem responses besides 401 (added for every authenticated route) and 500. */
+  problems: ProblemStatus[];
+}
+
+export const TAGS = {
+  assets: "Assets",
+  collections: "Collections",
+  docs: "Documentation",
+  operations: "Operations",
+} as const;
+
+const healthSchema = z.looseObject({ status: z.string().describe("ok") }).describe("Liveness");
+const readinessSchema = z
+  .looseObject({ status: z.string().describe("ready, or unavailable with the failing dependency named") })
+  .describe("Readiness of the database and blob store (and Redis when configured)");
+
+export const managementRoutes: readonly ApiRoute[] = [
+  {
+    method: "get",
+    path: "/v1/assets",
+    operationId: "listAssets",
+    summary: "List and filter assets",
+    description:
+      "Lists the workspace's assets, filtered, sorted and paginated. `search` is a case-insensitive substring match over title, tags, caption, description and filename. Pass `nextCursor` of a page as `cursor` to get the next one; `count` is the number of matching assets over all pages.",
+    tag: TAGS.assets,
+    auth: true,
+    query: listAssetsQuerySchema,
+    responses: { 200: { description: "A page of matching assets", schema: listAssetsResponseSchema } },
+    problems: [400],
+  },
+  {
+    method: "get",
+    path: "/v1/assets/search/full-text",
+    operationId: "searchAssetsFullText",
+    summary: "Full-text search over the workspace library",
+    description:
+      "Postgres full-text search over title, tags, caption, description and filename (weighted in that order). Web-search syntax: words, \"quoted phrases\", -excluded, or. The last word also matches as a prefix; words are stemmed; a small typo still matches through trigram similarity. Ranked best first.",
+    tag: TAGS.assets,
+    auth: true,
+    query: fullTextQuerySchema,
+    responses: { 200: { description: "Matching assets, best first, each with a score", schema: fullTextResponseSchema } },
+    problems: [400],
+  },
+  {
+    method: "post",
+    path: "/v1/assets/upload",
+    operationId: "uploadAsset",
+    summary: "Upload an image",
+    description:
+      "Uploads one image as multipart/form-data. The type is sniffed from the bytes (JPEG, PNG, WebP, GIF, AVIF, TIFF; SVG is refused). With `warnAboutDuplicateImages` the response lists exact (same SHA-256) and similar (perceptual hash) assets of the workspace; the upload succeeds either way.",
+    tag: TAGS.assets,
+    auth: true,
+    body: {
+      type: "multipart",
+      fields: uploadFieldsSchema,
+      filePart: "file",
+      fileDescription: "The image file (exactly one part named file)",
+      description: "The image and its optional fields",
+    },
+    responses: { 201: { description: "The created asset", schema: uploadResponseSchema, location: true } },
+    problems: [400, 413, 415, 422],
+  },
+  {
+    method: "get",
+    path: "/v1/assets/:assetId",
+    operationId: "getAsset",
+    summary: "Get an asset with its metadata",
+    tag: TAGS.assets,
+    auth: true,
+    params: assetIdParamsSchema,
+    responses: { 200: { description: "The asset", schema: assetSchema } },
+    problems: [404],
+  },
+  {
+    method: "patch",
+    path: "/v1/assets/:assetId",
+    operationId: "updateAsset",
+    summary: "Update an asset's metadata or collection",
+    description:
+      "Only the given fields change. `null` clears userTitle, userCaption, userDescription and collectionId; `userTags` replaces the whole list. `collectionId` must name a collection of the same workspace. Unknown fields are rejected.",
+    tag: TAGS.assets,
+    auth: true,
+    params: assetIdParamsSchema,
+    body: { type: "json", schema: patchAssetSchema, description: "Fields to change" },
+    responses: { 200: { description: "The updated asset", schema: assetSchema } },
+    problems: [400, 404, 415],
+  },
+  {
+    method: "get",
+    path: "/v1/asset-collections",
+    operationId: "listCollections",
+    summary: "List the workspace's collections",
+    tag: TAGS.collections,
+    auth: true,
+    responses: { 200: { description: "All collections of the workspace", schema: listCollectionsResponseSchema } },
+    problems: [],
+  },
+  {
+    method: "post",
+    path: "/v1/asset-collections",
+    operationId: "createCollection",
+    summary: "Create a collection",
+    description: "The name is trimmed and must be unique within the workspace (exact match), else 409.",
+    tag: TAGS.collections,
+    auth: true,
+    body: { type: "json", schema: createCollectionSchema, description: "The new collection" },
+    responses: { 201: { description: "The created collection", schema: collectionSchema, location: true } },
+    problems: [400, 409, 415],
+  },
+  {
+    method: "delete",
+    path: "/v1/asset-collections/:id",
+    operationId: "deleteCollection",
+    summary: "Delete a collection",
+    description: "The collection's assets stay in place with collectionId null.",
+    tag: TAGS.collections,
+    auth: true,
+    params: collectionIdParamsSchema,
+    responses: { 204: { description: "The collection was deleted" } },
+    problems: [404],
+  },
+  {
+    method: "get",
+    path: "/v1/openapi.json",
+    operationId: "getOpenApiDocument",
+    summary: "This OpenAPI 3.1 document",
+    description: "Generated from the zod contracts. No authentication needed.",
+    tag: TAGS.docs,
+    auth: false,
+    responses: { 200: { description: "The OpenAPI document", schema: z.record(z.string(), z.unknown()) } },
+    problems: [],
+  },
+  {
+    method: "get",
+    path: "/docs",
+    operationId: "getApiReference",
+    summary: "Interactive API reference (HTML)",
+    description: "Renders this document in the browser. No authentication needed.",
+    tag: TAGS.docs,
+    auth: false,
+    responses: { 200: { description: "The API reference page", contentType: "text/html" } },
+    problems: [],
+  },
+  {
+    method: "get",
+    path: "/healthz",
+    operationId: "getHealth",
+    summary: "Liveness probe",
+    description: "The process is up. No authentication.",
+    tag: TAGS.operations,
+    auth: false,
+    responses: { 200: { description: "Alive", schema: healthSchema } },
+    problems: [],
+  },
+  {
+    method: "get",
+    path: "/readyz",
+    operationId: "getReadiness",
+    summary: "Readiness probe",
+    description: "The database and the blob store (and Redis when configured) answer. No authentication.",
+    tag: TAGS.operations,
+    auth: false,
+    responses: {
+      200: { description: "Ready to serve", schema: readinessSchema },
+      503: { description: "A dependency is unavailable", schema: readinessSchema },
+    },
+    problems: [],
+  },
+  {
+    method: "get",
+    path: "/metrics",
+    operationId: "getMetrics",
+    summary: "Prometheus metrics",
+    description: "Request latency and counts by route and status, upload bytes, process metrics. Text exposition format.",
+    tag: TAGS.operations,
+    auth: false,
+    responses: { 200: { description: "Metrics in the Prometheus text format", contentType: "text/plain" } },
+    problems: [],
+  },
+];
+
+/** `/v1/assets/:assetId` -> `/v1/assets/{assetId}` */
+export function toOpenApiPath(expressPath: string): string {
+  return expressPath.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+}
