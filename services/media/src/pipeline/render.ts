@@ -1,8 +1,17 @@
 import sharp from "sharp";
 import { resolveParams, type MediaLimits, type TransformationStep } from "@media-platform/contracts";
 import { transformations } from "../transformations";
-import type { FaceDetector, OutputFormat, PixelWorkers, StepContext } from "../transformations/transformation";
+import {
+  TransformationInputError,
+  type FaceDetector,
+  type OutputFormat,
+  type PixelWorkers,
+  type StepContext,
+} from "../transformations/transformation";
+import { InputPixelLimitError, UndecodableOriginalError, UnsupportedOriginalError } from "../delivery/errors";
 import { fromRaw, toRaw } from "./raw";
+
+export { InputPixelLimitError, UndecodableOriginalError, UnsupportedOriginalError };
 
 export interface RenderDeps {
   pixels: PixelWorkers;
@@ -18,6 +27,13 @@ export interface RenderInput {
   contentType: string;
   steps: TransformationStep[];
   cacheKey: string;
+}
+
+export interface RenderOptions {
+  /** Aborted when the request's time budget runs out: the render stops at the next step boundary. */
+  signal?: AbortSignal;
+  /** Epoch ms by which libvips work is cancelled (sharp's timeout, whole seconds, rounded up). */
+  deadline?: number;
 }
 
 export interface Rendition {
@@ -36,13 +52,6 @@ const FORMATS: Record<string, OutputFormat> = {
   "image/tiff": "tiff",
 };
 
-export class UnsupportedOriginalError extends Error {
-  constructor(contentType: string) {
-    super(`stored original has an unsupported content type: ${contentType}`);
-    this.name = "UnsupportedOriginalError";
-  }
-}
-
 export function outputFormatFor(contentType: string): OutputFormat {
   const format = FORMATS[contentType.split(";", 1)[0]!.trim().toLowerCase()];
   if (!format) throw new UnsupportedOriginalError(contentType);
@@ -50,10 +59,59 @@ export function outputFormatFor(contentType: string): OutputFormat {
 }
 
 /**
+ * Process-wide sharp settings, called once at start-up. libvips' operation cache only helps
+ * when the same operation repeats on the same input; results here are cached by the service
+ * instead, so the libvips cache would only hold memory.
+ */
+export function configureSharp(options: { cache?: boolean; threads?: number } = {}): void {
+  sharp.cache(options.cache ?? false);
+  if (options.threads !== undefined && options.threads > 0) sharp.concurrency(options.threads);
+}
+
+// libvips reports a bad original with these message shapes (seen: "Input file has corrupt
+// header: ...", "Input buffer contains unsupported image format", "VipsJpeg: premature end ...").
+const DECODE_ERROR = /^(Input (file|buffer|image)|Vips\w*:)|corrupt|premature end|truncated|unsupported image format|bad (huffman|seek)|not a (png|jpeg|gif|tiff)/i;
+
+function mapSharpError(err: unknown, limitInputPixels: number): unknown {
+  if (!(err instanceof Error) || err instanceof TransformationInputError) return err;
+  if (/exceeds pixel limit/i.test(err.message)) return new InputPixelLimitError(limitInputPixels, { cause: err });
+  if (/timeout/i.test(err.message) && /vips|sharp|processing/i.test(err.message)) return err;
+  if (DECODE_ERROR.test(err.message)) return new UndecodableOriginalError(err.message.split("\n", 1)[0]!, { cause: err });
+  return err;
+}
+
+function withTimeout(image: sharp.Sharp, deadline: number | undefined): sharp.Sharp {
+  if (deadline === undefined) return image;
+  const seconds = Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
+  return image.timeout({ seconds });
+}
+
+function checkOutputPixels(width: number, height: number, limits: MediaLimits, path: string): void {
+  if (width * height > limits.maxOutputPixels) {
+    throw new TransformationInputError(
+      path,
+      `the result would be ${width}x${height} = ${width * height} pixels, above the cap of ${limits.maxOutputPixels} pixels (MEDIA_MAX_OUTPUT_PIXELS)`,
+    );
+  }
+}
+
+/**
  * Decodes the original (EXIF orientation applied, first frame of animations), applies the
  * steps left to right and encodes in the original's format, sRGB, metadata stripped.
+ * Errors: UnsupportedOriginalError / UndecodableOriginalError / InputPixelLimitError for a
+ * bad original, TransformationInputError for parameters that cannot apply to this image,
+ * the signal's reason when aborted.
  */
-export async function render(input: RenderInput, deps: RenderDeps): Promise<Rendition> {
+export async function render(input: RenderInput, deps: RenderDeps, options: RenderOptions = {}): Promise<Rendition> {
+  try {
+    return await renderUnmapped(input, deps, options);
+  } catch (err) {
+    throw mapSharpError(err, deps.limitInputPixels);
+  }
+}
+
+async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: RenderOptions): Promise<Rendition> {
+  const { signal, deadline } = options;
   const format = outputFormatFor(input.contentType);
   let image = sharp(input.original, { limitInputPixels: deps.limitInputPixels, failOn: "error", autoOrient: true });
   const meta = await image.metadata();
@@ -70,6 +128,7 @@ export async function render(input: RenderInput, deps: RenderDeps): Promise<Rend
     faces: deps.faces,
   };
   for (const [index, step] of input.steps.entries()) {
+    signal?.throwIfAborted();
     const transformation = transformations[step.name] as (typeof transformations)[typeof step.name];
     const params = resolveParams(step.name, step.params as never);
     ctx.stepIndex = index;
@@ -79,15 +138,19 @@ export async function render(input: RenderInput, deps: RenderDeps): Promise<Rend
       ctx,
     );
     if (index < input.steps.length - 1) {
+      signal?.throwIfAborted();
       // Materialise so the next step starts from pixels, whatever order sharp would use.
-      const raw = await toRaw(image);
+      const raw = await toRaw(withTimeout(image, deadline));
+      checkOutputPixels(raw.width, raw.height, deps.limits, step.name);
       ctx.width = raw.width;
       ctx.height = raw.height;
       ctx.hasAlpha = raw.channels === 4;
       image = fromRaw(raw);
     }
   }
-  const { data, info } = await encode(image, ctx.output).toBuffer({ resolveWithObject: true });
+  signal?.throwIfAborted();
+  const { data, info } = await withTimeout(encode(image, ctx.output), deadline).toBuffer({ resolveWithObject: true });
+  checkOutputPixels(info.width, info.height, deps.limits, input.steps.at(-1)?.name ?? "path");
   return { data, contentType: `image/${format}`, width: info.width, height: info.height };
 }
 

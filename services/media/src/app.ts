@@ -1,0 +1,155 @@
+import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import type { Logger } from "pino";
+import { MediaUrlError, parseMediaPath, type MediaLimits } from "@media-platform/contracts";
+import { StorageUnavailableError } from "@media-platform/storage";
+import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
+import type { MediaCounters } from "./delivery/counters";
+import {
+  InputPixelLimitError,
+  RequestTimeoutError,
+  UndecodableOriginalError,
+  UnsupportedOriginalError,
+} from "./delivery/errors";
+import { QueueFullError } from "./delivery/limiter";
+import type { RenditionService } from "./delivery/rendition-service";
+import type { UrlSigner } from "./delivery/signing";
+import { HttpProblem, instanceOf, writeProblem } from "./problem";
+import { TransformationInputError } from "./transformations/transformation";
+
+/** Retry-After (seconds) of the 503s. */
+export const RETRY_AFTER = { queueFull: 1, timeout: 2, storage: 5 } as const;
+
+export interface MediaAppDeps {
+  service: RenditionService;
+  signer: UrlSigner | undefined;
+  limits: MediaLimits;
+  limitInputPixels: number;
+  counters: MediaCounters;
+  logger: Logger;
+}
+
+/** A media URL has at least one step segment before the file: `/<step>/<id>.<ext>`. */
+const looksLikeMediaPath = (path: string): boolean => /^\/[^/]*\/./.test(path);
+
+/**
+ * Everything the hot path does not answer: MISSes (parse, Redis tier, single-flight, render),
+ * HITs that need the signature refused, errors, health and unknown routes.
+ */
+export function createMediaApp(deps: MediaAppDeps): Express {
+  const { service, signer, limits, counters, logger } = deps;
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+
+  app.get("/healthz", (_req, res) => {
+    res.setHeader("Cache-Control", "no-store");
+    res.json({ status: "ok" });
+  });
+
+  app.use(async (req: Request, res: Response, next: NextFunction) => {
+    // req.url is the raw request-target; Express does not rewrite it for app-level middleware.
+    const target = req.url;
+    const path = instanceOf(target);
+    if (!looksLikeMediaPath(path)) return next();
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return next(new HttpProblem(405, "method-not-allowed", `${req.method} is not allowed; media URLs answer GET and HEAD`, {
+        headers: { Allow: "GET, HEAD" },
+      }));
+    }
+    try {
+      if (signer) {
+        const check = signer.check(target);
+        if (check !== "ok") {
+          throw new HttpProblem(
+            403,
+            "invalid-signature",
+            check === "missing"
+              ? "This service requires signed URLs: add ?sig=<base64url HMAC-SHA256 of the path>"
+              : "The URL signature is wrong (or the query string is not exactly ?sig=<signature>)",
+            { title: "Invalid signature" },
+          );
+        }
+      }
+      const request = parseMediaPath(path, limits);
+      const { entry, xCache } = await service.deliver(target, request);
+      if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
+        counters.inc("not_modified");
+        res.writeHead(304, { ...entry.notModifiedHeaders, "X-Cache": xCache });
+        res.end();
+        return;
+      }
+      res.writeHead(200, responseHeaders(entry, xCache));
+      res.end(req.method === "HEAD" ? undefined : entry.body);
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    next(new HttpProblem(404, "not-found", `No route for ${req.method} ${instanceOf(req.url)}`));
+  });
+
+  // Express recognises error handlers by their four parameters.
+  app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(err);
+    const problem = toProblem(err, deps);
+    if (problem.status >= 500) {
+      if (problem.slug === "internal-error") {
+        counters.inc("server_errors");
+        logger.error({ err, method: req.method, path: instanceOf(req.url) }, "unhandled error");
+      }
+    } else {
+      counters.inc("client_errors");
+    }
+    writeProblem(res, problem, instanceOf(req.url), req.method === "HEAD");
+  });
+
+  return app;
+}
+
+/** Maps every failure to a problem. Never leaks stack traces or internal messages. */
+export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixels" | "counters">): HttpProblem {
+  if (err instanceof HttpProblem) return err;
+  if (err instanceof MediaUrlError) {
+    return new HttpProblem(400, "invalid-media-url", err.message, { title: "Invalid media URL", errors: err.issues });
+  }
+  if (err instanceof TransformationInputError) {
+    return new HttpProblem(400, "invalid-media-url", `${err.path}: ${err.message}`, {
+      title: "Transformation cannot apply to this image",
+      errors: [{ path: err.path, message: err.message }],
+    });
+  }
+  if (err instanceof InputPixelLimitError) {
+    return new HttpProblem(
+      413,
+      "input-pixel-limit",
+      `The stored original has more pixels than this deployment processes (LIMIT_INPUT_PIXELS = ${deps.limitInputPixels})`,
+      { title: "Original too large to process", errors: [{ path: "LIMIT_INPUT_PIXELS", message: `at most ${deps.limitInputPixels} pixels` }] },
+    );
+  }
+  if (err instanceof UndecodableOriginalError || err instanceof UnsupportedOriginalError) {
+    return new HttpProblem(422, "undecodable-original", err.message, { title: "Stored original cannot be processed" });
+  }
+  if (err instanceof QueueFullError) {
+    deps.counters.inc("rejected_queue_full");
+    return new HttpProblem(503, "overloaded", "Too many transformations are running or waiting; retry shortly", {
+      title: "Service overloaded",
+      headers: { "Retry-After": String(RETRY_AFTER.queueFull) },
+    });
+  }
+  if (err instanceof RequestTimeoutError) {
+    deps.counters.inc("timeouts");
+    return new HttpProblem(503, "timeout", `${err.message} (MEDIA_REQUEST_TIMEOUT_MS); retry shortly`, {
+      title: "Transformation timed out",
+      headers: { "Retry-After": String(RETRY_AFTER.timeout) },
+    });
+  }
+  if (err instanceof StorageUnavailableError) {
+    deps.counters.inc("storage_errors");
+    return new HttpProblem(503, "storage-unavailable", "The blob store is unavailable; retry shortly", {
+      title: "Storage unavailable",
+      headers: { "Retry-After": String(RETRY_AFTER.storage) },
+    });
+  }
+  return new HttpProblem(500, "internal-error", "An unexpected error occurred");
+}

@@ -1,0 +1,56 @@
+import { createHash } from "node:crypto";
+
+/** Cache-Control of every successful media response: results of immutable originals never go stale. */
+export const IMMUTABLE = "public, max-age=31536000, immutable";
+
+/**
+ * One cached result with everything the hot path needs precomputed, so a HIT is a map
+ * lookup plus one writeHead/end.
+ */
+export interface CacheEntry {
+  body: Buffer;
+  contentType: string;
+  /** Strong validator: quoted base64url sha256 of the bytes. */
+  etag: string;
+  /** Headers of a 200 HIT (GET and HEAD). */
+  hitHeaders: Readonly<Record<string, string | number>>;
+  /** Headers of a 304 answered from the cache. */
+  notModifiedHeaders: Readonly<Record<string, string>>;
+}
+
+export const etagOf = (body: Buffer): string => `"${createHash("sha256").update(body).digest("base64url")}"`;
+
+export function makeEntry(body: Buffer, contentType: string, etag = etagOf(body)): CacheEntry {
+  return {
+    body,
+    contentType,
+    etag,
+    hitHeaders: Object.freeze({
+      "Content-Type": contentType,
+      "Content-Length": body.length,
+      ETag: etag,
+      "Cache-Control": IMMUTABLE,
+      "X-Cache": "HIT",
+    }),
+    notModifiedHeaders: Object.freeze({ ETag: etag, "Cache-Control": IMMUTABLE, "X-Cache": "HIT" }),
+  };
+}
+
+/** Headers of a response carrying `entry` with the given X-Cache value. */
+export function responseHeaders(entry: CacheEntry, xCache: "HIT" | "MISS"): Record<string, string | number> {
+  return xCache === "HIT" ? { ...entry.hitHeaders } : { ...entry.hitHeaders, "X-Cache": "MISS" };
+}
+
+/**
+ * RFC 9110 §13.1.2 If-None-Match: `*` or a list of entity tags, compared weakly (a W/ prefix
+ * on the client's tag still matches our strong tag).
+ */
+export function ifNoneMatchMatches(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header === etag) return true;
+  for (const raw of header.split(",")) {
+    const tag = raw.trim();
+    if (tag === "*" || tag === etag || (tag.startsWith("W/") && tag.slice(2) === etag)) return true;
+  }
+  return false;
+}

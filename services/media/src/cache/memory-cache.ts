@@ -1,0 +1,47 @@
+import { LRUCache } from "lru-cache";
+import type { CacheEntry } from "./entry";
+
+/** Rough per-entry bookkeeping overhead (headers objects, map node) added to the byte size. */
+const ENTRY_OVERHEAD = 512;
+
+/**
+ * The in-process tier: an LRU bounded by a byte budget (CACHE_MEMORY_BYTES). Entries above
+ * `maxEntryBytes` are not kept. A budget of 0 disables the tier.
+ */
+export class MemoryCache {
+  private readonly lru: LRUCache<string, CacheEntry> | undefined;
+
+  constructor(options: { maxBytes: number; maxEntryBytes: number }) {
+    if (options.maxBytes > 0) {
+      this.lru = new LRUCache<string, CacheEntry>({
+        maxSize: options.maxBytes,
+        maxEntrySize: Math.min(options.maxBytes, options.maxEntryBytes + ENTRY_OVERHEAD),
+        sizeCalculation: (entry, key) => entry.body.length + key.length + ENTRY_OVERHEAD,
+      });
+    }
+  }
+
+  get(key: string): CacheEntry | undefined {
+    return this.lru?.get(key);
+  }
+
+  set(key: string, entry: CacheEntry): void {
+    this.lru?.set(key, entry);
+  }
+
+  delete(key: string): void {
+    this.lru?.delete(key);
+  }
+
+  clear(): void {
+    this.lru?.clear();
+  }
+
+  get size(): number {
+    return this.lru?.size ?? 0;
+  }
+
+  get bytes(): number {
+    return this.lru?.calculatedSize ?? 0;
+  }
+}

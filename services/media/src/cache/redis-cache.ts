@@ -1,0 +1,165 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import type { Logger } from "pino";
+import type { MediaCounters } from "../delivery/counters";
+
+export interface RedisCacheOptions {
+  url: string;
+  /** Prefix of every key written (e.g. "media:"); results live at <prefix>r:<cache key>. */
+  keyPrefix: string;
+  /** Connect and command timeout; a Redis slower than this is treated as down. */
+  timeoutMs: number;
+  ttlSeconds: number;
+  /** Results larger than this are not written. */
+  maxEntryBytes: number;
+  logger: Logger;
+  counters: MediaCounters;
+  /** At most one fault log line per interval (default 30 s). */
+  faultLogIntervalMs?: number;
+}
+
+export interface StoredResult {
+  body: Buffer;
+  contentType: string;
+}
+
+/** Result of a lock attempt: held by us (with its token), held by someone else, or Redis is down. */
+export type LockResult = { state: "acquired"; token: string } | { state: "busy" } | { state: "unavailable" };
+
+const NEWLINE = 0x0a;
+
+// Compare-and-delete: only the holder's token releases the lock (Redis docs, "SET" pattern).
+const UNLOCK_SCRIPT = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
+
+/**
+ * The shared tier: results in Redis with a TTL, plus short per-key locks (SET NX PX) so that
+ * several replicas compute a URL once. Every method resolves, never rejects: when Redis is
+ * down the caller behaves as on a miss, the fault is counted and logged once per interval.
+ *
+ * Value layout: `<content type>\n<bytes>` under one key, so a result is written and expires
+ * atomically with a single SET.
+ */
+export class RedisCache {
+  readonly client: Redis;
+  private lastFaultLog = 0;
+  private suppressedFaults = 0;
+  private closed = false;
+  private readonly faultLogIntervalMs: number;
+
+  constructor(private readonly options: RedisCacheOptions) {
+    this.faultLogIntervalMs = options.faultLogIntervalMs ?? 30_000;
+    this.client = new Redis(options.url, {
+      // Fail fast instead of queueing commands while disconnected: a request never waits for Redis.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: Math.max(options.timeoutMs, 1000),
+      commandTimeout: options.timeoutMs,
+      // Keep reconnecting in the background, at most every 2 s.
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+      lazyConnect: false,
+    });
+    // Without a listener ioredis would report "Unhandled error event" on every failed reconnect.
+    this.client.on("error", (err: Error) => this.fault("connection", err));
+  }
+
+  /** Whether the client is connected right now (for readiness; the cache works either way). */
+  get ready(): boolean {
+    return this.client.status === "ready";
+  }
+
+  private valueKey(key: string): string {
+    return `${this.options.keyPrefix}r:${key}`;
+  }
+
+  private lockKey(key: string): string {
+    return `${this.options.keyPrefix}lock:${key}`;
+  }
+
+  private fault(operation: string, err: unknown): void {
+    if (this.closed) return;
+    this.options.counters.inc("redis_errors");
+    const now = Date.now();
+    if (now - this.lastFaultLog >= this.faultLogIntervalMs) {
+      this.options.logger.warn(
+        { err, operation, suppressed: this.suppressedFaults },
+        "redis unavailable: serving without the shared cache",
+      );
+      this.lastFaultLog = now;
+      this.suppressedFaults = 0;
+    } else {
+      this.suppressedFaults++;
+    }
+  }
+
+  async get(key: string): Promise<StoredResult | undefined> {
+    try {
+      return decode(await this.client.getBuffer(this.valueKey(key)));
+    } catch (err) {
+      this.fault("get", err);
+      return undefined;
+    }
+  }
+
+  /** Stores a result with the TTL; skipped (returns false) above maxEntryBytes or when Redis is down. */
+  async set(key: string, result: StoredResult): Promise<boolean> {
+    if (result.body.length > this.options.maxEntryBytes) return false;
+    try {
+      const value = Buffer.concat([Buffer.from(`${result.contentType}\n`, "latin1"), result.body]);
+      await this.client.set(this.valueKey(key), value, "EX", this.options.ttlSeconds);
+      return true;
+    } catch (err) {
+      this.fault("set", err);
+      return false;
+    }
+  }
+
+  async tryLock(key: string, ttlMs: number): Promise<LockResult> {
+    const token = randomUUID();
+    try {
+      const ok = await this.client.set(this.lockKey(key), token, "PX", Math.max(1, Math.ceil(ttlMs)), "NX");
+      return ok === "OK" ? { state: "acquired", token } : { state: "busy" };
+    } catch (err) {
+      this.fault("lock", err);
+      return { state: "unavailable" };
+    }
+  }
+
+  async unlock(key: string, token: string): Promise<void> {
+    try {
+      await this.client.eval(UNLOCK_SCRIPT, 1, this.lockKey(key), token);
+    } catch (err) {
+      this.fault("unlock", err);
+    }
+  }
+
+  /** One round trip: the stored result (if any) and whether someone still holds the lock. */
+  async peek(key: string): Promise<{ result: StoredResult | undefined; locked: boolean } | undefined> {
+    try {
+      const replies = await this.client.pipeline().getBuffer(this.valueKey(key)).exists(this.lockKey(key)).exec();
+      if (!replies) return undefined;
+      const [[valueErr, value], [lockErr, locked]] = replies as [[Error | null, Buffer | null], [Error | null, number]];
+      if (valueErr || lockErr) throw valueErr ?? lockErr;
+      return { result: decode(value), locked: locked === 1 };
+    } catch (err) {
+      this.fault("peek", err);
+      return undefined;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    try {
+      if (this.client.status === "ready") await this.client.quit();
+      else this.client.disconnect();
+    } catch {
+      this.client.disconnect();
+    }
+  }
+}
+
+function decode(value: Buffer | null): StoredResult | undefined {
+  if (!value) return undefined;
+  const nl = value.indexOf(NEWLINE);
+  if (nl <= 0) return undefined;
+  return { contentType: value.subarray(0, nl).toString("latin1"), body: value.subarray(nl + 1) };
+}

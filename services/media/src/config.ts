@@ -1,0 +1,167 @@
+import path from "node:path";
+import { z } from "zod";
+import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts";
+import { parseStorageEnv, storageEnvSchema, StorageConfigError, type StorageConfig } from "@media-platform/storage";
+
+// Env files and compose often set a variable to "" to mean "unset".
+const blankAsUnset = (value: unknown): unknown => (typeof value === "string" && value.trim() === "" ? undefined : value);
+
+const int = (min: number, max: number, fallback: number, what: string) =>
+  z.preprocess(
+    blankAsUnset,
+    z.coerce
+      .number({ error: `must be ${what}` })
+      .int(`must be ${what}`)
+      .min(min, `must be ${what}`)
+      .max(max, `must be ${what}`)
+      .default(fallback),
+  );
+const num = (min: number, max: number, fallback: number, what: string) =>
+  z.preprocess(
+    blankAsUnset,
+    z.coerce.number({ error: `must be ${what}` }).min(min, `must be ${what}`).max(max, `must be ${what}`).default(fallback),
+  );
+const optionalString = z.preprocess(blankAsUnset, z.string().min(1).optional());
+
+const MiB = 1024 * 1024;
+
+/**
+ * Every environment variable of the media service, keys = variable names (deployment
+ * manifests list them from here). The storage variables (STORAGE_DRIVER, STORAGE_DIR, S3_*)
+ * come from @media-platform/storage and are validated by its schema as well.
+ */
+export const mediaEnvSchema = z.object({
+  ...storageEnvSchema.shape,
+  STORAGE_DIR: optionalString.describe("Filesystem blob root when STORAGE_DRIVER=fs (default <DATA_DIR>/blobs)"),
+  MEDIA_PORT: int(0, 65535, 3001, "a port number from 0 to 65535").describe("HTTP port of the media service (0 = any free port)"),
+  HOST: z.preprocess(blankAsUnset, z.string().min(1).default("0.0.0.0")).describe("Interface to listen on"),
+  DATA_DIR: z.preprocess(blankAsUnset, z.string().min(1).default("./.data")).describe("Embedded-mode data folder (blobs under <DATA_DIR>/blobs)"),
+  REDIS_URL: z
+    .preprocess(
+      blankAsUnset,
+      z.string().regex(/^rediss?:\/\/\S+$/, "must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379").optional(),
+    )
+    .describe("Redis for the shared result cache and cross-replica locks; unset = in-process cache only"),
+  REDIS_KEY_PREFIX: z
+    .preprocess(blankAsUnset, z.string().max(100, "must be at most 100 characters").default("media:"))
+    .describe("Prefix of every Redis key the service writes"),
+  REDIS_COMMAND_TIMEOUT_MS: int(10, 60_000, 500, "a whole number of milliseconds from 10 to 60000").describe(
+    "Redis connect and command timeout; a slower Redis counts as down",
+  ),
+  CACHE_MEMORY_BYTES: int(0, 64 * 1024 * MiB, 256 * MiB, "a whole number of bytes (0 disables the in-process cache)").describe(
+    "Byte budget of the in-process LRU result cache",
+  ),
+  CACHE_TTL_SECONDS: int(1, 10 * 365 * 86400, 7 * 86400, "a whole number of seconds from 1 to 315360000").describe(
+    "Lifetime of results in Redis",
+  ),
+  CACHE_MAX_ENTRY_BYTES: int(1, 512 * MiB, 10 * MiB, "a whole number of bytes from 1 to 536870912").describe(
+    "Results larger than this are served but not cached (either tier)",
+  ),
+  MEDIA_SIGNING_KEY: z
+    .preprocess(blankAsUnset, z.string().min(16, "must be at least 16 characters").optional())
+    .describe("When set, every media URL needs ?sig=<base64url HMAC-SHA256 of the path>"),
+  LIMIT_INPUT_PIXELS: int(1, 10_000_000_000, 100_000_000, "a whole number of pixels from 1 to 10000000000").describe(
+    "sharp limitInputPixels: originals above this many pixels are refused",
+  ),
+  MEDIA_MAX_DIMENSION: int(1, 100_000, defaultMediaLimits.maxDimension, "a whole number from 1 to 100000").describe(
+    "Largest width/height/size/border a URL may ask for",
+  ),
+  MEDIA_MAX_OUTPUT_PIXELS: int(1, 10_000_000_000, defaultMediaLimits.maxOutputPixels, "a whole number from 1 to 10000000000").describe(
+    "Largest image (width x height) any step may produce",
+  ),
+  MEDIA_MAX_MULTIPLIER: num(1, 1000, defaultMediaLimits.maxMultiplier, "a number from 1 to 1000").describe(
+    "Cap for saturation, brightness and channelManipulation multipliers",
+  ),
+  MEDIA_MAX_NOISE_AMOUNT: num(0.1, 100, defaultMediaLimits.maxNoiseAmount, "a number from 0.1 to 100").describe("Cap for add-noise amount"),
+  MEDIA_MAX_WAVE_AMPLITUDE: num(1, 100_000, defaultMediaLimits.maxWaveAmplitude, "a number from 1 to 100000").describe(
+    "Cap for wave amplitude (pixels)",
+  ),
+  MEDIA_MAX_WAVE_LENGTH: num(5, 1_000_000, defaultMediaLimits.maxWaveLength, "a number from 5 to 1000000").describe(
+    "Cap for wave wavelength (pixels)",
+  ),
+  MEDIA_MAX_SHARPEN: num(0, 1000, defaultMediaLimits.maxSharpen, "a number from 0 to 1000").describe("Cap for sharpen intensity"),
+  MEDIA_REQUEST_TIMEOUT_MS: int(100, 600_000, 30_000, "a whole number of milliseconds from 100 to 600000").describe(
+    "Longest a request may wait for its transformation (queue + read + render); then 503",
+  ),
+  MEDIA_CONCURRENCY: int(1, 1024, 4, "a whole number from 1 to 1024").describe("Transformations running at once"),
+  MEDIA_QUEUE_LIMIT: int(0, 100_000, 64, "a whole number from 0 to 100000").describe(
+    "Transformations waiting for a slot; beyond it 503 + Retry-After",
+  ),
+  MEDIA_WORKERS: int(0, 256, 0, "a whole number from 0 (one per CPU core) to 256").describe(
+    "Pixel worker threads (0 = one per CPU core)",
+  ),
+  LOG_LEVEL: z
+    .preprocess(blankAsUnset, z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"))
+    .describe("pino log level"),
+});
+
+export type MediaEnv = z.output<typeof mediaEnvSchema>;
+
+export interface MediaConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
+  cache: { memoryBytes: number; ttlSeconds: number; maxEntryBytes: number };
+  signingKey: string | undefined;
+  limitInputPixels: number;
+  limits: MediaLimits;
+  requestTimeoutMs: number;
+  concurrency: number;
+  queueLimit: number;
+  /** 0 = one per CPU core. */
+  workers: number;
+  logLevel: MediaEnv["LOG_LEVEL"];
+  storage: StorageConfig;
+}
+
+/** A bad environment: the message names every offending variable ("MEDIA_PORT: must be ..."). */
+export class MediaConfigError extends Error {
+  constructor(readonly problems: ReadonlyArray<{ variable: string; message: string }>) {
+    super(`invalid media configuration: ${problems.map((p) => `${p.variable}: ${p.message}`).join("; ")}`);
+    this.name = "MediaConfigError";
+  }
+}
+
+/** Validates the environment; throws MediaConfigError naming each bad variable. */
+export function loadMediaConfig(env: Record<string, string | undefined> = process.env): MediaConfig {
+  const parsed = mediaEnvSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new MediaConfigError(
+      parsed.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? "(env)"), message: issue.message })),
+    );
+  }
+  const e = parsed.data;
+  const dataDir = path.resolve(e.DATA_DIR);
+  let storage: StorageConfig;
+  try {
+    storage = parseStorageEnv({ ...env, STORAGE_DIR: e.STORAGE_DIR ?? path.join(dataDir, "blobs") });
+  } catch (err) {
+    if (err instanceof StorageConfigError) throw new MediaConfigError(err.problems);
+    throw err;
+  }
+  return {
+    port: e.MEDIA_PORT,
+    host: e.HOST,
+    dataDir,
+    redis: e.REDIS_URL ? { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX, timeoutMs: e.REDIS_COMMAND_TIMEOUT_MS } : undefined,
+    cache: { memoryBytes: e.CACHE_MEMORY_BYTES, ttlSeconds: e.CACHE_TTL_SECONDS, maxEntryBytes: e.CACHE_MAX_ENTRY_BYTES },
+    signingKey: e.MEDIA_SIGNING_KEY,
+    limitInputPixels: e.LIMIT_INPUT_PIXELS,
+    limits: {
+      maxDimension: e.MEDIA_MAX_DIMENSION,
+      maxOutputPixels: e.MEDIA_MAX_OUTPUT_PIXELS,
+      maxMultiplier: e.MEDIA_MAX_MULTIPLIER,
+      maxNoiseAmount: e.MEDIA_MAX_NOISE_AMOUNT,
+      maxWaveAmplitude: e.MEDIA_MAX_WAVE_AMPLITUDE,
+      maxWaveLength: e.MEDIA_MAX_WAVE_LENGTH,
+      maxSharpen: e.MEDIA_MAX_SHARPEN,
+    },
+    requestTimeoutMs: e.MEDIA_REQUEST_TIMEOUT_MS,
+    concurrency: e.MEDIA_CONCURRENCY,
+    queueLimit: e.MEDIA_QUEUE_LIMIT,
+    workers: e.MEDIA_WORKERS,
+    logLevel: e.LOG_LEVEL,
+    storage,
+  };
+}

@@ -1,0 +1,66 @@
+/** The transformation queue is full: answered 503 with Retry-After. */
+export class QueueFullError extends Error {
+  constructor(readonly concurrency: number, readonly queueLimit: number) {
+    super(`all ${concurrency} transformation slots are busy and ${queueLimit} requests are already waiting`);
+    this.name = "QueueFullError";
+  }
+}
+
+interface Waiter {
+  start: () => void;
+}
+
+/**
+ * Bounded concurrency with a bounded FIFO queue (MEDIA_CONCURRENCY, MEDIA_QUEUE_LIMIT).
+ * A slot is held until the task really settles, so an abandoned (timed-out) request never
+ * lets more than `concurrency` transformations run at once.
+ */
+export class Limiter {
+  private running = 0;
+  private readonly queue: Waiter[] = [];
+
+  constructor(
+    readonly concurrency: number,
+    readonly queueLimit: number,
+  ) {}
+
+  get active(): number {
+    return this.running;
+  }
+
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  /** Runs `task` in a slot; rejects with QueueFullError at once when no slot or queue place is free. */
+  run<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.running < this.concurrency) return this.execute(task);
+    if (this.queue.length >= this.queueLimit) return Promise.reject(new QueueFullError(this.concurrency, this.queueLimit));
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => {
+        const i = this.queue.indexOf(waiter);
+        if (i >= 0) this.queue.splice(i, 1);
+        reject(signal!.reason);
+      };
+      const waiter: Waiter = {
+        start: () => {
+          signal?.removeEventListener("abort", onAbort);
+          this.execute(task).then(resolve, reject);
+        },
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.queue.push(waiter);
+    });
+  }
+
+  private async execute<T>(task: () => Promise<T>): Promise<T> {
+    this.running++;
+    try {
+      return await task();
+    } finally {
+      this.running--;
+      this.queue.shift()?.start();
+    }
+  }
+}
