@@ -1,0 +1,196 @@
+import os from "node:os";
+import path from "node:path";
+import { Worker } from "node:worker_threads";
+import type { RawImage } from "../pipeline/raw";
+import type { PixelWorkers } from "../transformations/transformation";
+
+export interface PixelWorkerOptions {
+  /** Number of worker threads (started on demand). Default: os.availableParallelism(). */
+  size?: number;
+  /** Same as size (the name the server's config uses); size wins when both are given. */
+  threads?: number;
+  /**
+   * Extra modules (absolute paths, .ts or .js) whose `kernels` export is merged into every
+   * worker's registry: a way to plug in kernels without touching the built-in table.
+   */
+  kernelModules?: string[];
+  /** A kernel running longer than this is abandoned: its promise rejects and its worker is replaced. */
+  taskTimeoutMs?: number;
+}
+
+export interface PixelWorkerStats {
+  size: number;
+  /** Live worker threads. */
+  workers: number;
+  busy: number;
+  queued: number;
+  completed: number;
+  failed: number;
+  /** Workers that died (crash, exit, timeout) and were replaced on demand. */
+  replaced: number;
+  /** Input buffers that could not be transferred (e.g. sharp's external memory) and were cloned. */
+  cloned: number;
+}
+
+export interface PixelWorkerPool extends PixelWorkers {
+  close(): Promise<void>;
+  stats(): PixelWorkerStats;
+}
+
+/** A kernel threw, its worker died, it timed out, or the pool was closed. */
+export class PixelKernelError extends Error {
+  constructor(
+    readonly kernel: string,
+    message: string,
+    readonly causeName?: string,
+  ) {
+    super(message);
+    this.name = "PixelKernelError";
+  }
+}
+
+interface Task {
+  id: number;
+  kernel: string;
+  image: RawImage;
+  params: unknown;
+  resolve(image: RawImage): void;
+  reject(error: Error): void;
+  timer?: NodeJS.Timeout;
+}
+
+interface Slot {
+  worker: Worker;
+  task?: Task;
+}
+
+type Reply =
+  | { id: number; ok: true; image: { data: Uint8Array; width: number; height: number; channels: 3 | 4 } }
+  | { id: number; ok: false; error: { name: string; message: string } };
+
+const WORKER_ENTRY = path.join(__dirname, "worker.cjs");
+
+/**
+ * A fixed-size pool of worker threads running the raw-pixel kernels of pixels/kernels, so
+ * pixel work never blocks the event loop. Tasks queue when every worker is busy. Pixel
+ * buffers go in the transfer list: the caller's buffer is detached by `run` (do not reuse
+ * it) and results come back without a copy. A kernel that throws rejects its promise and
+ * the worker carries on; a worker that dies rejects its task and is replaced.
+ */
+export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorkerPool {
+  const size = Math.max(1, Math.floor(options.size ?? options.threads ?? os.availableParallelism()));
+  const kernelModules = options.kernelModules ?? [];
+  const slots = new Set<Slot>();
+  const queue: Task[] = [];
+  const counters = { completed: 0, failed: 0, replaced: 0, cloned: 0 };
+  let nextId = 1;
+  let closed = false;
+
+  const settle = (slot: Slot, outcome: { image: RawImage } | { error: Error }): void => {
+    const task = slot.task;
+    if (!task) return;
+    slot.task = undefined;
+    clearTimeout(task.timer);
+    // An idle worker must not keep the process alive.
+    slot.worker.unref();
+    if ("image" in outcome) {
+      counters.completed++;
+      task.resolve(outcome.image);
+    } else {
+      counters.failed++;
+      task.reject(outcome.error);
+    }
+  };
+
+  const spawn = (): Slot => {
+    const worker = new Worker(WORKER_ENTRY, { workerData: { kernelModules } });
+    const slot: Slot = { worker };
+    worker.on("message", (reply: Reply) => {
+      if (!slot.task || reply.id !== slot.task.id) return;
+      if (reply.ok) {
+        const { data, width, height, channels } = reply.image;
+        settle(slot, { image: { data: Buffer.from(data.buffer, data.byteOffset, data.byteLength), width, height, channels } });
+      } else {
+        settle(slot, { error: new PixelKernelError(slot.task.kernel, reply.error.message, reply.error.name) });
+      }
+      dispatch();
+    });
+    worker.on("error", (error) => {
+      const kernel = slot.task?.kernel ?? "(none)";
+      settle(slot, { error: new PixelKernelError(kernel, `pixel worker failed: ${error.message}`, error.name) });
+    });
+    worker.on("exit", (code) => {
+      slots.delete(slot);
+      const kernel = slot.task?.kernel ?? "(none)";
+      settle(slot, { error: new PixelKernelError(kernel, `pixel worker exited (code ${code}) while running "${kernel}"`) });
+      if (!closed) {
+        counters.replaced++;
+        // Replacement is lazy: a new worker starts when a queued task needs one.
+        dispatch();
+      }
+    });
+    slots.add(slot);
+    return slot;
+  };
+
+  const start = (slot: Slot, task: Task): void => {
+    slot.task = task;
+    slot.worker.ref();
+    if (options.taskTimeoutMs !== undefined) {
+      task.timer = setTimeout(() => {
+        settle(slot, { error: new PixelKernelError(task.kernel, `pixel kernel "${task.kernel}" exceeded ${options.taskTimeoutMs} ms`) });
+        void slot.worker.terminate();
+      }, options.taskTimeoutMs);
+    }
+    const { data, width, height, channels } = task.image;
+    // A view into a larger buffer (e.g. Node's small-buffer pool) is copied so that
+    // transferring it does not detach memory that belongs to someone else.
+    const own =
+      data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : Uint8Array.prototype.slice.call(data);
+    try {
+      slot.worker.postMessage({ id: task.id, kernel: task.kernel, image: { data: own, width, height, channels }, params: task.params }, [
+        own.buffer as ArrayBuffer,
+      ]);
+    } catch (error) {
+      settle(slot, { error: error instanceof Error ? error : new Error(String(error)) });
+      return;
+    }
+    // External memory (sharp's output buffers) cannot be detached: V8 cloned it instead.
+    if (own.buffer.byteLength !== 0) counters.cloned++;
+  };
+
+  const dispatch = (): void => {
+    while (queue.length > 0 && !closed) {
+      let idle: Slot | undefined;
+      for (const slot of slots) {
+        if (!slot.task) {
+          idle = slot;
+          break;
+        }
+      }
+      if (!idle && slots.size < size) idle = spawn();
+      if (!idle) return;
+      start(idle, queue.shift()!);
+    }
+  };
+
+  return {
+    run<P>(kernel: string, image: RawImage, params: P): Promise<RawImage> {
+      if (closed) return Promise.reject(new PixelKernelError(kernel, "pixel worker pool is closed"));
+      return new Promise<RawImage>((resolve, reject) => {
+        queue.push({ id: nextId++, kernel, image, params, resolve, reject });
+        dispatch();
+      });
+    },
+    stats() {
+      let busy = 0;
+      for (const slot of slots) if (slot.task) busy++;
+      return { size, workers: slots.size, busy, queued: queue.length, ...counters };
+    },
+    async close() {
+      closed = true;
+      for (const task of queue.splice(0)) task.reject(new PixelKernelError(task.kernel, "pixel worker pool is closed"));
+      await Promise.all([...slots].map((slot) => slot.worker.terminate()));
+    },
+  };
+}

@@ -1,0 +1,29 @@
+import { createHash } from "node:crypto";
+import { transformationSpecs } from "@media-platform/contracts";
+import type { AddNoiseParams } from "../pixels/kernels";
+import { runPixelKernel } from "../pixels/step";
+import { defineTransformation } from "./transformation";
+
+/**
+ * The noise seed: SHA-256 of the cache key and the step's position, first 128 bits. The same
+ * URL gives the same bytes on every replica; two add-noise steps in one URL differ.
+ */
+export function noiseSeed(cacheKey: string, stepIndex: number): AddNoiseParams["seed"] {
+  const digest = createHash("sha256").update(`${cacheKey}\u0000${stepIndex}`).digest();
+  const seed = [0, 4, 8, 12].map((offset) => digest.readUInt32LE(offset)) as [number, number, number, number];
+  // xoshiro128** needs a non-zero state; a zero 128-bit prefix of SHA-256 will not happen, but stay total.
+  if (seed.every((word) => word === 0)) seed[0] = 1;
+  return seed;
+}
+
+/** Gaussian, uniform or salt-pepper noise, deterministic per URL. */
+export const addNoise = defineTransformation({
+  name: "add-noise",
+  params: transformationSpecs["add-noise"].params,
+  apply: (image, params, ctx) =>
+    runPixelKernel<AddNoiseParams>(image, ctx, "add-noise", {
+      type: params.type,
+      amount: params.amount,
+      seed: noiseSeed(ctx.cacheKey, ctx.stepIndex),
+    }),
+});
