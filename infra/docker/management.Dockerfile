@@ -1,0 +1,55 @@
+# syntax=docker/dockerfile:1
+# Management API image. Build from the repository root:
+#   docker build -f infra/docker/management.Dockerfile -t media-platform/management .
+# Stages: base (Node 24 LTS + pnpm) -> build (full install from the lockfile, offline Prisma
+# client generation, pruned production deploy) -> runtime (only the deploy output, non-root).
+
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+FROM ${NODE_IMAGE} AS base
+# Same pnpm as package.json "packageManager" (a test keeps the two equal).
+ARG PNPM_VERSION=10.34.9
+ENV PNPM_HOME=/pnpm \
+    PATH=/pnpm:$PATH \
+    CI=true
+RUN npm install --global --no-fund --no-audit "pnpm@${PNPM_VERSION}" \
+ && pnpm config set store-dir /pnpm/store
+
+FROM base AS build
+WORKDIR /app
+# Fetch every package of the lockfile into the store first: this layer only changes when the
+# lockfile does, so source edits do not re-download dependencies.
+COPY pnpm-lock.yaml pnpm-workspace.yaml package.json .npmrc ./
+RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm fetch --frozen-lockfile
+COPY . .
+RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm install --frozen-lockfile --offline
+# Prisma client, generated offline (stub schema engine; generation never calls it).
+RUN node prisma/generate.cjs
+# Pruned production install of the service alone: its dependencies (workspace packages copied
+# in), no devDependencies, plus its own files including src/generated/prisma.
+RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
+    pnpm deploy --legacy --filter @media-platform/management --prod /out/services/management \
+ && test -f /out/services/management/src/generated/prisma/client.ts \
+ && test -d /out/services/management/node_modules/tsx
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    MANAGEMENT_PORT=3000 \
+    HOST=0.0.0.0 \
+    DATA_DIR=/data
+WORKDIR /app
+# Code stays root-owned (read-only for the service user); only /data is writable.
+COPY --from=build /out/services/management /app/services/management
+# The migration runner reads <repo>/prisma/migrations relative to its own source file.
+COPY --from=build /app/prisma/migrations /app/prisma/migrations
+COPY --from=build /app/prisma/schema.prisma /app/prisma/schema.prisma
+COPY infra/docker/healthcheck.cjs /app/healthcheck.cjs
+RUN mkdir -p /data && chown node:node /data
+# "node" (uid 1000) ships with the official Node images.
+USER node
+WORKDIR /app/services/management
+EXPOSE 3000
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "/app/healthcheck.cjs", "MANAGEMENT_PORT", "/healthz"]
+# Applies pending migrations at start-up, then serves /v1. SIGTERM = graceful shutdown.
+CMD ["node", "--import", "tsx", "src/index.ts"]

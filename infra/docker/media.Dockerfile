@@ -1,0 +1,47 @@
+# syntax=docker/dockerfile:1
+# Media transformation service image. Build from the repository root:
+#   docker build -f infra/docker/media.Dockerfile -t media-platform/media .
+# Stages: base (Node 24 LTS + pnpm) -> build (full install from the lockfile, pruned
+# production deploy) -> runtime (only the deploy output, non-root). sharp's libvips comes
+# from its npm binary package (@img/sharp-libvips-linux-*), so no system libvips is needed.
+
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+FROM ${NODE_IMAGE} AS base
+# Same pnpm as package.json "packageManager" (a test keeps the two equal).
+ARG PNPM_VERSION=10.34.9
+ENV PNPM_HOME=/pnpm \
+    PATH=/pnpm:$PATH \
+    CI=true
+RUN npm install --global --no-fund --no-audit "pnpm@${PNPM_VERSION}" \
+ && pnpm config set store-dir /pnpm/store
+
+FROM base AS build
+WORKDIR /app
+COPY pnpm-lock.yaml pnpm-workspace.yaml package.json .npmrc ./
+RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm fetch --frozen-lockfile
+COPY . .
+RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm install --frozen-lockfile --offline
+# The root postinstall generates the Prisma client for the workspace; the media service does
+# not use it (it never touches Postgres), so it is not part of this image.
+RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
+    pnpm deploy --legacy --filter @media-platform/media --prod /out/services/media \
+ && test -d /out/services/media/node_modules/tsx \
+ && test -d /out/services/media/node_modules/sharp
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    MEDIA_PORT=3001 \
+    HOST=0.0.0.0
+WORKDIR /app
+# Code stays root-owned (read-only for the service user).
+COPY --from=build /out/services/media /app/services/media
+COPY infra/docker/healthcheck.cjs /app/healthcheck.cjs
+# "node" (uid 1000) ships with the official Node images.
+USER node
+WORKDIR /app/services/media
+EXPOSE 3001
+HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "/app/healthcheck.cjs", "MEDIA_PORT", "/healthz"]
+# Worker threads load their TypeScript kernels through tsx as well.
+CMD ["node", "--import", "tsx", "src/index.ts"]
