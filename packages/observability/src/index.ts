@@ -1,0 +1,49 @@
+export { createLogger, REDACT_PATHS, type Logger, type LoggerOptions, type LogLevel } from "./logger";
+export { REDACTED, isSensitiveKey, redactUrl, sanitize, sanitizeHeaders, scrubString } from "./redact";
+export {
+  REQUEST_ID_HEADER,
+  MAX_REQUEST_ID_LENGTH,
+  applyRequestId,
+  generateRequestId,
+  isValidRequestId,
+  propagationHeaders,
+  resolveRequestId,
+} from "./requestId";
+export {
+  createMetrics,
+  metricsHandler,
+  metricsRouter,
+  ROUTE_HOT_PATH,
+  ROUTE_UNMATCHED,
+  HTTP_DURATION_BUCKETS,
+  TRANSFORMATION_DURATION_BUCKETS,
+  UPLOAD_BYTES_BUCKETS,
+  type CacheResult,
+  type CacheTier,
+  type Dependency,
+  type Metrics,
+  type MetricsOptions,
+} from "./metrics";
+export { FastCounter, FastCounterSeries, FastHistogram, FastHistogramSeries } from "./fastMetrics";
+export {
+  recordRawRequest,
+  requestContext,
+  routePattern,
+  STATUS_CLIENT_CLOSED,
+  type RequestContextOptions,
+} from "./http";
+export {
+  checkReadiness,
+  healthRouter,
+  type DependencyStatus,
+  type HealthCheck,
+  type HealthOptions,
+  type ReadinessReport,
+} from "./health";
+export {
+  gracefulShutdown,
+  type CloseHook,
+  type ShutdownController,
+  type ShutdownLogger,
+  type ShutdownOptions,
+} from "./shutdown";
