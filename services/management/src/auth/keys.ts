@@ -2,8 +2,9 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import jwt, { type Algorithm, type JwtHeader } from "jsonwebtoken";
-import { JwksClient } from "jwks-rsa";
+import type JwksRsa from "jwks-rsa";
 import type { ManagementConfig } from "../config";
+import { nativeRequire } from "../native-require";
 
 export const EMBEDDED_SECRET_FILE = "auth-secret";
 
@@ -49,6 +50,14 @@ export function resolveKeySource(config: Pick<ManagementConfig, "auth" | "dataDi
   return { kind: "secret", secret: embeddedSecret(config.dataDir)!, embedded: true };
 }
 
+/**
+ * jwks-rsa 4 depends on jose 6, which is ESM-only. Node >= 20.19 loads it through require(esm),
+ * but jest's module registry cannot; loading jwks-rsa with Node's own require works in both.
+ */
+function loadJwksRsa(): typeof JwksRsa {
+  return nativeRequire<typeof JwksRsa>("jwks-rsa");
+}
+
 export interface Principal {
   workspaceId: string;
   userId: string | null;
@@ -76,7 +85,7 @@ export function createVerifier(source: KeySource, options: { issuer?: string; au
     algorithms = ASYMMETRIC;
   } else {
     // Cached; an unknown kid triggers a (rate-limited) refetch, so rotated keys are picked up.
-    const client = new JwksClient({
+    const client = new (loadJwksRsa().JwksClient)({
       jwksUri: source.url,
       cache: true,
       cacheMaxAge: 10 * 60 * 1000,

@@ -1,13 +1,23 @@
 import fs from "node:fs";
-import { PGlite } from "@electric-sql/pglite";
-import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
+import type { Extension, PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
-import { PrismaPGlite } from "pglite-prisma-adapter";
+import type { PrismaPGlite as PrismaPGliteType } from "pglite-prisma-adapter";
 import pg from "pg";
 import { PrismaClient } from "../generated/prisma/client";
+import { nativeRequire } from "../native-require";
 import type { MigrationConnection } from "./migrate";
 
 export type { PrismaClient };
+
+/**
+ * PGlite's CommonJS build loads Node built-ins with dynamic import(), which jest's module sandbox
+ * cannot run (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING_FLAG). Loading PGlite, its pg_trgm extension
+ * and the Prisma adapter with Node's own loader works the same at run time and under jest; the
+ * adapter must come from the same loader as PGlite, because it maps errors with instanceof.
+ */
+const loadPGlite = () => nativeRequire<typeof import("@electric-sql/pglite")>("@electric-sql/pglite");
+const loadPgTrgm = () => nativeRequire<{ pg_trgm: Extension }>("@electric-sql/pglite/contrib/pg_trgm").pg_trgm;
+const loadPrismaPGlite = () => nativeRequire<{ PrismaPGlite: typeof PrismaPGliteType }>("pglite-prisma-adapter").PrismaPGlite;
 
 /** A Prisma client plus a raw connection for the migration runner, on PGlite or Postgres. */
 export interface Database {
@@ -23,16 +33,47 @@ export type DatabaseOptions = { databaseUrl: string } | { pgliteDir: string } | 
 /** Creates a PGlite instance with the extensions the migrations need. `dir` undefined = in memory. */
 export async function createPGlite(dir: string | undefined): Promise<PGlite> {
   if (dir !== undefined) fs.mkdirSync(dir, { recursive: true });
-  const db = new PGlite(dir, { extensions: { pg_trgm } });
+  const { PGlite: PGliteClass } = loadPGlite();
+  const db = new PGliteClass({ dataDir: dir, extensions: { pg_trgm: loadPgTrgm() } });
   await db.waitReady;
   return db;
+}
+
+const isDate = (v: unknown): v is Date => Object.prototype.toString.call(v) === "[object Date]";
+const realmSafeArg = (v: unknown): unknown =>
+  isDate(v) ? v.toISOString() : Array.isArray(v) ? v.map(realmSafeArg) : v;
+
+type Queryable = { queryRaw(q: { args: unknown[] }): Promise<unknown>; executeRaw(q: { args: unknown[] }): Promise<unknown> };
+
+/**
+ * The PGlite adapter recognises dates with `instanceof Date`, which fails for a Date made in
+ * another realm (jest's sandbox). Dates are handed over as ISO strings, which the adapter parses
+ * itself for datetime parameters; identical results in either realm.
+ */
+function crossRealmSafe<F extends object>(factory: F): F {
+  const wrapQueryable = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(obj, prop, receiver) {
+        const value: unknown = Reflect.get(obj, prop, receiver);
+        if (typeof value !== "function") return value;
+        if (prop === "queryRaw" || prop === "executeRaw") {
+          return (q: Parameters<Queryable["queryRaw"]>[0]) =>
+            (value as Queryable["queryRaw"]).call(obj, { ...q, args: q.args.map(realmSafeArg) });
+        }
+        if (prop === "startTransaction" || prop === "connect") {
+          return async (...args: unknown[]) => wrapQueryable((await (value as (...a: unknown[]) => Promise<object>).apply(obj, args)));
+        }
+        return (value as (...a: unknown[]) => unknown).bind(obj);
+      },
+    });
+  return wrapQueryable(factory);
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if ("databaseUrl" in options) return openPostgres(options.databaseUrl);
   const ownsInstance = !("pglite" in options);
   const pglite = "pglite" in options ? options.pglite : await createPGlite(options.pgliteDir);
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+  const prisma = new PrismaClient({ adapter: crossRealmSafe(new (loadPrismaPGlite())(pglite)) });
   return {
     kind: "pglite",
     prisma,
