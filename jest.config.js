@@ -15,7 +15,7 @@ const project = (dir) => ({
 });
 module.exports = {
   rootDir: __dirname,
-  projects: ["packages/contracts", "packages/storage", "packages/client", "services/management", "services/media", "infra"]
+  projects: ["packages/contracts", "packages/storage", "packages/observability", "packages/client", "services/management", "services/media", "infra"]
     .filter((d) => require("node:fs").existsSync(`${__dirname}/${d}/test`))
     .map(project),
   testTimeout: 60000,
