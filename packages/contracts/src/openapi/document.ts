@@ -250,7 +250,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         `Transformed images are served by the media service at \`${mediaUrl}/<transformation>[:<param>=<value>...]/<assetId>.<ext>\`; its \`GET /transformations\` lists every transformation and parameter.`,
       ].join("\n"),
     },
-    servers: [{ url: options.serverUrl.replace(/\/+$/, ""), description: "Management API" }],
+    servers: [{ url: options.serverUrl.replace(/\/+$/, "") || "/", description: "Management API" }],
     tags: [
       { name: "Assets", description: "Upload, read, update, list and search assets" },
       { name: "Collections", description: "Create, list and delete collections; assets join them through PATCH or upload" },
