@@ -13,6 +13,7 @@ import {
 import { QueueFullError } from "./delivery/limiter";
 import type { RenditionService } from "./delivery/rendition-service";
 import type { UrlSigner } from "./delivery/signing";
+import { catalogRouter } from "./catalog";
 import { HttpProblem, instanceOf, writeProblem } from "./problem";
 import { TransformationInputError } from "./transformations/transformation";
 
@@ -45,6 +46,8 @@ export function createMediaApp(deps: MediaAppDeps): Express {
     res.setHeader("Cache-Control", "no-store");
     res.json({ status: "ok" });
   });
+  // GET /transformations: the parameter table with the caps in force.
+  app.use(catalogRouter(limits));
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     // req.url is the raw request-target; Express does not rewrite it for app-level middleware.

@@ -1,0 +1,258 @@
+import { randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import sharp from "sharp";
+import request from "supertest";
+import { originalKey } from "@media-platform/storage";
+import { countingRender, startTestMedia, type TestMedia } from "./support/media-server";
+import { FIXTURES_DIR } from "./support/memory-store";
+
+const IMMUTABLE = "public, max-age=31536000, immutable";
+
+async function get(url: string, init?: RequestInit) {
+  const res = await fetch(url, init);
+  return { res, body: Buffer.from(await res.arrayBuffer()) };
+}
+
+function headersOf(res: Response, names = ["content-type", "content-length", "etag", "cache-control"]) {
+  return Object.fromEntries(names.map((n) => [n, res.headers.get(n)]));
+}
+
+describe("media delivery over real HTTP", () => {
+  let media: TestMedia;
+  let counting: ReturnType<typeof countingRender>;
+  let astronaut: string;
+  let rocket: string;
+
+  beforeAll(async () => {
+    counting = countingRender();
+    media = await startTestMedia({ render: counting.render });
+    astronaut = await media.store.putFixture("astronaut.png");
+    rocket = await media.store.putFixture("rocket.jpg");
+  });
+  afterAll(() => media.close());
+
+  it("answers MISS then HIT (hot path) with identical bytes and headers", async () => {
+    const url = `${media.url}/thumbnail:size=128/${astronaut}.png`;
+    const first = await get(url);
+    expect(first.res.status).toBe(200);
+    expect(first.res.headers.get("x-cache")).toBe("MISS");
+    expect(first.res.headers.get("content-type")).toBe("image/png");
+    expect(first.res.headers.get("cache-control")).toBe(IMMUTABLE);
+    expect(Number(first.res.headers.get("content-length"))).toBe(first.body.length);
+    const meta = await sharp(first.body).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(["png", 128, 128]);
+    // Strong ETag: quoted base64url sha256 of the bytes.
+    const { createHash } = await import("node:crypto");
+    expect(first.res.headers.get("etag")).toBe(`"${createHash("sha256").update(first.body).digest("base64url")}"`);
+
+    const hitsBefore = media.counters.get("hits_memory");
+    const second = await get(url);
+    expect(second.res.status).toBe(200);
+    expect(second.res.headers.get("x-cache")).toBe("HIT");
+    expect(second.body.equals(first.body)).toBe(true);
+    expect(headersOf(second.res)).toEqual(headersOf(first.res));
+    expect(media.counters.get("hits_memory")).toBe(hitsBefore + 1);
+    expect(counting.calls.filter((k) => k === `/thumbnail:size=128/${astronaut}.png`)).toHaveLength(1);
+  });
+
+  it("treats a different URL string as a different cache entry (MISS)", async () => {
+    const a = await get(`${media.url}/thumbnail:size=100/${astronaut}.png`);
+    const b = await get(`${media.url}/thumbnail:size=100/${astronaut}.png?v=2`);
+    const c = await get(`${media.url}/thumbnail:size=100:quality=75/${astronaut}.png`);
+    expect([a.res.headers.get("x-cache"), b.res.headers.get("x-cache"), c.res.headers.get("x-cache")]).toEqual([
+      "MISS",
+      "MISS",
+      "MISS",
+    ]);
+    expect(b.body.equals(a.body)).toBe(true);
+  });
+
+  it("keeps the stored format whatever the extension: a PNG asked as .jpg is image/png", async () => {
+    const { res, body } = await get(`${media.url}/thumbnail:size=64/${astronaut}.jpg`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/png");
+    expect((await sharp(body).metadata()).format).toBe("png");
+
+    const jpeg = await get(`${media.url}/crop:width=100:height=50:x=10:y=20/${rocket}.png`);
+    expect(jpeg.res.headers.get("content-type")).toBe("image/jpeg");
+    const meta = await sharp(jpeg.body).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(["jpeg", 100, 50]);
+  });
+
+  it("answers 304 to a matching If-None-Match on the hot path and on the Express path", async () => {
+    const url = `${media.url}/fit:width=90:height=60/${rocket}.jpg`;
+    const first = await get(url);
+    const etag = first.res.headers.get("etag")!;
+    // Hot path (cached in memory now).
+    const hot = await get(url, { headers: { "If-None-Match": etag } });
+    expect(hot.res.status).toBe(304);
+    expect(hot.body.length).toBe(0);
+    expect(hot.res.headers.get("etag")).toBe(etag);
+    expect(hot.res.headers.get("x-cache")).toBe("HIT");
+    // Weak comparison and lists, as RFC 9110 asks.
+    expect((await get(url, { headers: { "If-None-Match": `"nope", W/${etag}` } })).res.status).toBe(304);
+    expect((await get(url, { headers: { "If-None-Match": `"nope"` } })).res.status).toBe(200);
+
+    // Express path: the LRU no longer has it, the result is recomputed (deterministic bytes).
+    media.memory.clear();
+    const cold = await get(url, { headers: { "If-None-Match": etag } });
+    expect(cold.res.status).toBe(304);
+    expect(cold.res.headers.get("x-cache")).toBe("MISS");
+    expect(cold.res.headers.get("etag")).toBe(etag);
+  });
+
+  it("answers HEAD with the headers of GET and no body, on a MISS and on a HIT", async () => {
+    const url = `${media.url}/thumbnail:size=70/${rocket}.jpg`;
+    const miss = await get(url, { method: "HEAD" });
+    expect(miss.res.status).toBe(200);
+    expect(miss.res.headers.get("x-cache")).toBe("MISS");
+    expect(miss.body.length).toBe(0);
+    const full = await get(url);
+    expect(full.res.headers.get("x-cache")).toBe("HIT");
+    const hit = await get(url, { method: "HEAD" });
+    expect(hit.res.status).toBe(200);
+    expect(hit.res.headers.get("x-cache")).toBe("HIT");
+    expect(hit.body.length).toBe(0);
+    expect(Number(hit.res.headers.get("content-length"))).toBe(full.body.length);
+    expect(headersOf(hit.res)).toEqual(headersOf(full.res));
+  });
+
+  it("answers GET /healthz and GET /transformations", async () => {
+    const health = await request(media.server).get("/healthz");
+    expect(health.status).toBe(200);
+    expect(health.body).toEqual({ status: "ok" });
+    const catalog = await request(media.server).get("/transformations");
+    expect(catalog.status).toBe(200);
+    expect(catalog.body.count).toBe(16);
+  });
+});
+
+describe("media errors are problem+json, never cached", () => {
+  let media: TestMedia;
+  let counting: ReturnType<typeof countingRender>;
+  let asset: string;
+
+  beforeAll(async () => {
+    counting = countingRender();
+    media = await startTestMedia({ render: counting.render });
+    asset = await media.store.putFixture("astronaut.png");
+  });
+  afterAll(() => media.close());
+
+  async function expectProblem(path: string, status: number, method: "get" | "head" = "get") {
+    const res = await request(media.server)[method](path);
+    expect(res.status).toBe(status);
+    expect(res.headers["cache-control"]).toBe("no-store");
+    expect(res.headers["x-cache"]).toBeUndefined();
+    if (method === "get") {
+      expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
+      const body = JSON.parse(res.text) as { status: number; type: string; title: string; detail: string; errors?: Array<{ path: string; message: string }> };
+      expect(body.status).toBe(status);
+      expect(body.type).toMatch(/^https:\/\/media-platform\.dev\/problems\//);
+      return body;
+    }
+    return undefined;
+  }
+
+  const cases: Array<[string, (id: string) => string, string, RegExp]> = [
+    ["unknown transformation", (id) => `/blur:radius=3/${id}.png`, "blur", /unknown transformation/],
+    ["unknown parameter", (id) => `/thumbnail:size=100:width=3/${id}.png`, "thumbnail.width", /unknown parameter; thumbnail accepts size, quality/],
+    ["repeated parameter", (id) => `/thumbnail:size=100:size=200/${id}.png`, "thumbnail.size", /repeated/],
+    ["missing required parameter", (id) => `/crop:width=10/${id}.png`, "crop.height", /required/],
+    ["wrong type", (id) => `/thumbnail:size=big/${id}.png`, "thumbnail.size", /not a number; allowed: an integer from 50 to 8192/],
+    ["decimal where the spec says integer", (id) => `/solarize:threshold=12.5/${id}.png`, "solarize.threshold", /whole number; allowed: an integer from 0 to 255/],
+    ["out of range (below)", (id) => `/thumbnail:size=49/${id}.png`, "thumbnail.size", /below the allowed range; allowed: an integer from 50 to 8192/],
+    ["out of range (above)", (id) => `/clahe:clipLimit=40.5/${id}.png`, "clahe.clipLimit", /above the allowed range; allowed: a number from 1 to 40/],
+    ["bad enum value", (id) => `/crop:width=10:height=10:gravity=up/${id}.png`, "crop.gravity", /one of center, north, south, east, west/],
+    ["bad asset id", () => `/thumbnail:size=100/not-a-uuid.png`, "assetId", /UUID/],
+    ["bad extension", (id) => `/thumbnail:size=100/${id}.bmp`, "extension", /extension must be one of/],
+    ["9 steps", (id) => `${"/grayscale".repeat(9)}/${id}.png`, "path", /at most 8/],
+  ];
+
+  it.each(cases)("400 for %s, naming the parameter and its range", async (_name, build, param, message) => {
+    const body = await expectProblem(build(asset), 400);
+    expect(body!.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: param, message: expect.stringMatching(message) })]));
+    expect(body!.detail).toContain(param);
+  });
+
+  it("400 without a body for HEAD", async () => {
+    await expectProblem(`/thumbnail:size=1/${asset}.png`, 400, "head");
+  });
+
+  it("400 when a valid transformation cannot apply to this image (crop outside it)", async () => {
+    const body = await expectProblem(`/crop:width=10:height=10:x=5000:y=5000/${asset}.png`, 400);
+    expect(body!.errors?.[0]?.path).toMatch(/^crop/);
+  });
+
+  it("404 for an unknown asset, not cached: the same URL works once the asset exists", async () => {
+    const id = randomUUID();
+    const path = `/thumbnail:size=100/${id}.png`;
+    const body = await expectProblem(path, 404);
+    expect(body!.detail).toContain(id);
+    await expectProblem(path, 404);
+    await media.store.put(originalKey(id), await readFile(`${FIXTURES_DIR}/chelsea.png`), "image/png");
+    const res = await request(media.server).get(path);
+    expect(res.status).toBe(200);
+    expect(res.headers["x-cache"]).toBe("MISS");
+  });
+
+  it("404 problem for unknown routes, 405 for other methods on media URLs", async () => {
+    await expectProblem("/", 404);
+    await expectProblem("/favicon.ico", 404);
+    const post = await request(media.server).post(`/thumbnail:size=100/${asset}.png`);
+    expect(post.status).toBe(405);
+    expect(post.headers.allow).toBe("GET, HEAD");
+    expect(post.headers["cache-control"]).toBe("no-store");
+  });
+
+  it("422 for a stored original that cannot be decoded", async () => {
+    const id = randomUUID();
+    await media.store.put(originalKey(id), await readFile(path.join(FIXTURES_DIR, "truncated.jpg")), "image/jpeg");
+    const body = await expectProblem(`/thumbnail:size=100/${id}.jpg`, 422);
+    expect(body!.detail).toMatch(/cannot be decoded/);
+    const text = await readFile(path.join(FIXTURES_DIR, "README.md"));
+    const other = randomUUID();
+    await media.store.put(originalKey(other), text, "text/markdown");
+    await expectProblem(`/thumbnail:size=100/${other}.jpg`, 422);
+  });
+
+  it("503 with Retry-After when the blob store is down, and recovers when it is back", async () => {
+    const path = `/thumbnail:size=90/${asset}.png`;
+    media.store.unavailable = true;
+    try {
+      const res = await request(media.server).get(path);
+      expect(res.status).toBe(503);
+      expect(res.headers["retry-after"]).toBe("5");
+      expect(res.headers["cache-control"]).toBe("no-store");
+      expect(JSON.parse(res.text).type).toBe("https://media-platform.dev/problems/storage-unavailable");
+    } finally {
+      media.store.unavailable = false;
+    }
+    const ok = await request(media.server).get(path);
+    expect(ok.status).toBe(200);
+    expect(ok.headers["x-cache"]).toBe("MISS");
+  });
+
+  it("never renders for an invalid URL", () => {
+    expect(counting.calls.every((k) => !k.includes("size=49") && !k.includes("not-a-uuid"))).toBe(true);
+  });
+});
+
+describe("input pixel limit", () => {
+  it("answers 413 naming LIMIT_INPUT_PIXELS for an original above it", async () => {
+    const { pipelineRender } = await import("./support/media-server");
+    const media = await startTestMedia({ render: pipelineRender(undefined, 1000), limitInputPixels: 1000 });
+    try {
+      const id = await media.store.putFixture("astronaut.png");
+      const res = await request(media.server).get(`/thumbnail:size=100/${id}.png`);
+      expect(res.status).toBe(413);
+      expect(res.headers["cache-control"]).toBe("no-store");
+      const body = JSON.parse(res.text);
+      expect(body.detail).toContain("LIMIT_INPUT_PIXELS");
+      expect(body.errors[0].path).toBe("LIMIT_INPUT_PIXELS");
+    } finally {
+      await media.close();
+    }
+  });
+});
