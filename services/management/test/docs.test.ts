@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import express, { type Express, type Router } from "express";
 import request from "supertest";
-import { PROBLEM_CONTENT_TYPE, problemSchema } from "@media-platform/contracts";
+import { problemSchema } from "@media-platform/contracts";
 import { managementRoutes, toOpenApiPath, type ApiRoute } from "@media-platform/contracts/src/openapi";
 import { DOCS_CSP, docsRouter } from "../src/docs";
 import { createTestApp, fixture, type TestApp } from "./helpers";
@@ -158,7 +158,8 @@ describe("route table vs the management app", () => {
     const agent = t.as("ws-docs-bare");
     const id = "0b7c1f7e-1d2a-4c3b-9e8f-7a6b5c4d3e2f";
     for (const route of managementRoutes.filter((r) => r.auth)) {
-      const res = await agent[route.method](route.path.replace(/:[A-Za-z]+/g, id));
+      const method = route.method as Exclude<ApiRoute["method"], "put">;
+      const res = await agent[method](route.path.replace(/:[A-Za-z]+/g, id));
       expect([routeKey(route), documented(route)]).toEqual([routeKey(route), expect.arrayContaining([res.status])]);
       const success = route.responses[res.status];
       if (success?.schema) expect(success.schema.safeParse(res.body).error).toBeUndefined();
@@ -295,5 +296,3 @@ describe("API reference in a browser", () => {
     }
   });
 });
-
-export { PROBLEM_CONTENT_TYPE };
