@@ -1,0 +1,111 @@
+import request from "supertest";
+import type { RenderFn } from "../src/delivery/rendition-service";
+import { Limiter, QueueFullError } from "../src/delivery/limiter";
+import { gatedRender, startTestMedia, type TestMedia } from "./support/media-server";
+
+describe("transformation concurrency limit", () => {
+  let media: TestMedia;
+  afterEach(() => media?.close());
+
+  it("answers 503 + Retry-After when the slot and the queue are full (concurrency 1, queue 0)", async () => {
+    const gated = gatedRender();
+    media = await startTestMedia({ render: gated.render, concurrency: 1, queueLimit: 0 });
+    const id = await media.store.putFixture("astronaut.png");
+    const slow = fetch(`${media.url}/thumbnail:size=100/${id}.png`);
+    await gated.started(1);
+
+    const refused = await request(media.server).get(`/thumbnail:size=101/${id}.png`);
+    expect(refused.status).toBe(503);
+    expect(refused.headers["retry-after"]).toBe("1");
+    expect(refused.headers["cache-control"]).toBe("no-store");
+    expect(JSON.parse(refused.text).type).toBe("https://media-platform.dev/problems/overloaded");
+    // HEAD is refused the same way, without a body.
+    const head = await request(media.server).head(`/thumbnail:size=102/${id}.png`);
+    expect(head.status).toBe(503);
+    expect(head.headers["retry-after"]).toBe("1");
+    // A request for the URL already in flight joins it instead of needing a slot.
+    const joined = fetch(`${media.url}/thumbnail:size=100/${id}.png`);
+    while (media.counters.get("hits_shared") < 1) await new Promise((r) => setImmediate(r));
+
+    gated.release();
+    const [first, second] = await Promise.all([slow, joined]);
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(media.counters.get("rejected_queue_full")).toBe(2);
+    // Once the slot is free, the refused URL works.
+    const later = await request(media.server).get(`/thumbnail:size=101/${id}.png`);
+    expect(later.status).toBe(200);
+    expect(later.headers["x-cache"]).toBe("MISS");
+  });
+
+  it("answers 503 + Retry-After when the request budget runs out, and caches nothing", async () => {
+    let calls = 0;
+    const never: RenderFn = (_input, { signal }) => {
+      calls++;
+      // A render that only ends when aborted (as render.ts does at its next step boundary).
+      return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+    };
+    media = await startTestMedia({ render: never, requestTimeoutMs: 200 });
+    const id = await media.store.putFixture("astronaut.png");
+    const res = await request(media.server).get(`/thumbnail:size=100/${id}.png`);
+    expect(res.status).toBe(503);
+    expect(res.headers["retry-after"]).toBe("2");
+    expect(res.headers["cache-control"]).toBe("no-store");
+    expect(JSON.parse(res.text).detail).toContain("MEDIA_REQUEST_TIMEOUT_MS");
+    expect(media.counters.get("timeouts")).toBe(1);
+    expect(media.memory.size).toBe(0);
+    expect(media.limiter.active).toBe(0);
+    expect(calls).toBe(1);
+  });
+
+  it("does not cache results above CACHE_MAX_ENTRY_BYTES (served, MISS every time)", async () => {
+    media = await startTestMedia({ cache: { memoryBytes: 64 * 1024 * 1024, ttlSeconds: 60, maxEntryBytes: 1000 } });
+    const id = await media.store.putFixture("astronaut.png");
+    const a = await request(media.server).get(`/thumbnail:size=100/${id}.png`);
+    const b = await request(media.server).get(`/thumbnail:size=100/${id}.png`);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.body.length).toBeGreaterThan(1000);
+    expect([a.headers["x-cache"], b.headers["x-cache"]]).toEqual(["MISS", "MISS"]);
+    expect(media.memory.size).toBe(0);
+  });
+});
+
+describe("Limiter", () => {
+  it("runs at most `concurrency` tasks, queues up to the limit in FIFO order, then refuses", async () => {
+    const limiter = new Limiter(2, 1);
+    const releases: Array<() => void> = [];
+    const order: string[] = [];
+    const task = (name: string) => () =>
+      new Promise<string>((resolve) => {
+        order.push(name);
+        releases.push(() => resolve(name));
+      });
+    const a = limiter.run(task("a"));
+    const b = limiter.run(task("b"));
+    const c = limiter.run(task("c"));
+    await expect(limiter.run(task("d"))).rejects.toBeInstanceOf(QueueFullError);
+    expect([limiter.active, limiter.waiting]).toEqual([2, 1]);
+    expect(order).toEqual(["a", "b"]);
+    releases[0]!();
+    await a;
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual(["a", "b", "c"]);
+    releases[1]!();
+    releases[2]!();
+    expect(await Promise.all([b, c])).toEqual(["b", "c"]);
+    expect([limiter.active, limiter.waiting]).toEqual([0, 0]);
+  });
+
+  it("drops a queued task whose signal aborts", async () => {
+    const limiter = new Limiter(1, 5);
+    let release!: () => void;
+    const running = limiter.run(() => new Promise<void>((r) => (release = r)));
+    const controller = new AbortController();
+    const queued = limiter.run(async () => "never", controller.signal);
+    expect(limiter.waiting).toBe(1);
+    controller.abort(new Error("gone"));
+    await expect(queued).rejects.toThrow("gone");
+    expect(limiter.waiting).toBe(0);
+    release();
+    await running;
+  });
+});
