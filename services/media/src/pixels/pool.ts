@@ -62,9 +62,14 @@ interface Task {
 interface Slot {
   worker: Worker;
   task?: Task;
+  /** Being terminated: takes no new task. */
+  retiring?: boolean;
+  /** Kernels loaded; a task's time limit counts from here, not from thread start-up. */
+  ready?: boolean;
 }
 
 type Reply =
+  | { ready: true }
   | { id: number; ok: true; image: { data: Uint8Array; width: number; height: number; channels: 3 | 4 } }
   | { id: number; ok: false; error: { name: string; message: string } };
 
@@ -106,6 +111,11 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
     const worker = new Worker(WORKER_ENTRY, { workerData: { kernelModules } });
     const slot: Slot = { worker };
     worker.on("message", (reply: Reply) => {
+      if ("ready" in reply) {
+        slot.ready = true;
+        if (slot.task) armTimeout(slot, slot.task);
+        return;
+      }
       if (!slot.task || reply.id !== slot.task.id) return;
       if (reply.ok) {
         const { data, width, height, channels } = reply.image;
@@ -116,6 +126,7 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
       dispatch();
     });
     worker.on("error", (error) => {
+      slot.retiring = true;
       const kernel = slot.task?.kernel ?? "(none)";
       settle(slot, { error: new PixelKernelError(kernel, `pixel worker failed: ${error.message}`, error.name) });
     });
@@ -133,15 +144,19 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
     return slot;
   };
 
+  const armTimeout = (slot: Slot, task: Task): void => {
+    if (options.taskTimeoutMs === undefined) return;
+    task.timer = setTimeout(() => {
+      slot.retiring = true;
+      settle(slot, { error: new PixelKernelError(task.kernel, `pixel kernel "${task.kernel}" exceeded ${options.taskTimeoutMs} ms`) });
+      void slot.worker.terminate();
+    }, options.taskTimeoutMs);
+  };
+
   const start = (slot: Slot, task: Task): void => {
     slot.task = task;
     slot.worker.ref();
-    if (options.taskTimeoutMs !== undefined) {
-      task.timer = setTimeout(() => {
-        settle(slot, { error: new PixelKernelError(task.kernel, `pixel kernel "${task.kernel}" exceeded ${options.taskTimeoutMs} ms`) });
-        void slot.worker.terminate();
-      }, options.taskTimeoutMs);
-    }
+    if (slot.ready) armTimeout(slot, task);
     const { data, width, height, channels } = task.image;
     // A view into a larger buffer (e.g. Node's small-buffer pool) is copied so that
     // transferring it does not detach memory that belongs to someone else.
@@ -163,12 +178,14 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
     while (queue.length > 0 && !closed) {
       let idle: Slot | undefined;
       for (const slot of slots) {
-        if (!slot.task) {
+        if (!slot.task && !slot.retiring) {
           idle = slot;
           break;
         }
       }
-      if (!idle && slots.size < size) idle = spawn();
+      let live = 0;
+      for (const slot of slots) if (!slot.retiring) live++;
+      if (!idle && live < size) idle = spawn();
       if (!idle) return;
       start(idle, queue.shift()!);
     }

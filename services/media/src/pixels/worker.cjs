@@ -22,6 +22,8 @@ function ownBuffer(data) {
   return copy;
 }
 
+parentPort.postMessage({ ready: true });
+
 parentPort.on("message", (task) => {
   try {
     const kernel = Object.prototype.hasOwnProperty.call(kernels, task.kernel) ? kernels[task.kernel] : undefined;
