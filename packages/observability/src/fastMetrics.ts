@@ -43,7 +43,8 @@ export class FastCounter<L extends string = string> {
     const key = values.join("\u0000");
     let s = this.series.get(key);
     if (!s) {
-      if (values.length !== this.labelNames.length) throw new Error(`${this.name}: expected ${this.labelNames.length} label values`);
+      if (values.length !== this.labelNames.length)
+        throw new Error(`${this.name}: expected ${this.labelNames.length} label values`);
       const labels: Labels = {};
       this.labelNames.forEach((n, i) => (labels[n] = values[i]));
       s = new FastCounterSeries(labels);
@@ -112,7 +113,8 @@ export class FastHistogram<L extends string = string> {
     const key = values.join("\u0000");
     let s = this.series.get(key);
     if (!s) {
-      if (values.length !== this.labelNames.length) throw new Error(`${this.name}: expected ${this.labelNames.length} label values`);
+      if (values.length !== this.labelNames.length)
+        throw new Error(`${this.name}: expected ${this.labelNames.length} label values`);
       const labels: Labels = {};
       this.labelNames.forEach((n, i) => (labels[n] = values[i]));
       s = new FastHistogramSeries(labels, this.bounds);

@@ -69,10 +69,7 @@ async function runOne(check: HealthCheck, timeoutMs: number): Promise<Dependency
 }
 
 /** Runs every configured check concurrently, each bounded by `timeoutMs`. */
-export async function checkReadiness(
-  checks: HealthOptions["checks"],
-  timeoutMs = 2000,
-): Promise<ReadinessReport> {
+export async function checkReadiness(checks: HealthOptions["checks"], timeoutMs = 2000): Promise<ReadinessReport> {
   const entries = Object.entries(checks).filter((e): e is [string, HealthCheck] => typeof e[1] === "function");
   const results = await Promise.all(entries.map(([, check]) => runOne(check, timeoutMs)));
   const report: ReadinessReport = { status: "ok", failing: [], checks: {} };
@@ -94,7 +91,10 @@ export function healthRouter(options: HealthOptions): Router {
   const timeoutMs = options.timeoutMs ?? 2000;
   const router = Router();
   router.get("/healthz", (_req, res) => {
-    res.set("Cache-Control", "no-store").status(200).json({ status: "ok", uptimeSeconds: Math.round(process.uptime()) });
+    res
+      .set("Cache-Control", "no-store")
+      .status(200)
+      .json({ status: "ok", uptimeSeconds: Math.round(process.uptime()) });
   });
   router.get("/readyz", async (_req, res) => {
     res.set("Cache-Control", "no-store");

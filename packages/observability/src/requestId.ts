@@ -12,10 +12,7 @@ const REQUEST_ID_RE = /^[A-Za-z0-9][A-Za-z0-9\-_.:/+=@]*$/;
 
 export function isValidRequestId(value: unknown): value is string {
   return (
-    typeof value === "string" &&
-    value.length > 0 &&
-    value.length <= MAX_REQUEST_ID_LENGTH &&
-    REQUEST_ID_RE.test(value)
+    typeof value === "string" && value.length > 0 && value.length <= MAX_REQUEST_ID_LENGTH && REQUEST_ID_RE.test(value)
   );
 }
 

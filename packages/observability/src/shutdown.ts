@@ -2,9 +2,7 @@ import type { Server } from "node:http";
 import { constants } from "node:os";
 
 /** Something to close after the HTTP server drained: a function, or a named one for the logs. */
-export type CloseHook =
-  | (() => Promise<unknown> | unknown)
-  | { name: string; close: () => Promise<unknown> | unknown };
+export type CloseHook = (() => Promise<unknown> | unknown) | { name: string; close: () => Promise<unknown> | unknown };
 
 export interface ShutdownLogger {
   info(obj: object, msg?: string): void;
@@ -70,7 +68,10 @@ async function withTimeout(p: Promise<unknown>, ms: number, what: string): Promi
  * finish until `deadlineMs`, then cut the remaining connections; then run `hooks` in order; then
  * `exit(code)`. A second signal exits at once (128 + signal number).
  */
-export function gracefulShutdown(servers: Server | readonly Server[], options: ShutdownOptions = {}): ShutdownController {
+export function gracefulShutdown(
+  servers: Server | readonly Server[],
+  options: ShutdownOptions = {},
+): ShutdownController {
   const list: readonly Server[] = Array.isArray(servers) ? servers : [servers as Server];
   const deadlineMs = options.deadlineMs ?? 10_000;
   const hookTimeoutMs = options.hookTimeoutMs ?? 5_000;
@@ -86,13 +87,14 @@ export function gracefulShutdown(servers: Server | readonly Server[], options: S
   };
 
   async function run(reason: string): Promise<number> {
-    log.info({ reason, deadlineMs }, "shutting down: no longer accepting connections, draining in-flight requests");
     const closed = list.map((s) => {
       s.prependListener("request", markClose);
       const p = closeServer(s);
       s.closeIdleConnections();
       return p;
     });
+    // Logged after the listeners are closed: when this line is out, new connections are refused.
+    log.info({ reason, deadlineMs }, "shutting down: no longer accepting connections, draining in-flight requests");
     // A keep-alive connection becomes idle when its in-flight response is done: close it then.
     const idleSweep = setInterval(() => list.forEach((s) => s.closeIdleConnections()), 50);
     idleSweep.unref();
@@ -106,7 +108,10 @@ export function gracefulShutdown(servers: Server | readonly Server[], options: S
     await Promise.all(closed);
     clearInterval(idleSweep);
     clearTimeout(deadline);
-    log.info({ cut }, cut ? "server closed (in-flight requests cut at the deadline)" : "server closed: all in-flight requests finished");
+    log.info(
+      { cut },
+      cut ? "server closed (in-flight requests cut at the deadline)" : "server closed: all in-flight requests finished",
+    );
 
     let failed = false;
     for (const [i, hook] of hooks.entries()) {

@@ -163,6 +163,8 @@ describe("access log", () => {
     await request(app).get("/a/1").expect(200);
     await request(app).get("/a/2").expect(200);
     const text = await metrics.registry.metrics();
-    expect(text).toContain('http_request_duration_seconds_count{route="/a/:id",method="GET",status_code="200",service="t"} 2');
+    expect(text).toContain(
+      'http_request_duration_seconds_count{route="/a/:id",method="GET",status_code="200",service="t"} 2',
+    );
   });
 });
