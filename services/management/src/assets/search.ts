@@ -85,7 +85,8 @@ export async function fullTextSearch(prisma: PrismaClient, workspaceId: string, 
        AND a.search_vector @@ q.tsq
      ORDER BY score DESC, a.created_at DESC, a.id ASC
      LIMIT ${limit}`;
-  if (ranked.length > 0 || p.plain.length < 3) return ranked.map((r) => ({ id: r.id, score: Number(r.score) }));
+  // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
+  if (ranked.length > 0 || p.plain.length < 3 || p.web.includes('"')) return ranked.map((r) => ({ id: r.id, score: Number(r.score) }));
 
   const exclusion =
     p.excluded !== null
