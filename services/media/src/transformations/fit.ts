@@ -1,0 +1,52 @@
+import type sharp from "sharp";
+import { parseColor, transformationSpecs, type MediaLimits, type Rgba } from "@media-platform/contracts";
+import { fromRaw, toRaw } from "../pipeline/raw";
+import { defineTransformation, TransformationInputError, type OutputFormat } from "./transformation";
+
+const FORMATS_WITH_ALPHA: ReadonlySet<OutputFormat> = new Set(["png", "webp", "avif", "gif", "tiff"]);
+
+export const formatHasAlpha = (format: OutputFormat): boolean => FORMATS_WITH_ALPHA.has(format);
+
+/** Refuses (400) an output larger than the deployment's pixel cap before any work is done. */
+export function assertOutputPixels(path: string, width: number, height: number, limits: MediaLimits): void {
+  if (width * height > limits.maxOutputPixels) {
+    throw new TransformationInputError(
+      path,
+      `the output would be ${width} x ${height} = ${width * height} pixels, above the cap of ${limits.maxOutputPixels} (maxOutputPixels)`,
+    );
+  }
+}
+
+/**
+ * The padding colour as sharp wants it. A translucent colour only stays translucent where
+ * the output format can carry alpha; otherwise it is blended over white, the same rule the
+ * avatar circle uses for its outside.
+ */
+function paddingColour(colour: Rgba, format: OutputFormat): sharp.Color {
+  if (formatHasAlpha(format) || colour.alpha >= 1) return { r: colour.r, g: colour.g, b: colour.b, alpha: colour.alpha };
+  const over = (c: number) => Math.round(c * colour.alpha + 255 * (1 - colour.alpha));
+  return { r: over(colour.r), g: over(colour.g), b: over(colour.b), alpha: 1 };
+}
+
+export const fit = defineTransformation({
+  name: "fit",
+  params: transformationSpecs.fit.params,
+  async apply(image, params, ctx) {
+    assertOutputPixels("fit", params.width, params.height, ctx.limits);
+    // Validated by the URL parser, so a colour is always there.
+    const colour = parseColor(params.background)!;
+    // sharp turns the background grey for a grey (1-2 band) input, so a red padding on a
+    // greyscale original needs the pixels in sRGB first. Colour originals keep the encoded
+    // pipeline, and with it JPEG shrink-on-load.
+    let input = image;
+    if (ctx.stepIndex === 0) {
+      const meta = await image.metadata();
+      if (meta.channels < 3 || meta.space !== "srgb") input = fromRaw(await toRaw(image));
+    }
+    return input.resize(params.width, params.height, {
+      fit: "contain",
+      position: "centre",
+      background: paddingColour(colour, ctx.output.format),
+    });
+  },
+});
