@@ -1,0 +1,292 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { z } from "zod";
+import {
+  assetSchema,
+  collectionSchema,
+  fullTextResponseSchema,
+  listAssetsResponseSchema,
+  listCollectionsResponseSchema,
+  problemSchema,
+  uploadResponseSchema,
+  type AssetDto,
+  type AssetFormat,
+  type AssetSort,
+  type CollectionDto,
+  type FullTextResponse,
+  type ListAssetsResponse,
+  type ListCollectionsResponse,
+  type patchAssetSchema,
+  type Problem,
+  type UploadResponse,
+} from "@media-platform/contracts";
+import { ApiError, ResponseValidationError } from "./errors";
+
+/** A bearer token, or a function returning the current one (called before every request). */
+export type TokenSource = string | (() => string | Promise<string>);
+
+export interface ClientOptions {
+  /** Base URL of the management API, e.g. http://localhost:3000 (without /v1). */
+  baseUrl: string;
+  token: TokenSource;
+  /** Check every 2xx body against the contracts' zod schemas (default true). */
+  validateResponses?: boolean;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+  /** A fetch implementation (default: the global fetch of Node >= 18). */
+  fetch?: typeof fetch;
+}
+
+/** GET /v1/assets parameters (DESIGN §5). Dates may be given as Date or ISO 8601 strings. */
+export interface ListAssetsParams {
+  search?: string;
+  collectionId?: string;
+  tag?: string;
+  format?: AssetFormat;
+  createdAfter?: Date | string;
+  createdBefore?: Date | string;
+  sort?: AssetSort;
+  /** Page size 1-100 (default 25). */
+  limit?: number;
+  /** nextCursor of the previous page. */
+  cursor?: string;
+}
+
+export interface FullTextParams {
+  /** Maximum number of results, 1-100 (default 25). */
+  limit?: number;
+}
+
+/** PATCH body as a client writes it: only given fields change; null clears. */
+export type AssetPatch = z.input<typeof patchAssetSchema>;
+
+export interface UploadInput {
+  /** The image: bytes, a Blob, or a path to a file (streamed from disk). */
+  file: Buffer | Uint8Array | Blob | string;
+  /** File name sent with the part (default: the path's base name, else "upload"). */
+  filename?: string;
+  /** Content type of the part (default: guessed from the file name; the server sniffs the bytes anyway). */
+  contentType?: string;
+  collectionId?: string;
+  /** Ask for exact and similar duplicates in the response (`duplicates`). */
+  warnAboutDuplicateImages?: boolean;
+}
+
+const CONTENT_TYPES: Record<string, string> = {
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".png": "image/png",
+  ".webp": "image/webp",
+  ".gif": "image/gif",
+  ".avif": "image/avif",
+  ".tif": "image/tiff",
+  ".tiff": "image/tiff",
+};
+
+export function guessContentType(filename: string): string {
+  return CONTENT_TYPES[path.extname(filename).toLowerCase()] ?? "application/octet-stream";
+}
+
+type Query = Record<string, string | number | Date | undefined>;
+
+interface RequestSpec<T> {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  path: string;
+  query?: Query;
+  json?: unknown;
+  form?: FormData;
+  schema?: z.ZodType<T>;
+  /** Expected success status. */
+  expect: number;
+}
+
+/** Typed client for every endpoint of the management API (/v1). */
+export class MediaPlatformClient {
+  readonly baseUrl: string;
+  private readonly token: TokenSource;
+  private readonly validate: boolean;
+  private readonly extraHeaders: Record<string, string>;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(options: ClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    if (!/^https?:\/\//.test(this.baseUrl)) throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
+    this.token = options.token;
+    this.validate = options.validateResponses ?? true;
+    this.extraHeaders = options.headers ?? {};
+    this.fetchImpl = options.fetch ?? globalThis.fetch;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Assets
+
+  /** GET /v1/assets: one page of assets matching the filters. */
+  listAssets(params: ListAssetsParams = {}): Promise<ListAssetsResponse> {
+    return this.request({ method: "GET", path: "/v1/assets", query: { ...params }, schema: listAssetsResponseSchema, expect: 200 });
+  }
+
+  /** Every page of GET /v1/assets, following nextCursor. */
+  async *assetPages(params: Omit<ListAssetsParams, "cursor"> = {}): AsyncGenerator<ListAssetsResponse, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listAssets({ ...params, cursor });
+      yield page;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  }
+
+  /** Every asset matching the filters, across pages: `for await (const a of client.iterateAssets({ tag: "x" }))`. */
+  async *iterateAssets(params: Omit<ListAssetsParams, "cursor"> = {}): AsyncGenerator<AssetDto, void, undefined> {
+    for await (const page of this.assetPages(params)) yield* page.assets;
+  }
+
+  /** GET /v1/assets/search/full-text: ranked matches, each with a score. */
+  searchAssets(q: string, params: FullTextParams = {}): Promise<FullTextResponse> {
+    return this.request({
+      method: "GET",
+      path: "/v1/assets/search/full-text",
+      query: { q, limit: params.limit },
+      schema: fullTextResponseSchema,
+      expect: 200,
+    });
+  }
+
+  /** GET /v1/assets/:assetId */
+  getAsset(assetId: string): Promise<AssetDto> {
+    return this.request({ method: "GET", path: `/v1/assets/${encodeURIComponent(assetId)}`, schema: assetSchema, expect: 200 });
+  }
+
+  /** PATCH /v1/assets/:assetId: metadata and collection. */
+  updateAsset(assetId: string, patch: AssetPatch): Promise<AssetDto> {
+    return this.request({
+      method: "PATCH",
+      path: `/v1/assets/${encodeURIComponent(assetId)}`,
+      json: patch,
+      schema: assetSchema,
+      expect: 200,
+    });
+  }
+
+  /** POST /v1/assets/upload (multipart). A path is streamed from disk, not read into memory. */
+  async uploadAsset(input: UploadInput): Promise<UploadResponse> {
+    const filename = input.filename ?? (typeof input.file === "string" ? path.basename(input.file) : "upload");
+    const type = input.contentType ?? guessContentType(filename);
+    let blob: Blob;
+    if (typeof input.file === "string") blob = await fs.openAsBlob(input.file, { type });
+    else if (input.file instanceof Blob) blob = input.file;
+    else blob = new Blob([input.file], { type });
+    const form = new FormData();
+    if (input.collectionId !== undefined) form.append("collectionId", input.collectionId);
+    if (input.warnAboutDuplicateImages !== undefined) form.append("warnAboutDuplicateImages", String(input.warnAboutDuplicateImages));
+    form.append("file", blob, filename);
+    return this.request({ method: "POST", path: "/v1/assets/upload", form, schema: uploadResponseSchema, expect: 201 });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Collections
+
+  /** GET /v1/asset-collections */
+  listCollections(): Promise<ListCollectionsResponse> {
+    return this.request({ method: "GET", path: "/v1/asset-collections", schema: listCollectionsResponseSchema, expect: 200 });
+  }
+
+  /** POST /v1/asset-collections: 409 (ApiError) when the name is taken in the workspace. */
+  createCollection(name: string): Promise<CollectionDto> {
+    return this.request({ method: "POST", path: "/v1/asset-collections", json: { name }, schema: collectionSchema, expect: 201 });
+  }
+
+  /** DELETE /v1/asset-collections/:id: its assets stay, with collectionId null. */
+  async deleteCollection(id: string): Promise<void> {
+    await this.request({ method: "DELETE", path: `/v1/asset-collections/${encodeURIComponent(id)}`, expect: 204 });
+  }
+
+  /** The collection with this exact name, or undefined. */
+  async findCollectionByName(name: string): Promise<CollectionDto | undefined> {
+    const { collections } = await this.listCollections();
+    return collections.find((c) => c.name === name);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Documentation
+
+  /** GET /v1/openapi.json (no token needed). */
+  getOpenApiDocument(): Promise<Record<string, unknown>> {
+    return this.request({ method: "GET", path: "/v1/openapi.json", expect: 200 });
+  }
+
+  // ------------------------------------------------------------------------------------------
+
+  private url(p: string, query: Query | undefined): string {
+    const url = new URL(`${this.baseUrl}${p}`);
+    for (const [k, v] of Object.entries(query ?? {})) {
+      if (v === undefined) continue;
+      url.searchParams.set(k, v instanceof Date ? v.toISOString() : String(v));
+    }
+    return url.toString();
+  }
+
+  private async request<T>(spec: RequestSpec<T>): Promise<T> {
+    const url = this.url(spec.path, spec.query);
+    const token = typeof this.token === "function" ? await this.token() : this.token;
+    const headers: Record<string, string> = {
+      Accept: "application/json, application/problem+json",
+      ...this.extraHeaders,
+      Authorization: `Bearer ${token}`,
+    };
+    let body: string | FormData | undefined;
+    if (spec.json !== undefined) {
+      headers["Content-Type"] = "application/json";
+      body = JSON.stringify(spec.json);
+    } else if (spec.form) {
+      body = spec.form; // fetch sets the multipart boundary
+    }
+    const response = await this.fetchImpl(url, { method: spec.method, headers, body });
+    if (response.status !== spec.expect) {
+      if (response.ok) {
+        await response.body?.cancel();
+        throw new ApiError({
+          status: response.status,
+          problem: { type: "about:blank", title: "Unexpected status", status: response.status, detail: `expected ${spec.expect}` },
+          method: spec.method,
+          url,
+          headers: response.headers,
+        });
+      }
+      throw new ApiError({ status: response.status, problem: await readProblem(response), method: spec.method, url, headers: response.headers });
+    }
+    if (response.status === 204) return undefined as T;
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new ResponseValidationError(spec.method, url, [{ path: "", message: "body is not JSON" }]);
+    }
+    if (!spec.schema || !this.validate) return json as T;
+    const parsed = spec.schema.safeParse(json);
+    if (!parsed.success) {
+      throw new ResponseValidationError(
+        spec.method,
+        url,
+        parsed.error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })),
+      );
+    }
+    return parsed.data;
+  }
+}
+
+async function readProblem(response: Response): Promise<Problem> {
+  const text = await response.text().catch(() => "");
+  try {
+    const parsed = problemSchema.safeParse(JSON.parse(text));
+    if (parsed.success) return parsed.data;
+  } catch {
+    // not JSON: fall through
+  }
+  return {
+    type: "about:blank",
+    title: response.statusText || `HTTP ${response.status}`,
+    status: response.status,
+    detail: text ? text.slice(0, 500) : undefined,
+  };
+}

@@ -1,0 +1,17 @@
+export { MediaPlatformClient, guessContentType } from "./client";
+export type { AssetPatch, ClientOptions, FullTextParams, ListAssetsParams, TokenSource, UploadInput } from "./client";
+export { ApiError, ResponseValidationError } from "./errors";
+export { MediaUrlBuilder, mediaUrl, step } from "./media-url";
+export type { MediaUrlOptions } from "./media-url";
+export { MediaUrlError } from "@media-platform/contracts";
+export type {
+  AssetDto,
+  CollectionDto,
+  DuplicateMatch,
+  FullTextResponse,
+  ListAssetsResponse,
+  ListCollectionsResponse,
+  Problem,
+  TransformationStep,
+  UploadResponse,
+} from "@media-platform/contracts";
