@@ -3,7 +3,7 @@ import { HttpProblem } from "./problem";
 
 /** JSON endpoints: a body of another type is a 415, a missing body a 400. */
 export const requireJson: RequestHandler = (req, _res, next) => {
-  if (req.is("application/json") === false) {
+  if (req.headers["content-type"] !== undefined && req.is(["application/json", "application/*+json"]) === false) {
     next(new HttpProblem(415, "Content-Type must be application/json"));
     return;
   }
