@@ -3,7 +3,7 @@ import { parseColor, transformationSpecs } from "@media-platform/contracts";
 import { fromRaw, toRaw } from "../pipeline/raw";
 import { assertOutputPixels, formatHasAlpha } from "./fit";
 import type { Region } from "./crop";
-import { defineTransformation, type FaceBox } from "./transformation";
+import { defineTransformation, type FaceBox, type FaceDetector } from "./transformation";
 
 /**
  * The detector sees a copy no larger than this: the tiny face detector resizes its input
@@ -48,8 +48,11 @@ export function avatarCropBox(width: number, height: number, faces: readonly Fac
   };
 }
 
-/** Faces in the coordinates of the image entering the step. */
-async function detectFaces(image: sharp.Sharp, detect: (raw: Awaited<ReturnType<typeof toRaw>>) => Promise<FaceBox[]>, width: number, height: number) {
+/**
+ * Faces in the coordinates of the `width` x `height` image entering the step, found on a
+ * reduced copy (exported so tests can see what the avatar step sees).
+ */
+export async function findFaces(image: sharp.Sharp, detector: FaceDetector, width: number, height: number): Promise<FaceBox[]> {
   const probe = await toRaw(
     image
       .clone()
@@ -58,7 +61,7 @@ async function detectFaces(image: sharp.Sharp, detect: (raw: Awaited<ReturnType<
   );
   const sx = width / probe.width;
   const sy = height / probe.height;
-  const faces = await detect(probe);
+  const faces = await detector.detect(probe);
   return faces.map((f) => ({ x: f.x * sx, y: f.y * sy, width: f.width * sx, height: f.height * sy, score: f.score }));
 }
 
@@ -73,7 +76,7 @@ export const avatar = defineTransformation({
     assertOutputPixels("avatar", size, size, ctx.limits);
     // A detector failure is an error, not a silent attention crop: results are cached for
     // good, errors are not.
-    const faces = await detectFaces(image, (raw) => ctx.faces.detect(raw), ctx.width, ctx.height);
+    const faces = await findFaces(image, ctx.faces, ctx.width, ctx.height);
     const box = avatarCropBox(ctx.width, ctx.height, faces);
     const square = box
       ? image.extract(box).resize(size, size)
@@ -104,6 +107,9 @@ export const avatar = defineTransformation({
           : `<rect x="${b / 2}" y="${b / 2}" width="${size - b}" height="${size - b}" ${stroke}/>`;
       overlays.push({ input: svg(size, shape) });
     }
-    return fromRaw(await toRaw(square)).composite(overlays);
+    const framed = fromRaw(await toRaw(square)).composite(overlays);
+    // composite adds an alpha band; only a transparent circle or a transparent source needs it.
+    const transparent = ctx.hasAlpha || (params.shape === "circle" && formatHasAlpha(ctx.output.format));
+    return transparent ? framed : framed.removeAlpha();
   },
 });
