@@ -147,3 +147,41 @@ export class FastHistogram<L extends string = string> {
     }
   }
 }
+
+export interface SourceSample {
+  labels: Record<string, string>;
+  value: number;
+}
+
+export interface SourceMetricOptions {
+  name: string;
+  help: string;
+  /** "counter" requires a source that never decreases (e.g. plain-number event counters). */
+  type: "counter" | "gauge";
+  /** Read at every scrape: one number, or one sample per label set. */
+  read: () => number | readonly SourceSample[];
+}
+
+/**
+ * Exposes values the service already keeps (plain-number counters, queue lengths) without touching
+ * them per event: `read()` runs at scrape time. Returns the registered metric.
+ */
+export function registerSourceMetric(registry: Registry, options: SourceMetricOptions) {
+  const metric = {
+    name: options.name,
+    help: options.help,
+    type: options.type,
+    aggregator: options.type === "counter" ? "sum" : "first",
+    get() {
+      const v = options.read();
+      const values =
+        typeof v === "number"
+          ? [{ value: v, labels: {} }]
+          : v.map((s) => ({ value: s.value, labels: { ...s.labels } }));
+      return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+    },
+    reset() {},
+  };
+  registry.registerMetric(metric as unknown as Metric);
+  return metric;
+}

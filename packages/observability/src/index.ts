@@ -24,7 +24,15 @@ export {
   type Metrics,
   type MetricsOptions,
 } from "./metrics";
-export { FastCounter, FastCounterSeries, FastHistogram, FastHistogramSeries } from "./fastMetrics";
+export {
+  FastCounter,
+  FastCounterSeries,
+  FastHistogram,
+  FastHistogramSeries,
+  registerSourceMetric,
+  type SourceMetricOptions,
+  type SourceSample,
+} from "./fastMetrics";
 export {
   recordRawRequest,
   requestContext,

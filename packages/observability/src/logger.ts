@@ -81,5 +81,14 @@ export function createLogger(options: LoggerOptions): Logger {
       },
     },
   };
-  return options.destination ? pino(opts, options.destination) : pino(opts);
+  const logger = options.destination ? pino(opts, options.destination) : pino(opts);
+  // pino applies formatters.bindings to the root's base only, not to child() bindings; children are
+  // created with Object.create(parent), so this override also covers grandchildren.
+  type ChildFn = (this: unknown, bindings: pino.Bindings, options?: pino.ChildLoggerOptions) => Logger;
+  const child = logger.child as unknown as ChildFn;
+  const scrubbedChild: ChildFn = function (this: unknown, bindings, childOptions) {
+    return child.call(this, sanitize(bindings), childOptions);
+  };
+  (logger as unknown as { child: ChildFn }).child = scrubbedChild;
+  return logger;
 }

@@ -8,6 +8,8 @@ export interface ShutdownLogger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
+  /** pino's flush: called before exit so buffered lines are not lost. */
+  flush?(cb?: (err?: Error) => void): void;
 }
 
 export interface ShutdownOptions {
@@ -59,6 +61,23 @@ async function withTimeout(p: Promise<unknown>, ms: number, what: string): Promi
   } finally {
     clearTimeout(timer);
   }
+}
+
+function flushLogs(log: ShutdownLogger): Promise<void> {
+  return new Promise((resolve) => {
+    if (typeof log.flush !== "function") return resolve();
+    const t = setTimeout(resolve, 500);
+    t.unref();
+    try {
+      log.flush(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    } catch {
+      clearTimeout(t);
+      resolve();
+    }
+  });
 }
 
 /**
@@ -134,8 +153,11 @@ export function gracefulShutdown(
   }
 
   function shutdown(reason = "shutdown() called"): Promise<number> {
-    running ??= run(reason).then((code) => {
-      exit?.(code);
+    running ??= run(reason).then(async (code) => {
+      if (exit) {
+        await flushLogs(log);
+        exit(code);
+      }
       return code;
     });
     return running;
@@ -145,7 +167,7 @@ export function gracefulShutdown(
     if (running) {
       const code = 128 + (constants.signals[signal] ?? 0);
       log.error({ signal, code }, `second ${signal} during shutdown: forcing exit`);
-      exit?.(code);
+      exit?.(code); // immediately: pino flushes its own destination synchronously on process exit
       return;
     }
     void shutdown(signal);

@@ -9,6 +9,7 @@ import {
   recordRawRequest,
   requestContext,
   ROUTE_HOT_PATH,
+  registerSourceMetric,
 } from "../src";
 
 /** `name{a="1",b="2"}` with the labels sorted, so lookups do not depend on exposition order. */
@@ -191,5 +192,32 @@ describe("/metrics", () => {
     expect(tb).not.toContain('route="/v1/assets"');
     expect(ta).toContain("process_cpu_user_seconds_total");
     expect(tb).toContain("nodejs_heap_size_used_bytes");
+  });
+});
+
+describe("registerSourceMetric", () => {
+  it("reads existing plain-number counters at scrape time", async () => {
+    const metrics = createMetrics({ service: "media", defaultMetrics: false });
+    const counters = { timeouts: 0, hits: { memory: 0, redis: 0 } };
+    registerSourceMetric(metrics.registry, {
+      name: "media_timeouts_total",
+      help: "Requests that hit the timeout",
+      type: "counter",
+      read: () => counters.timeouts,
+    });
+    registerSourceMetric(metrics.registry, {
+      name: "media_hits_total",
+      help: "Hits by tier",
+      type: "counter",
+      read: () => Object.entries(counters.hits).map(([tier, value]) => ({ labels: { tier }, value })),
+    });
+    counters.timeouts = 2;
+    counters.hits.memory = 5;
+    const text = await metrics.registry.metrics();
+    expect(text).toContain("# TYPE media_timeouts_total counter");
+    const m = parse(text);
+    expect(m.get('media_timeouts_total{service="media"}')).toBe(2);
+    expect(m.get('media_hits_total{service="media",tier="memory"}')).toBe(5);
+    expect(m.get('media_hits_total{service="media",tier="redis"}')).toBe(0);
   });
 });

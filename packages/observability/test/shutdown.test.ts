@@ -255,13 +255,15 @@ describe("gracefulShutdown (real process, real signals)", () => {
     await expect(inflight).resolves.toMatchObject({ status: 200, body: "slow done" });
     await expect(proc.exited).resolves.toEqual({ code: 0, signal: null });
 
-    const msgs = proc.lines.map((l) => (l.hookRan as string) ?? (l.msg as string));
-    const completed = proc.lines.findIndex((l) => l.msg === "request completed" && l.route === "/slow");
-    const firstHook = proc.lines.findIndex((l) => l.hookRan !== undefined);
-    expect(completed).toBeGreaterThan(-1);
-    expect(firstHook).toBeGreaterThan(completed);
-    expect(msgs.filter((m) => ["database", "redis", "workers"].includes(m))).toEqual(["database", "redis", "workers"]);
-    expect(proc.lines.at(-1)).toMatchObject({ msg: "shutdown complete", code: 0 });
+    // Hooks ran in order, each after the in-flight response had finished.
+    const hooks = proc.lines.filter((l) => l.hookRan !== undefined);
+    expect(hooks.map((l) => [l.hookRan, l.slowFinished])).toEqual([
+      ["database", 1],
+      ["redis", 1],
+      ["workers", 1],
+    ]);
+    expect(proc.lines.find((l) => l.msg === "request completed")).toMatchObject({ route: "/slow", status: 200 });
+    expect(proc.lines.find((l) => l.msg === "shutdown complete")).toMatchObject({ code: 0 });
     expect(proc.stderr()).toBe("");
   });
 
