@@ -11,17 +11,22 @@ const http = require("node:http");
 const [portVariable, path = "/healthz", timeoutArg = "4000"] = process.argv.slice(2);
 const port = Number(portVariable ? process.env[portVariable] : undefined);
 if (!portVariable || !Number.isInteger(port) || port < 1 || port > 65535) {
-  process.stderr.write(`healthcheck: ${portVariable || "<PORT_VARIABLE>"} must hold a port number (got ${JSON.stringify(portVariable ? process.env[portVariable] : undefined)})\n`);
+  process.stderr.write(
+    `healthcheck: ${portVariable || "<PORT_VARIABLE>"} must hold a port number (got ${JSON.stringify(portVariable ? process.env[portVariable] : undefined)})\n`,
+  );
   process.exit(2);
 }
 const timeoutMs = Number(timeoutArg) > 0 ? Number(timeoutArg) : 4000;
 
-const req = http.get({ host: "127.0.0.1", port, path, timeout: timeoutMs, headers: { "user-agent": "healthcheck" } }, (res) => {
-  res.resume();
-  const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
-  if (!ok) process.stderr.write(`healthcheck: ${path} answered ${res.statusCode}\n`);
-  process.exit(ok ? 0 : 1);
-});
+const req = http.get(
+  { host: "127.0.0.1", port, path, timeout: timeoutMs, headers: { "user-agent": "healthcheck" } },
+  (res) => {
+    res.resume();
+    const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
+    if (!ok) process.stderr.write(`healthcheck: ${path} answered ${res.statusCode}\n`);
+    process.exit(ok ? 0 : 1);
+  },
+);
 req.on("timeout", () => {
   process.stderr.write(`healthcheck: ${path} did not answer within ${timeoutMs} ms\n`);
   req.destroy();

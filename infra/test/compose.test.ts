@@ -8,7 +8,9 @@ const copy = (): Json => structuredClone(load());
 describe("docker-compose.yml", () => {
   test("parses as YAML and holds every piece of the production-like stack", () => {
     const compose = load();
-    expect(Object.keys(compose.services).sort()).toEqual(expect.arrayContaining(["management", "media", "minio", "minio-init", "postgres", "redis"]));
+    expect(Object.keys(compose.services).sort()).toEqual(
+      expect.arrayContaining(["management", "media", "minio", "minio-init", "postgres", "redis"]),
+    );
   });
 
   test("passes every check: images, healthchecks, depends_on conditions, env rules, URL targets, ports, shared bucket", () => {
@@ -40,28 +42,114 @@ describe("docker-compose.yml", () => {
 
   describe("the checks catch a broken file", () => {
     const cases: Array<[string, (c: Json) => void, RegExp]> = [
-      ["a typo in a variable name", (c) => { c.services.media.environment.S3_BUKET = c.services.media.environment.S3_BUCKET; delete c.services.media.environment.S3_BUCKET; }, /S3_BUKET: not a variable of the media service/],
-      ["a missing production variable", (c) => delete c.services.management.environment.DATABASE_URL, /DATABASE_URL: required in production/],
-      ["two auth key sources", (c) => (c.services.management.environment.AUTH_JWKS_URL = "https://idp.example.com/jwks"), /exactly one of AUTH_JWKS_URL/],
-      ["an invalid value", (c) => (c.services.media.environment.MEDIA_CONCURRENCY = "zero"), /media: the service's config loader rejects it: .*MEDIA_CONCURRENCY/],
-      ["an invalid bucket name", (c) => (c.services.management.environment.S3_BUCKET = "Media_Assets"), /config loader rejects it.*S3_BUCKET/],
-      ["different buckets", (c) => (c.services.media.environment.S3_BUCKET = "other-bucket"), /storage differs: .*S3_BUCKET/],
-      ["a host that is no service", (c) => (c.services.media.environment.REDIS_URL = "redis://cache:6379"), /REDIS_URL host cache is not a compose service/],
-      ["a wrong port", (c) => (c.services.management.environment.DATABASE_URL = "postgresql://media:media-dev-password@postgres:5433/media"), /DATABASE_URL port 5433, but postgres listens on 5432/],
-      ["wrong database credentials", (c) => (c.services.postgres.environment.POSTGRES_USER = "admin"), /DATABASE_URL user media, postgres has admin/],
-      ["a dependency on an unknown service", (c) => (c.services.media.depends_on.cache = { condition: "service_healthy" }), /depends_on cache, which is not a service/],
-      ["a URL without depends_on", (c) => delete c.services.media.depends_on.redis, /media: uses redis \(REDIS_URL\) without depends_on redis/],
-      ["service_started instead of healthy", (c) => (c.services.management.depends_on.postgres.condition = "service_started"), /depends_on postgres with condition service_started, expected service_healthy/],
-      ["waiting for the bucket job to be healthy", (c) => (c.services.media.depends_on["minio-init"].condition = "service_healthy"), /expected service_completed_successfully/],
+      [
+        "a typo in a variable name",
+        (c) => {
+          c.services.media.environment.S3_BUKET = c.services.media.environment.S3_BUCKET;
+          delete c.services.media.environment.S3_BUCKET;
+        },
+        /S3_BUKET: not a variable of the media service/,
+      ],
+      [
+        "a missing production variable",
+        (c) => delete c.services.management.environment.DATABASE_URL,
+        /DATABASE_URL: required in production/,
+      ],
+      [
+        "two auth key sources",
+        (c) => (c.services.management.environment.AUTH_JWKS_URL = "https://idp.example.com/jwks"),
+        /exactly one of AUTH_JWKS_URL/,
+      ],
+      [
+        "an invalid value",
+        (c) => (c.services.media.environment.MEDIA_CONCURRENCY = "zero"),
+        /media: the service's config loader rejects it: .*MEDIA_CONCURRENCY/,
+      ],
+      [
+        "an invalid bucket name",
+        (c) => (c.services.management.environment.S3_BUCKET = "Media_Assets"),
+        /config loader rejects it.*S3_BUCKET/,
+      ],
+      [
+        "different buckets",
+        (c) => (c.services.media.environment.S3_BUCKET = "other-bucket"),
+        /storage differs: .*S3_BUCKET/,
+      ],
+      [
+        "a host that is no service",
+        (c) => (c.services.media.environment.REDIS_URL = "redis://cache:6379"),
+        /REDIS_URL host cache is not a compose service/,
+      ],
+      [
+        "a wrong port",
+        (c) =>
+          (c.services.management.environment.DATABASE_URL =
+            "postgresql://media:media-dev-password@postgres:5433/media"),
+        /DATABASE_URL port 5433, but postgres listens on 5432/,
+      ],
+      [
+        "wrong database credentials",
+        (c) => (c.services.postgres.environment.POSTGRES_USER = "admin"),
+        /DATABASE_URL user media, postgres has admin/,
+      ],
+      [
+        "a dependency on an unknown service",
+        (c) => (c.services.media.depends_on.cache = { condition: "service_healthy" }),
+        /depends_on cache, which is not a service/,
+      ],
+      [
+        "a URL without depends_on",
+        (c) => delete c.services.media.depends_on.redis,
+        /media: uses redis \(REDIS_URL\) without depends_on redis/,
+      ],
+      [
+        "service_started instead of healthy",
+        (c) => (c.services.management.depends_on.postgres.condition = "service_started"),
+        /depends_on postgres with condition service_started, expected service_healthy/,
+      ],
+      [
+        "waiting for the bucket job to be healthy",
+        (c) => (c.services.media.depends_on["minio-init"].condition = "service_healthy"),
+        /expected service_completed_successfully/,
+      ],
       ["a service without healthcheck", (c) => delete c.services.redis.healthcheck, /redis: no usable healthcheck/],
-      ["a healthcheck on the wrong port variable", (c) => (c.services.media.healthcheck.test = ["CMD", "node", "/app/healthcheck.cjs", "MANAGEMENT_PORT", "/readyz"]), /media: healthcheck reads port from MANAGEMENT_PORT/],
-      ["an unpublished port", (c) => (c.services.media.ports = ["3001:3002"]), /media: no published port for MEDIA_PORT=3001/],
-      ["MEDIA_PUBLIC_URL on another port", (c) => (c.services.management.environment.MEDIA_PUBLIC_URL = "http://localhost:3002"), /MEDIA_PUBLIC_URL port 3002, media is published on 3001/],
-      ["the bucket job creating another bucket", (c) => (c.services["minio-init"].environment.S3_BUCKET = "nope"), /minio-init creates bucket nope/],
-      ["a missing bucket script", (c) => (c.services["minio-init"].entrypoint = ["/bin/sh", "/init/missing.sh"]), /missing.sh does not exist/],
+      [
+        "a healthcheck on the wrong port variable",
+        (c) =>
+          (c.services.media.healthcheck.test = ["CMD", "node", "/app/healthcheck.cjs", "MANAGEMENT_PORT", "/readyz"]),
+        /media: healthcheck reads port from MANAGEMENT_PORT/,
+      ],
+      [
+        "an unpublished port",
+        (c) => (c.services.media.ports = ["3001:3002"]),
+        /media: no published port for MEDIA_PORT=3001/,
+      ],
+      [
+        "MEDIA_PUBLIC_URL on another port",
+        (c) => (c.services.management.environment.MEDIA_PUBLIC_URL = "http://localhost:3002"),
+        /MEDIA_PUBLIC_URL port 3002, media is published on 3001/,
+      ],
+      [
+        "the bucket job creating another bucket",
+        (c) => (c.services["minio-init"].environment.S3_BUCKET = "nope"),
+        /minio-init creates bucket nope/,
+      ],
+      [
+        "a missing bucket script",
+        (c) => (c.services["minio-init"].entrypoint = ["/bin/sh", "/init/missing.sh"]),
+        /missing.sh does not exist/,
+      ],
       ["an undeclared named volume", (c) => delete c.volumes["minio-data"], /named volume minio-data is not declared/],
-      ["a wrong Postgres major", (c) => (c.services.postgres.image = "postgres:15-alpine"), /postgres: image postgres:15-alpine/],
-      ["a Dockerfile that does not exist", (c) => (c.services.media.build.dockerfile = "infra/docker/Dockerfile"), /media: build.dockerfile infra\/docker\/Dockerfile/],
+      [
+        "a wrong Postgres major",
+        (c) => (c.services.postgres.image = "postgres:15-alpine"),
+        /postgres: image postgres:15-alpine/,
+      ],
+      [
+        "a Dockerfile that does not exist",
+        (c) => (c.services.media.build.dockerfile = "infra/docker/Dockerfile"),
+        /media: build.dockerfile infra\/docker\/Dockerfile/,
+      ],
     ];
     test.each(cases)("%s", (_name, breakIt, expected) => {
       const c = copy();

@@ -3,7 +3,14 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { SERVICES, serviceEnvProblems, type ServiceName } from "./support/env-rules";
 import { dockerfilePath, dockerfileProblems, imageEnv } from "./support/dockerfile-checks";
-import { dockerignoreMatcher, execForm, parseDockerfile, parseYamlStrict, readRepoFile, repoPath } from "./support/files";
+import {
+  dockerignoreMatcher,
+  execForm,
+  parseDockerfile,
+  parseYamlStrict,
+  readRepoFile,
+  repoPath,
+} from "./support/files";
 
 const SERVICE_NAMES: ServiceName[] = ["management", "media"];
 const text = (s: ServiceName) => readRepoFile(dockerfilePath(s));
@@ -21,20 +28,53 @@ describe.each(SERVICE_NAMES)("infra/docker/%s.Dockerfile", (service) => {
   });
 
   const breakages: Array<[string, (t: string) => string, RegExp]> = [
-    ["a single stage", (t) => `ARG NODE_IMAGE=node:24-bookworm-slim\n${t.slice(t.indexOf("FROM ${NODE_IMAGE} AS runtime"))}`, /not multi-stage: 1 FROM/],
+    [
+      "a single stage",
+      (t) => `ARG NODE_IMAGE=node:24-bookworm-slim\n${t.slice(t.indexOf("FROM ${NODE_IMAGE} AS runtime"))}`,
+      /not multi-stage: 1 FROM/,
+    ],
     ["no USER", (t) => t.replace(/^USER node$/m, ""), /runtime stage has no USER/],
     ["USER root", (t) => t.replace(/^USER node$/m, "USER root"), /runtime USER is root/],
     ["no HEALTHCHECK", (t) => t.replace(/^HEALTHCHECK[\s\S]*?\]\n/m, ""), /no HEALTHCHECK/],
-    ["a curl HEALTHCHECK", (t) => t.replace(/CMD \["node", "\/app\/healthcheck.cjs"[^\n]*/, 'CMD ["curl", "-f", "http://127.0.0.1/healthz"]'), /HEALTHCHECK runs curl, not node/],
+    [
+      "a curl HEALTHCHECK",
+      (t) =>
+        t.replace(/CMD \["node", "\/app\/healthcheck.cjs"[^\n]*/, 'CMD ["curl", "-f", "http://127.0.0.1/healthz"]'),
+      /HEALTHCHECK runs curl, not node/,
+    ],
     ["Node 20", (t) => t.replace("node:24-bookworm-slim", "node:20-bookworm-slim"), /Node 20, expected Node 24/],
-    ["an unfrozen install", (t) => t.replace("pnpm install --frozen-lockfile", "pnpm install"), /no `pnpm install --frozen-lockfile`/],
+    [
+      "an unfrozen install",
+      (t) => t.replace("pnpm install --frozen-lockfile", "pnpm install"),
+      /no `pnpm install --frozen-lockfile`/,
+    ],
     ["no --prod deploy", (t) => t.replace(/ --prod /, " "), /pnpm deploy without --prod/],
-    ["a deploy of another package", (t) => t.replace(/--filter @media-platform\/\w+/, "--filter @media-platform/contracts"), /pnpm deploy --filter @media-platform\/contracts/],
-    ["COPY --from an unknown stage", (t) => t.replace("COPY --from=build ", "COPY --from=builder "), /COPY --from=builder is not an earlier stage/],
-    ["a context file that does not exist", (t) => t.replace("infra/docker/healthcheck.cjs /app", "infra/docker/health.cjs /app"), /COPY source infra\/docker\/health.cjs does not exist/],
-    ["another pnpm than packageManager", (t) => t.replace(/PNPM_VERSION=[\d.]+/, "PNPM_VERSION=9.0.0"), /PNPM_VERSION 9.0.0 differs from packageManager/],
+    [
+      "a deploy of another package",
+      (t) => t.replace(/--filter @media-platform\/\w+/, "--filter @media-platform/contracts"),
+      /pnpm deploy --filter @media-platform\/contracts/,
+    ],
+    [
+      "COPY --from an unknown stage",
+      (t) => t.replace("COPY --from=build ", "COPY --from=builder "),
+      /COPY --from=builder is not an earlier stage/,
+    ],
+    [
+      "a context file that does not exist",
+      (t) => t.replace("infra/docker/healthcheck.cjs /app", "infra/docker/health.cjs /app"),
+      /COPY source infra\/docker\/health.cjs does not exist/,
+    ],
+    [
+      "another pnpm than packageManager",
+      (t) => t.replace(/PNPM_VERSION=[\d.]+/, "PNPM_VERSION=9.0.0"),
+      /PNPM_VERSION 9.0.0 differs from packageManager/,
+    ],
     ["EXPOSE on another port", (t) => t.replace(/^EXPOSE \d+$/m, "EXPOSE 8080"), /EXPOSE 8080 does not include/],
-    ["a shell-form CMD", (t) => t.replace(/^CMD \[.*\]$/m, "CMD node src/index.ts"), /expected \["node","--import","tsx","src\/index.ts"\]/],
+    [
+      "a shell-form CMD",
+      (t) => t.replace(/^CMD \[.*\]$/m, "CMD node src/index.ts"),
+      /expected \["node","--import","tsx","src\/index.ts"\]/,
+    ],
   ];
   test.each(breakages)("the checks catch %s", (_name, breakIt, expected) => {
     const broken = breakIt(text(service));
@@ -45,16 +85,26 @@ describe.each(SERVICE_NAMES)("infra/docker/%s.Dockerfile", (service) => {
 
 test("management: Prisma client generated before the deploy, migrations where the runner looks", () => {
   const t = readRepoFile(dockerfilePath("management"));
-  expect(dockerfileProblems("management", t.replace("RUN node prisma/generate.cjs\n", ""))).toContain("Prisma client not generated (`node prisma/generate.cjs`)");
-  expect(dockerfileProblems("management", t.replace(/COPY --from=build \/app\/prisma\/migrations \/app\/prisma\/migrations\n/, "")).join("\n")).toMatch(
-    /does not COPY the migrations to \/app\/prisma\/migrations/,
+  expect(dockerfileProblems("management", t.replace("RUN node prisma/generate.cjs\n", ""))).toContain(
+    "Prisma client not generated (`node prisma/generate.cjs`)",
   );
+  expect(
+    dockerfileProblems(
+      "management",
+      t.replace(/COPY --from=build \/app\/prisma\/migrations \/app\/prisma\/migrations\n/, ""),
+    ).join("\n"),
+  ).toMatch(/does not COPY the migrations to \/app\/prisma\/migrations/);
 });
 
 test("the Dockerfile parser joins continuations and reads ENV/exec forms", () => {
-  const df = parseDockerfile('ARG X=node:24\nFROM ${X} AS a\nENV A=1 \\\n  B="two words"\n# c\nFROM a\nCMD ["node", "x"]\n');
+  const df = parseDockerfile(
+    'ARG X=node:24\nFROM ${X} AS a\nENV A=1 \\\n  B="two words"\n# c\nFROM a\nCMD ["node", "x"]\n',
+  );
   expect(df.args).toEqual({ X: "node:24" });
-  expect(df.stages.map((s) => [s.from, s.name])).toEqual([["${X}", "a"], ["a", undefined]]);
+  expect(df.stages.map((s) => [s.from, s.name])).toEqual([
+    ["${X}", "a"],
+    ["a", undefined],
+  ]);
   expect(df.stages[0].instructions[0]).toMatchObject({ keyword: "ENV", args: 'A=1    B="two words"' });
   expect(execForm('["node", "x"]')).toEqual(["node", "x"]);
   expect(execForm("node x")).toBeNull();
@@ -63,9 +113,28 @@ test("the Dockerfile parser joins continuations and reads ENV/exec forms", () =>
 describe(".dockerignore", () => {
   const ignored = dockerignoreMatcher(readRepoFile(".dockerignore"));
   test("keeps local state and dependencies out of the build context, keeps what the build needs", () => {
-    for (const p of [".git/HEAD", "node_modules/x", "services/media/node_modules/sharp", ".data/pg", "services/management/.data/x", "services/management/src/generated/prisma/client.ts", "fixtures/images/astronaut.png", ".env"])
+    for (const p of [
+      ".git/HEAD",
+      "node_modules/x",
+      "services/media/node_modules/sharp",
+      ".data/pg",
+      "services/management/.data/x",
+      "services/management/src/generated/prisma/client.ts",
+      "fixtures/images/astronaut.png",
+      ".env",
+    ])
       expect([p, ignored(p)]).toEqual([p, true]);
-    for (const p of ["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml", ".npmrc", "prisma/migrations", "prisma/generate.cjs", "services/media/src/index.ts", "packages/storage/src/testing/s3rver.ts", "infra/docker/healthcheck.cjs"])
+    for (const p of [
+      "package.json",
+      "pnpm-lock.yaml",
+      "pnpm-workspace.yaml",
+      ".npmrc",
+      "prisma/migrations",
+      "prisma/generate.cjs",
+      "services/media/src/index.ts",
+      "packages/storage/src/testing/s3rver.ts",
+      "infra/docker/healthcheck.cjs",
+    ])
       expect([p, ignored(p)]).toEqual([p, false]);
   });
   test("matcher semantics", () => {
@@ -81,10 +150,15 @@ describe(".dockerignore", () => {
 // ---------------------------------------------------------------------------------------------
 // The health probe the images and compose run, executed for real against local servers.
 
-function runProbe(args: string[], env: Record<string, string>): Promise<{ code: number | null; stderr: string; ms: number }> {
+function runProbe(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stderr: string; ms: number }> {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [repoPath("infra/docker/healthcheck.cjs"), ...args], { env: { PATH: process.env.PATH ?? "", ...env } });
+    const child = spawn(process.execPath, [repoPath("infra/docker/healthcheck.cjs"), ...args], {
+      env: { PATH: process.env.PATH ?? "", ...env },
+    });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
     child.on("close", (code) => resolve({ code, stderr, ms: Date.now() - started }));
@@ -116,15 +190,18 @@ describe("infra/docker/healthcheck.cjs", () => {
     hang = false;
   });
 
-  test.each(SERVICE_NAMES)("the %s image's HEALTHCHECK command succeeds against a healthy service on its port variable", async (service) => {
-    const df = parseDockerfile(readRepoFile(dockerfilePath(service)));
-    const hc = df.stages[df.stages.length - 1].instructions.find((i) => i.keyword === "HEALTHCHECK");
-    const cmd = execForm(/CMD\s+(\[[\s\S]*\])$/.exec(hc?.args ?? "")?.[1] ?? "null") ?? [];
-    expect(cmd.slice(0, 2)).toEqual(["node", "/app/healthcheck.cjs"]);
-    const r = await runProbe(cmd.slice(2), { [SERVICES[service].portVariable]: String(port) });
-    expect(r).toMatchObject({ code: 0 });
-    expect(seen).toEqual(["/healthz"]);
-  });
+  test.each(SERVICE_NAMES)(
+    "the %s image's HEALTHCHECK command succeeds against a healthy service on its port variable",
+    async (service) => {
+      const df = parseDockerfile(readRepoFile(dockerfilePath(service)));
+      const hc = df.stages[df.stages.length - 1].instructions.find((i) => i.keyword === "HEALTHCHECK");
+      const cmd = execForm(/CMD\s+(\[[\s\S]*\])$/.exec(hc?.args ?? "")?.[1] ?? "null") ?? [];
+      expect(cmd.slice(0, 2)).toEqual(["node", "/app/healthcheck.cjs"]);
+      const r = await runProbe(cmd.slice(2), { [SERVICES[service].portVariable]: String(port) });
+      expect(r).toMatchObject({ code: 0 });
+      expect(seen).toEqual(["/healthz"]);
+    },
+  );
 
   test.each(SERVICE_NAMES)("the %s compose healthcheck probes /readyz on the service's port", async (service) => {
     const compose = parseYamlStrict(readRepoFile("docker-compose.yml"));
@@ -133,7 +210,10 @@ describe("infra/docker/healthcheck.cjs", () => {
     expect(await runProbe(cmd.slice(3), { [SERVICES[service].portVariable]: String(port) })).toMatchObject({ code: 0 });
     expect(seen).toEqual(["/readyz"]);
     status = 503;
-    expect(await runProbe(cmd.slice(3), { [SERVICES[service].portVariable]: String(port) })).toMatchObject({ code: 1, stderr: expect.stringContaining("503") });
+    expect(await runProbe(cmd.slice(3), { [SERVICES[service].portVariable]: String(port) })).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("503"),
+    });
   });
 
   test("fails on an error status, a closed port, a hung server, and a missing port variable", async () => {
@@ -143,11 +223,17 @@ describe("infra/docker/healthcheck.cjs", () => {
     await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
     const closedPort = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    expect(await runProbe(["MEDIA_PORT"], { MEDIA_PORT: String(closedPort) })).toMatchObject({ code: 1, stderr: expect.stringContaining("ECONNREFUSED") });
+    expect(await runProbe(["MEDIA_PORT"], { MEDIA_PORT: String(closedPort) })).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("ECONNREFUSED"),
+    });
     hang = true;
     const hung = await runProbe(["MEDIA_PORT", "/healthz", "300"], { MEDIA_PORT: String(port) });
     expect(hung).toMatchObject({ code: 1, stderr: expect.stringContaining("did not answer within 300 ms") });
     expect(hung.ms).toBeLessThan(5000);
-    expect(await runProbe(["MEDIA_PORT"], {})).toMatchObject({ code: 2, stderr: expect.stringContaining("MEDIA_PORT must hold a port number") });
+    expect(await runProbe(["MEDIA_PORT"], {})).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("MEDIA_PORT must hold a port number"),
+    });
   });
 });

@@ -53,7 +53,13 @@ if (${JSON.stringify(opts.failOn ?? "")} && args.join(" ").startsWith(${JSON.str
           .map((l) => JSON.parse(l) as { args: string[]; policy?: string })
       : [];
     const policy = entries.find((e) => e.policy)?.policy;
-    return { code: r.status, stdout: r.stdout, stderr: r.stderr, calls: entries.map((e) => e.args), policy: policy ? JSON.parse(policy) : undefined };
+    return {
+      code: r.status,
+      stdout: r.stdout,
+      stderr: r.stderr,
+      calls: entries.map((e) => e.args),
+      policy: policy ? JSON.parse(policy) : undefined,
+    };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -88,7 +94,11 @@ describe("infra/minio/create-bucket.sh", () => {
     expect(r.policy).toEqual({
       Version: "2012-10-17",
       Statement: [
-        expect.objectContaining({ Effect: "Allow", Resource: ["arn:aws:s3:::media-assets"], Action: expect.arrayContaining(["s3:ListBucket"]) }),
+        expect.objectContaining({
+          Effect: "Allow",
+          Resource: ["arn:aws:s3:::media-assets"],
+          Action: expect.arrayContaining(["s3:ListBucket"]),
+        }),
         expect.objectContaining({
           Effect: "Allow",
           Resource: ["arn:aws:s3:::media-assets/*"],

@@ -57,7 +57,9 @@ async function startUpstream(): Promise<Upstream> {
     const n = (hits.get(url) ?? 0) + 1;
     hits.set(url, n);
     if (url.startsWith("/err")) {
-      res.writeHead(400, { "content-type": "application/problem+json", "cache-control": "no-store" }).end('{"status":400}');
+      res
+        .writeHead(400, { "content-type": "application/problem+json", "cache-control": "no-store" })
+        .end('{"status":400}');
       return;
     }
     const short = url.startsWith("/short");
@@ -107,7 +109,10 @@ function localConf(dir: string, listenPort: number, upstreamPort: number): strin
 }
 
 const maybe = NGINX ? describe : describe.skip;
-if (!NGINX) process.stderr.write("nginx not installed: skipping the nginx run of infra/cdn/nginx.conf (apt-get install nginx-light)\n");
+if (!NGINX)
+  process.stderr.write(
+    "nginx not installed: skipping the nginx run of infra/cdn/nginx.conf (apt-get install nginx-light)\n",
+  );
 
 maybe("infra/cdn/nginx.conf run by nginx in front of a stub media service", () => {
   let dir: string;
@@ -124,10 +129,16 @@ maybe("infra/cdn/nginx.conf run by nginx in front of a stub media service", () =
     base = `http://127.0.0.1:${port}`;
     fs.writeFileSync(path.join(dir, "nginx.conf"), localConf(dir, port, upstream.port));
     const globals = asRoot ? ["-g", "daemon off; user root;"] : ["-g", "daemon off;"];
-    const check = spawnSync(NGINX as string, ["-t", "-p", dir, "-e", "stderr", "-c", path.join(dir, "nginx.conf"), ...(asRoot ? ["-g", "user root;"] : [])], { encoding: "utf8" });
+    const check = spawnSync(
+      NGINX as string,
+      ["-t", "-p", dir, "-e", "stderr", "-c", path.join(dir, "nginx.conf"), ...(asRoot ? ["-g", "user root;"] : [])],
+      { encoding: "utf8" },
+    );
     nginxLog += check.stderr;
     if (check.status !== 0) throw new Error(`nginx -t failed:\n${check.stderr}`);
-    nginx = spawn(NGINX as string, ["-p", dir, "-e", "stderr", "-c", path.join(dir, "nginx.conf"), ...globals], { stdio: ["ignore", "ignore", "pipe"] });
+    nginx = spawn(NGINX as string, ["-p", dir, "-e", "stderr", "-c", path.join(dir, "nginx.conf"), ...globals], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     nginx.stderr?.on("data", (d) => (nginxLog += d));
     const deadline = Date.now() + 10_000;
     for (;;) {
@@ -218,7 +229,8 @@ maybe("infra/cdn/nginx.conf run by nginx in front of a stub media service", () =
     expect(await b.text()).toBe(body);
     expect(b.headers.get("x-cdn-cache")).toBe("STALE"); // proxy_cache_background_update + use_stale updating
     const deadline = Date.now() + 5000;
-    while (upstream.requests.filter((r) => r.url === url).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (upstream.requests.filter((r) => r.url === url).length < 2 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     const revalidation = upstream.requests.filter((r) => r.url === url)[1];
     expect(revalidation.headers["if-none-match"]).toBe(a.headers.get("etag")); // conditional: the service answers 304
     await new Promise((r) => setTimeout(r, 100));

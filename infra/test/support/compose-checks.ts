@@ -53,7 +53,8 @@ function urlTargetProblems(compose: Json, from: string, variable: string, value:
   const problems: string[] = [];
   const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
   const expected = internalPort(compose, host);
-  if (expected !== undefined && port !== expected) problems.push(`${from}: ${variable} port ${port}, but ${host} listens on ${expected}`);
+  if (expected !== undefined && port !== expected)
+    problems.push(`${from}: ${variable} port ${port}, but ${host} listens on ${expected}`);
   const dep = dependsOn(compose.services[from])[host];
   if (!dep) problems.push(`${from}: uses ${host} (${variable}) without depends_on ${host}`);
   return problems;
@@ -71,7 +72,8 @@ export function composeProblems(compose: Json): string[] {
   };
   for (const [name, image] of Object.entries(want)) {
     if (!services[name]) problems.push(`service ${name} missing`);
-    else if (!image.test(String(services[name].image ?? ""))) problems.push(`${name}: image ${services[name].image} does not match ${image}`);
+    else if (!image.test(String(services[name].image ?? "")))
+      problems.push(`${name}: image ${services[name].image} does not match ${image}`);
   }
   for (const name of APP_SERVICES) {
     const s = services[name];
@@ -80,9 +82,14 @@ export function composeProblems(compose: Json): string[] {
       continue;
     }
     const dockerfile = s.build?.dockerfile;
-    if (dockerfile !== `infra/docker/${name}.Dockerfile`) problems.push(`${name}: build.dockerfile ${dockerfile}, expected infra/docker/${name}.Dockerfile`);
-    if (s.build?.context !== ".") problems.push(`${name}: build.context ${s.build?.context}, expected . (the Dockerfiles copy the whole workspace)`);
-    if (dockerfile && !fs.existsSync(repoPath(String(dockerfile)))) problems.push(`${name}: ${dockerfile} does not exist`);
+    if (dockerfile !== `infra/docker/${name}.Dockerfile`)
+      problems.push(`${name}: build.dockerfile ${dockerfile}, expected infra/docker/${name}.Dockerfile`);
+    if (s.build?.context !== ".")
+      problems.push(
+        `${name}: build.context ${s.build?.context}, expected . (the Dockerfiles copy the whole workspace)`,
+      );
+    if (dockerfile && !fs.existsSync(repoPath(String(dockerfile))))
+      problems.push(`${name}: ${dockerfile} does not exist`);
   }
 
   // Healthchecks everywhere except one-shot jobs; depends_on conditions that match.
@@ -100,14 +107,17 @@ export function composeProblems(compose: Json): string[] {
         continue;
       }
       const expected = isOneShot(target) ? "service_completed_successfully" : "service_healthy";
-      if (spec?.condition !== expected) problems.push(`${name}: depends_on ${dep} with condition ${spec?.condition}, expected ${expected}`);
-      if (target.profiles && !s.profiles) problems.push(`${name}: depends_on ${dep}, which only runs in profile(s) ${target.profiles}`);
+      if (spec?.condition !== expected)
+        problems.push(`${name}: depends_on ${dep} with condition ${spec?.condition}, expected ${expected}`);
+      if (target.profiles && !s.profiles)
+        problems.push(`${name}: depends_on ${dep}, which only runs in profile(s) ${target.profiles}`);
     }
     for (const v of s.volumes ?? []) {
       const src = String(typeof v === "string" ? v.split(":")[0] : v.source);
       if (src.startsWith(".") || src.startsWith("/")) {
         if (!fs.existsSync(repoPath(src))) problems.push(`${name}: bind mount source ${src} does not exist`);
-      } else if (!(compose.volumes && src in compose.volumes)) problems.push(`${name}: named volume ${src} is not declared under volumes:`);
+      } else if (!(compose.volumes && src in compose.volumes))
+        problems.push(`${name}: named volume ${src} is not declared under volumes:`);
     }
   }
 
@@ -118,25 +128,31 @@ export function composeProblems(compose: Json): string[] {
     const env = composeServiceEnv(compose, name);
     envs[name] = env;
     for (const p of serviceEnvProblems(SERVICES[name], env)) problems.push(`${name}: ${p}`);
-    for (const variable of ["DATABASE_URL", "REDIS_URL", "S3_ENDPOINT"]) problems.push(...urlTargetProblems(compose, name, variable, env[variable]));
+    for (const variable of ["DATABASE_URL", "REDIS_URL", "S3_ENDPOINT"])
+      problems.push(...urlTargetProblems(compose, name, variable, env[variable]));
     const rule = SERVICES[name];
     const ports = composePorts(services[name]);
-    if (!ports.some((p) => p.container === Number(env[rule.portVariable]))) problems.push(`${name}: no published port for ${rule.portVariable}=${env[rule.portVariable]}`);
+    if (!ports.some((p) => p.container === Number(env[rule.portVariable])))
+      problems.push(`${name}: no published port for ${rule.portVariable}=${env[rule.portVariable]}`);
     const hc: string[] = services[name].healthcheck?.test ?? [];
-    if (hc[0] === "CMD" && hc[1] === "node" && hc[3] !== rule.portVariable) problems.push(`${name}: healthcheck reads port from ${hc[3]}, the service listens on ${rule.portVariable}`);
+    if (hc[0] === "CMD" && hc[1] === "node" && hc[3] !== rule.portVariable)
+      problems.push(`${name}: healthcheck reads port from ${hc[3]}, the service listens on ${rule.portVariable}`);
   }
   const m = envs.management;
   const media = envs.media;
   if (m && media) {
     for (const key of STORAGE_PRODUCTION) {
-      if (m[key] !== media[key]) problems.push(`storage differs: management ${key}=${m[key]}, media ${key}=${media[key]}`);
+      if (m[key] !== media[key])
+        problems.push(`storage differs: management ${key}=${m[key]}, media ${key}=${media[key]}`);
     }
     // mediaUrl must be reachable by the API's clients: the media service's published port on this host.
     try {
       const pub = new URL(m.MEDIA_PUBLIC_URL);
       const published = composePorts(services.media).find((p) => p.container === Number(media.MEDIA_PORT))?.host;
-      if (!["localhost", "127.0.0.1"].includes(pub.hostname)) problems.push(`MEDIA_PUBLIC_URL host ${pub.hostname}: clients outside compose cannot resolve it`);
-      if (Number(pub.port || 80) !== published) problems.push(`MEDIA_PUBLIC_URL port ${pub.port}, media is published on ${published}`);
+      if (!["localhost", "127.0.0.1"].includes(pub.hostname))
+        problems.push(`MEDIA_PUBLIC_URL host ${pub.hostname}: clients outside compose cannot resolve it`);
+      if (Number(pub.port || 80) !== published)
+        problems.push(`MEDIA_PUBLIC_URL port ${pub.port}, media is published on ${published}`);
     } catch {
       problems.push(`MEDIA_PUBLIC_URL ${m.MEDIA_PUBLIC_URL} is not a URL`);
     }
@@ -144,9 +160,12 @@ export function composeProblems(compose: Json): string[] {
     const pg = composeEnvironment(services.postgres);
     try {
       const u = new URL(m.DATABASE_URL);
-      if (decodeURIComponent(u.username) !== pg.POSTGRES_USER) problems.push(`DATABASE_URL user ${u.username}, postgres has ${pg.POSTGRES_USER}`);
-      if (decodeURIComponent(u.password) !== pg.POSTGRES_PASSWORD) problems.push("DATABASE_URL password differs from POSTGRES_PASSWORD");
-      if (u.pathname.slice(1) !== pg.POSTGRES_DB) problems.push(`DATABASE_URL database ${u.pathname.slice(1)}, postgres creates ${pg.POSTGRES_DB}`);
+      if (decodeURIComponent(u.username) !== pg.POSTGRES_USER)
+        problems.push(`DATABASE_URL user ${u.username}, postgres has ${pg.POSTGRES_USER}`);
+      if (decodeURIComponent(u.password) !== pg.POSTGRES_PASSWORD)
+        problems.push("DATABASE_URL password differs from POSTGRES_PASSWORD");
+      if (u.pathname.slice(1) !== pg.POSTGRES_DB)
+        problems.push(`DATABASE_URL database ${u.pathname.slice(1)}, postgres creates ${pg.POSTGRES_DB}`);
     } catch {
       /* reported by the env rules */
     }
@@ -157,30 +176,43 @@ export function composeProblems(compose: Json): string[] {
   if (init && m) {
     const ie = composeEnvironment(init);
     const me = composeEnvironment(services.minio);
-    if (ie.S3_BUCKET !== m.S3_BUCKET) problems.push(`minio-init creates bucket ${ie.S3_BUCKET}, services use ${m.S3_BUCKET}`);
+    if (ie.S3_BUCKET !== m.S3_BUCKET)
+      problems.push(`minio-init creates bucket ${ie.S3_BUCKET}, services use ${m.S3_BUCKET}`);
     if (ie.S3_ACCESS_KEY_ID !== m.S3_ACCESS_KEY_ID || ie.S3_SECRET_ACCESS_KEY !== m.S3_SECRET_ACCESS_KEY)
       problems.push("minio-init creates other S3 credentials than the services use");
-    if (ie.MINIO_ROOT_USER !== me.MINIO_ROOT_USER || ie.MINIO_ROOT_PASSWORD !== me.MINIO_ROOT_PASSWORD) problems.push("minio-init root credentials differ from minio's");
+    if (ie.MINIO_ROOT_USER !== me.MINIO_ROOT_USER || ie.MINIO_ROOT_PASSWORD !== me.MINIO_ROOT_PASSWORD)
+      problems.push("minio-init root credentials differ from minio's");
     problems.push(...urlTargetProblems(compose, "minio-init", "MINIO_URL", ie.MINIO_URL));
-    const entry: string[] = Array.isArray(init.entrypoint) ? init.entrypoint : String(init.entrypoint ?? "").split(/\s+/);
+    const entry: string[] = Array.isArray(init.entrypoint)
+      ? init.entrypoint
+      : String(init.entrypoint ?? "").split(/\s+/);
     const script = entry.find((a) => a.endsWith(".sh"));
-    const mount = (init.volumes ?? []).map((v: string) => String(v).split(":")).find(([, target]: string[]) => script?.startsWith(`${target}/`));
+    const mount = (init.volumes ?? [])
+      .map((v: string) => String(v).split(":"))
+      .find(([, target]: string[]) => script?.startsWith(`${target}/`));
     if (!script || !mount) problems.push(`minio-init: entrypoint script ${script} is not inside a bind mount`);
-    else if (!fs.existsSync(repoPath(mount[0], path.posix.relative(mount[1], script)))) problems.push(`minio-init: ${script} does not exist on the host`);
+    else if (!fs.existsSync(repoPath(mount[0], path.posix.relative(mount[1], script))))
+      problems.push(`minio-init: ${script} does not exist on the host`);
   }
 
   // Optional CDN: the nginx config proxies to the media service's internal port.
   const cdn = services.cdn;
   if (cdn && media) {
-    const mount = (cdn.volumes ?? []).map((v: string) => String(v).split(":")).find(([src]: string[]) => src.endsWith("nginx.conf"));
+    const mount = (cdn.volumes ?? [])
+      .map((v: string) => String(v).split(":"))
+      .find(([src]: string[]) => src.endsWith("nginx.conf"));
     if (!mount) problems.push("cdn: nginx.conf not mounted");
     else {
       const conf = fs.readFileSync(repoPath(mount[0]), "utf8");
-      const servers = [...conf.matchAll(/^\s*server\s+([^\s;:]+):(\d+)/gm)].map((x) => ({ host: x[1], port: Number(x[2]) }));
+      const servers = [...conf.matchAll(/^\s*server\s+([^\s;:]+):(\d+)/gm)].map((x) => ({
+        host: x[1],
+        port: Number(x[2]),
+      }));
       if (servers.length === 0) problems.push("cdn: nginx.conf has no upstream server");
       for (const s of servers) {
         if (!services[s.host]) problems.push(`cdn: upstream host ${s.host} is not a compose service`);
-        else if (s.port !== internalPort(compose, s.host)) problems.push(`cdn: upstream ${s.host}:${s.port}, ${s.host} listens on ${internalPort(compose, s.host)}`);
+        else if (s.port !== internalPort(compose, s.host))
+          problems.push(`cdn: upstream ${s.host}:${s.port}, ${s.host} listens on ${internalPort(compose, s.host)}`);
       }
     }
   }

@@ -68,7 +68,12 @@ export function dockerfileProblems(
   // COPY --from must name an earlier stage; COPY sources from the context must exist and not be dockerignored.
   const ignored = dockerignoreMatcher(dockerignore);
   df.stages.forEach((stage, idx) => {
-    const earlier = new Set(df.stages.slice(0, idx).map((s) => s.name).filter(Boolean) as string[]);
+    const earlier = new Set(
+      df.stages
+        .slice(0, idx)
+        .map((s) => s.name)
+        .filter(Boolean) as string[],
+    );
     for (const ins of stage.instructions.filter((i) => i.keyword === "COPY" || i.keyword === "ADD")) {
       const tokens = ins.args.split(/\s+/);
       const flags = tokens.filter((t) => t.startsWith("--"));
@@ -85,10 +90,23 @@ export function dockerfileProblems(
       }
     }
   });
-  for (const mustIgnore of [".git", "node_modules", "services/management/node_modules", ".data", "services/media/.data"]) {
+  for (const mustIgnore of [
+    ".git",
+    "node_modules",
+    "services/management/node_modules",
+    ".data",
+    "services/media/.data",
+  ]) {
     if (!ignored(mustIgnore)) problems.push(`.dockerignore does not exclude ${mustIgnore}`);
   }
-  for (const mustKeep of ["pnpm-lock.yaml", "package.json", "prisma/generate.cjs", "prisma/migrations", `services/${service}/src/index.ts`, "infra/docker/healthcheck.cjs"]) {
+  for (const mustKeep of [
+    "pnpm-lock.yaml",
+    "package.json",
+    "prisma/generate.cjs",
+    "prisma/migrations",
+    `services/${service}/src/index.ts`,
+    "infra/docker/healthcheck.cjs",
+  ]) {
     if (ignored(mustKeep)) problems.push(`.dockerignore excludes ${mustKeep}, which the build needs`);
   }
 
@@ -97,7 +115,8 @@ export function dockerfileProblems(
   const pnpmVersion = /^pnpm@([^+]+)/.exec(pkg.packageManager ?? "")?.[1];
   const pnpmArg = all.find((i) => i.keyword === "ARG" && i.args.startsWith("PNPM_VERSION="));
   if (!pnpmArg) problems.push("no ARG PNPM_VERSION");
-  else if (pnpmArg.args.split("=")[1] !== pnpmVersion) problems.push(`PNPM_VERSION ${pnpmArg.args.split("=")[1]} differs from packageManager pnpm@${pnpmVersion}`);
+  else if (pnpmArg.args.split("=")[1] !== pnpmVersion)
+    problems.push(`PNPM_VERSION ${pnpmArg.args.split("=")[1]} differs from packageManager pnpm@${pnpmVersion}`);
   const runs = all.filter((i) => i.keyword === "RUN").map((i) => i.args);
   const installIdx = runs.findIndex((r) => /\bpnpm install\b[^&]*--frozen-lockfile/.test(r));
   if (installIdx < 0) problems.push("no `pnpm install --frozen-lockfile`");
@@ -113,7 +132,8 @@ export function dockerfileProblems(
   if (service === "management") {
     const genIdx = runs.findIndex((r) => /\bnode prisma\/generate\.cjs\b/.test(r));
     if (genIdx < 0) problems.push("Prisma client not generated (`node prisma/generate.cjs`)");
-    else if (deployIdx >= 0 && genIdx > deployIdx) problems.push("Prisma client generated after pnpm deploy (the deploy would miss it)");
+    else if (deployIdx >= 0 && genIdx > deployIdx)
+      problems.push("Prisma client generated after pnpm deploy (the deploy would miss it)");
   }
 
   // Runtime stage.
@@ -128,20 +148,34 @@ export function dockerfileProblems(
   const userIdx = users.length ? lastIns.indexOf(users[users.length - 1]) : -1;
   if (cmdIns && userIdx > lastIns.indexOf(cmdIns)) problems.push("USER comes after CMD");
   const cmd = cmdIns ? execForm(cmdIns.args) : null;
-  if (!cmd || cmd.join(" ") !== "node --import tsx src/index.ts") problems.push(`CMD ${cmdIns?.args}: expected ["node","--import","tsx","src/index.ts"]`);
+  if (!cmd || cmd.join(" ") !== "node --import tsx src/index.ts")
+    problems.push(`CMD ${cmdIns?.args}: expected ["node","--import","tsx","src/index.ts"]`);
   const workdirs = lastIns.filter((i) => i.keyword === "WORKDIR");
   const workdir = workdirs[workdirs.length - 1]?.args;
-  if (workdir !== imageServiceDir(service)) problems.push(`runtime WORKDIR ${workdir}, expected ${imageServiceDir(service)}`);
-  if (!fs.existsSync(repoPath(`services/${service}/src/index.ts`))) problems.push(`services/${service}/src/index.ts (the CMD) does not exist`);
-  const svcPkg = JSON.parse(readRepoFile(`services/${service}/package.json`)) as { dependencies?: Record<string, string> };
-  if (!svcPkg.dependencies?.tsx) problems.push(`CMD needs tsx at run time but it is not in services/${service}/package.json dependencies (pnpm deploy --prod drops devDependencies)`);
-  const copiesService = lastIns.some((i) => i.keyword === "COPY" && /--from=\S+/.test(i.args) && i.args.trim().endsWith(` ${imageServiceDir(service)}`));
+  if (workdir !== imageServiceDir(service))
+    problems.push(`runtime WORKDIR ${workdir}, expected ${imageServiceDir(service)}`);
+  if (!fs.existsSync(repoPath(`services/${service}/src/index.ts`)))
+    problems.push(`services/${service}/src/index.ts (the CMD) does not exist`);
+  const svcPkg = JSON.parse(readRepoFile(`services/${service}/package.json`)) as {
+    dependencies?: Record<string, string>;
+  };
+  if (!svcPkg.dependencies?.tsx)
+    problems.push(
+      `CMD needs tsx at run time but it is not in services/${service}/package.json dependencies (pnpm deploy --prod drops devDependencies)`,
+    );
+  const copiesService = lastIns.some(
+    (i) => i.keyword === "COPY" && /--from=\S+/.test(i.args) && i.args.trim().endsWith(` ${imageServiceDir(service)}`),
+  );
   if (!copiesService) problems.push(`runtime stage does not COPY the deploy output to ${imageServiceDir(service)}`);
 
   const port = env[rule.portVariable];
-  if (port !== String(rule.defaultPort)) problems.push(`ENV ${rule.portVariable}=${port}, expected ${rule.defaultPort}`);
-  const expose = lastIns.filter((i) => i.keyword === "EXPOSE").flatMap((i) => i.args.split(/\s+/).map((p) => p.replace(/\/tcp$/, "")));
-  if (!expose.includes(String(port))) problems.push(`EXPOSE ${expose.join(" ")} does not include ${rule.portVariable}=${port}`);
+  if (port !== String(rule.defaultPort))
+    problems.push(`ENV ${rule.portVariable}=${port}, expected ${rule.defaultPort}`);
+  const expose = lastIns
+    .filter((i) => i.keyword === "EXPOSE")
+    .flatMap((i) => i.args.split(/\s+/).map((p) => p.replace(/\/tcp$/, "")));
+  if (!expose.includes(String(port)))
+    problems.push(`EXPOSE ${expose.join(" ")} does not include ${rule.portVariable}=${port}`);
   if (env.HOST !== "0.0.0.0") problems.push(`ENV HOST=${env.HOST}: must listen on all interfaces in a container`);
 
   const hc = lastIns.filter((i) => i.keyword === "HEALTHCHECK").pop();
@@ -152,11 +186,15 @@ export function dockerfileProblems(
     if (!form) problems.push(`HEALTHCHECK ${hc.args}: expected the exec form CMD ["node", ...]`);
     else {
       if (form[0] !== "node") problems.push(`HEALTHCHECK runs ${form[0]}, not node (slim images have no curl/wget)`);
-      if (form[1] !== "/app/healthcheck.cjs") problems.push(`HEALTHCHECK script ${form[1]}, expected /app/healthcheck.cjs`);
-      if (form[2] !== rule.portVariable) problems.push(`HEALTHCHECK reads port from ${form[2]}, the service listens on ${rule.portVariable}`);
+      if (form[1] !== "/app/healthcheck.cjs")
+        problems.push(`HEALTHCHECK script ${form[1]}, expected /app/healthcheck.cjs`);
+      if (form[2] !== rule.portVariable)
+        problems.push(`HEALTHCHECK reads port from ${form[2]}, the service listens on ${rule.portVariable}`);
       if (form[3] !== "/healthz") problems.push(`HEALTHCHECK path ${form[3]}, expected /healthz`);
     }
-    const copied = lastIns.some((i) => i.keyword === "COPY" && /infra\/docker\/healthcheck\.cjs\s+\/app\/healthcheck\.cjs$/.test(i.args));
+    const copied = lastIns.some(
+      (i) => i.keyword === "COPY" && /infra\/docker\/healthcheck\.cjs\s+\/app\/healthcheck\.cjs$/.test(i.args),
+    );
     if (!copied) problems.push("runtime stage does not COPY infra/docker/healthcheck.cjs to /app/healthcheck.cjs");
   }
 
@@ -166,7 +204,8 @@ export function dockerfileProblems(
     const rel = path.relative(REPO, DEFAULT_MIGRATIONS_DIR).split(path.sep).join("/");
     const target = `/app/${rel}`;
     const copiesMigrations = lastIns.some((i) => i.keyword === "COPY" && i.args.trim().endsWith(` ${target}`));
-    if (!copiesMigrations) problems.push(`runtime stage does not COPY the migrations to ${target} (where src/db/migrate.ts looks)`);
+    if (!copiesMigrations)
+      problems.push(`runtime stage does not COPY the migrations to ${target} (where src/db/migrate.ts looks)`);
     if (env.DATA_DIR === undefined) problems.push("ENV DATA_DIR not set");
     else if (!lastIns.some((i) => i.keyword === "RUN" && i.args.includes(env.DATA_DIR) && /chown/.test(i.args)))
       problems.push(`DATA_DIR ${env.DATA_DIR} is not created writable for the runtime user`);

@@ -57,7 +57,15 @@ export const SERVICES: Record<ServiceName, ServiceRule> = {
     schemaKeys: Object.keys(managementEnvSchema.shape),
     portVariable: "MANAGEMENT_PORT",
     defaultPort: 3000,
-    required: ["MANAGEMENT_PORT", "HOST", "DATA_DIR", "DATABASE_URL", "MEDIA_PUBLIC_URL", "LOG_LEVEL", ...STORAGE_PRODUCTION],
+    required: [
+      "MANAGEMENT_PORT",
+      "HOST",
+      "DATA_DIR",
+      "DATABASE_URL",
+      "MEDIA_PUBLIC_URL",
+      "LOG_LEVEL",
+      ...STORAGE_PRODUCTION,
+    ],
     exactlyOne: [["AUTH_JWKS_URL", "AUTH_JWT_SECRET", "AUTH_PUBLIC_KEY"]],
     productionProblems: (env) =>
       loaderProblems<ManagementConfig>(
@@ -65,7 +73,9 @@ export const SERVICES: Record<ServiceName, ServiceRule> = {
         (c) => [
           ...(c.databaseUrl ? [] : ["database: PGlite (DATABASE_URL unset), not Postgres"]),
           ...(c.storage.STORAGE_DRIVER === "s3" ? [] : [`storage: ${c.storage.STORAGE_DRIVER}, not s3`]),
-          ...(c.host === "0.0.0.0" || c.host === "::" ? [] : [`HOST ${c.host} is not reachable from outside the container`]),
+          ...(c.host === "0.0.0.0" || c.host === "::"
+            ? []
+            : [`HOST ${c.host} is not reachable from outside the container`]),
         ],
       ),
   },
@@ -83,7 +93,9 @@ export const SERVICES: Record<ServiceName, ServiceRule> = {
         (c) => [
           ...(c.redis ? [] : ["cache: in-process only (REDIS_URL unset), not shared through Redis"]),
           ...(c.storage.STORAGE_DRIVER === "s3" ? [] : [`storage: ${c.storage.STORAGE_DRIVER}, not s3`]),
-          ...(c.host === "0.0.0.0" || c.host === "::" ? [] : [`HOST ${c.host} is not reachable from outside the container`]),
+          ...(c.host === "0.0.0.0" || c.host === "::"
+            ? []
+            : [`HOST ${c.host} is not reachable from outside the container`]),
         ],
       ),
   },
@@ -94,16 +106,19 @@ export function serviceEnvProblems(rule: ServiceRule, env: Record<string, string
   const problems: string[] = [];
   const known = new Set<string>([...rule.schemaKeys, ...RUNTIME_VARIABLES]);
   for (const key of Object.keys(env).sort()) {
-    if (!known.has(key)) problems.push(`${key}: not a variable of the ${rule.name} service (typo, or a setting it never reads)`);
+    if (!known.has(key))
+      problems.push(`${key}: not a variable of the ${rule.name} service (typo, or a setting it never reads)`);
   }
   const isSet = (k: string) => env[k] !== undefined && env[k].trim() !== "";
   for (const key of rule.required) {
-    if (!rule.schemaKeys.includes(key)) problems.push(`${key}: listed as required but the ${rule.name} env schema has no such variable`);
+    if (!rule.schemaKeys.includes(key))
+      problems.push(`${key}: listed as required but the ${rule.name} env schema has no such variable`);
     else if (!isSet(key)) problems.push(`${key}: required in production, not set`);
   }
   for (const group of rule.exactlyOne) {
     const set = group.filter(isSet);
-    if (set.length !== 1) problems.push(`exactly one of ${group.join(", ")} must be set (found ${set.length ? set.join(", ") : "none"})`);
+    if (set.length !== 1)
+      problems.push(`exactly one of ${group.join(", ")} must be set (found ${set.length ? set.join(", ") : "none"})`);
   }
   if (problems.length === 0) problems.push(...rule.productionProblems(env));
   return problems;

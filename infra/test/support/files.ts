@@ -134,11 +134,17 @@ export function composeEnvironment(service: Json, vars: Record<string, string> =
 }
 
 /** Parses compose port entries ("8080:80", "127.0.0.1:9000:9000", {target, published}). */
-export function composePorts(service: Json, vars: Record<string, string> = {}): Array<{ host?: number; container: number }> {
+export function composePorts(
+  service: Json,
+  vars: Record<string, string> = {},
+): Array<{ host?: number; container: number }> {
   const out: Array<{ host?: number; container: number }> = [];
   for (const entry of service?.ports ?? []) {
     if (typeof entry === "object") {
-      out.push({ container: Number(entry.target), host: entry.published !== undefined ? Number(interpolate(String(entry.published), vars)) : undefined });
+      out.push({
+        container: Number(entry.target),
+        host: entry.published !== undefined ? Number(interpolate(String(entry.published), vars)) : undefined,
+      });
       continue;
     }
     const s = interpolate(String(entry), vars).replace(/\/(tcp|udp)$/, "");

@@ -24,7 +24,17 @@ export function loadManifests(dir = repoPath(K8S_DIR)): Manifests {
   return { kustomization, files };
 }
 
-const NAMESPACED = new Set(["Deployment", "Service", "ConfigMap", "Secret", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Ingress", "ServiceAccount", "Job"]);
+const NAMESPACED = new Set([
+  "Deployment",
+  "Service",
+  "ConfigMap",
+  "Secret",
+  "HorizontalPodAutoscaler",
+  "PodDisruptionBudget",
+  "Ingress",
+  "ServiceAccount",
+  "Job",
+]);
 
 const objects = (m: Manifests): Json[] => Object.values(m.files).flat();
 const ofKind = (m: Manifests, kind: string): Json[] => objects(m).filter((o) => o?.kind === kind);
@@ -40,7 +50,11 @@ function decodeSecret(secret: Json): Record<string, string> {
 }
 
 /** The environment a container starts with: image ENV, then envFrom (in order), then env. Problems for dangling references. */
-export function containerEnv(m: Manifests, container: Json, image: Record<string, string>): { env: Record<string, string>; problems: string[] } {
+export function containerEnv(
+  m: Manifests,
+  container: Json,
+  image: Record<string, string>,
+): { env: Record<string, string>; problems: string[] } {
   const problems: string[] = [];
   const env: Record<string, string> = { ...image };
   const configMap = (name: string) => ofKind(m, "ConfigMap").find((c) => c.metadata?.name === name);
@@ -61,12 +75,14 @@ export function containerEnv(m: Manifests, container: Json, image: Record<string
     else if (e.valueFrom?.configMapKeyRef) {
       const ref = e.valueFrom.configMapKeyRef;
       const cm = configMap(ref.name);
-      if (!cm || !(ref.key in (cm.data ?? {}))) problems.push(`${e.name}: ConfigMap ${ref.name} key ${ref.key} does not exist`);
+      if (!cm || !(ref.key in (cm.data ?? {})))
+        problems.push(`${e.name}: ConfigMap ${ref.name} key ${ref.key} does not exist`);
       else env[e.name] = String(cm.data[ref.key]);
     } else if (e.valueFrom?.secretKeyRef) {
       const ref = e.valueFrom.secretKeyRef;
       const s = secret(ref.name);
-      if (!s || !(ref.key in decodeSecret(s))) problems.push(`${e.name}: Secret ${ref.name} key ${ref.key} does not exist`);
+      if (!s || !(ref.key in decodeSecret(s)))
+        problems.push(`${e.name}: Secret ${ref.name} key ${ref.key} does not exist`);
       else env[e.name] = decodeSecret(s)[ref.key];
     } else problems.push(`${e.name}: neither value nor a ConfigMap/Secret reference`);
   }
@@ -86,7 +102,17 @@ export function parseQuantity(q: string | number): number {
   const m = QUANTITY.exec(String(q));
   if (!m) throw new Error(`bad quantity ${q}`);
   const n = Number(m[1]);
-  const mult: Record<string, number> = { m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
+  const mult: Record<string, number> = {
+    m: 1e-3,
+    k: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+    Ki: 1024,
+    Mi: 1024 ** 2,
+    Gi: 1024 ** 3,
+    Ti: 1024 ** 4,
+  };
   return n * (m[2] ? mult[m[2]] : 1);
 }
 
@@ -96,23 +122,28 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
   const k = m.kustomization;
   if (!k || k.kind !== "Kustomization") return ["no kustomization.yaml"];
   const resources: string[] = k.resources ?? [];
-  for (const r of resources) if (!fs.existsSync(path.join(dir, r))) problems.push(`kustomization resource ${r} does not exist`);
-  for (const f of Object.keys(m.files)) if (!resources.includes(f)) problems.push(`${f} is not listed in kustomization resources`);
+  for (const r of resources)
+    if (!fs.existsSync(path.join(dir, r))) problems.push(`kustomization resource ${r} does not exist`);
+  for (const f of Object.keys(m.files))
+    if (!resources.includes(f)) problems.push(`${f} is not listed in kustomization resources`);
   const ns = k.namespace;
   const namespaces = ofKind(m, "Namespace").map((n) => n.metadata?.name);
-  if (!ns || !namespaces.includes(ns)) problems.push(`kustomization namespace ${ns} is not a Namespace of the manifests`);
+  if (!ns || !namespaces.includes(ns))
+    problems.push(`kustomization namespace ${ns} is not a Namespace of the manifests`);
 
   for (const [file, docs] of Object.entries(m.files)) {
     docs.forEach((o, i) => {
       const where = `${file}#${i + 1}`;
-      if (!o.apiVersion || !o.kind || !o.metadata?.name) problems.push(`${where}: missing apiVersion/kind/metadata.name`);
+      if (!o.apiVersion || !o.kind || !o.metadata?.name)
+        problems.push(`${where}: missing apiVersion/kind/metadata.name`);
       if (NAMESPACED.has(o.kind) && o.metadata?.namespace !== undefined && o.metadata.namespace !== ns)
         problems.push(`${where}: namespace ${o.metadata.namespace}, kustomization uses ${ns}`);
     });
   }
   for (const kind of new Set(objects(m).map((o) => o.kind))) {
     const names = ofKind(m, kind).map((o) => o.metadata?.name);
-    for (const n of new Set(names)) if (names.filter((x) => x === n).length > 1) problems.push(`two ${kind}s named ${n}`);
+    for (const n of new Set(names))
+      if (names.filter((x) => x === n).length > 1) problems.push(`two ${kind}s named ${n}`);
   }
 
   const deployments = ofKind(m, "Deployment");
@@ -129,7 +160,8 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
     const rule = SERVICES[name];
     const where = `Deployment ${name}`;
     const tplLabels = d.spec?.template?.metadata?.labels;
-    if (!matches(d.spec?.selector?.matchLabels, tplLabels)) problems.push(`${where}: selector does not match its pod template labels`);
+    if (!matches(d.spec?.selector?.matchLabels, tplLabels))
+      problems.push(`${where}: selector does not match its pod template labels`);
     const podSec = d.spec?.template?.spec?.securityContext ?? {};
     const containers: Json[] = d.spec?.template?.spec?.containers ?? [];
     const c = containers.find((x) => x.name === name);
@@ -138,7 +170,8 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
       continue;
     }
     const image = String(c.image ?? "").replace(/[:@].*$/, "");
-    if (!kustomizeImages.has(image)) problems.push(`${where}: image ${image} is not in kustomization images (cannot be retargeted)`);
+    if (!kustomizeImages.has(image))
+      problems.push(`${where}: image ${image} is not in kustomization images (cannot be retargeted)`);
     const { env, problems: envRefProblems } = containerEnv(m, c, imageEnv(name));
     envByService[name] = env;
     problems.push(...envRefProblems.map((p) => `${where}: ${p}`));
@@ -157,16 +190,20 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
         if (p.path !== expectedPath) problems.push(`${where}: ${probe} path ${p.path}, expected ${expectedPath}`);
         const resolved = containerPort(c, p.port);
         if (resolved === undefined) problems.push(`${where}: ${probe} port ${p.port} is not a container port`);
-        else if (resolved !== port) problems.push(`${where}: ${probe} port ${resolved}, the service listens on ${port}`);
+        else if (resolved !== port)
+          problems.push(`${where}: ${probe} port ${resolved}, the service listens on ${port}`);
       }
     }
-    if (c.startupProbe?.httpGet && containerPort(c, c.startupProbe.httpGet.port) !== port) problems.push(`${where}: startupProbe port does not resolve to ${port}`);
+    if (c.startupProbe?.httpGet && containerPort(c, c.startupProbe.httpGet.port) !== port)
+      problems.push(`${where}: startupProbe port does not resolve to ${port}`);
     const req = c.resources?.requests ?? {};
     const lim = c.resources?.limits ?? {};
-    if (req.cpu === undefined || req.memory === undefined) problems.push(`${where}: resources.requests needs cpu and memory`);
+    if (req.cpu === undefined || req.memory === undefined)
+      problems.push(`${where}: resources.requests needs cpu and memory`);
     if (lim.memory === undefined) problems.push(`${where}: resources.limits.memory missing`);
     for (const r of ["cpu", "memory"]) {
-      if (req[r] !== undefined && lim[r] !== undefined && parseQuantity(req[r]) > parseQuantity(lim[r])) problems.push(`${where}: ${r} request above limit`);
+      if (req[r] !== undefined && lim[r] !== undefined && parseQuantity(req[r]) > parseQuantity(lim[r]))
+        problems.push(`${where}: ${r} request above limit`);
     }
     const sec = { ...podSec, ...(c.securityContext ?? {}) };
     if (sec.runAsNonRoot !== true) problems.push(`${where}: runAsNonRoot is not true`);
@@ -176,14 +213,22 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
     for (const vm of mounts) if (!volumes.has(vm.name)) problems.push(`${where}: volumeMount ${vm.name} has no volume`);
     if (c.securityContext?.readOnlyRootFilesystem) {
       const mounted = (p: string) => mounts.some((vm) => p === vm.mountPath || p.startsWith(`${vm.mountPath}/`));
-      if (!mounted("/tmp")) problems.push(`${where}: read-only root filesystem without a /tmp volume (tsx cache, temp files)`);
-      if (name === "management" && env.DATA_DIR && !mounted(env.DATA_DIR)) problems.push(`${where}: DATA_DIR ${env.DATA_DIR} is on the read-only root filesystem`);
+      if (!mounted("/tmp"))
+        problems.push(`${where}: read-only root filesystem without a /tmp volume (tsx cache, temp files)`);
+      if (name === "management" && env.DATA_DIR && !mounted(env.DATA_DIR))
+        problems.push(`${where}: DATA_DIR ${env.DATA_DIR} is on the read-only root filesystem`);
     }
     if (name === "media") {
-      if (lim.memory !== undefined && Number(env.CACHE_MEMORY_BYTES ?? 256 * 1024 * 1024) > parseQuantity(lim.memory) / 2)
-        problems.push(`${where}: CACHE_MEMORY_BYTES ${env.CACHE_MEMORY_BYTES} is more than half the memory limit ${lim.memory}`);
+      if (
+        lim.memory !== undefined &&
+        Number(env.CACHE_MEMORY_BYTES ?? 256 * 1024 * 1024) > parseQuantity(lim.memory) / 2
+      )
+        problems.push(
+          `${where}: CACHE_MEMORY_BYTES ${env.CACHE_MEMORY_BYTES} is more than half the memory limit ${lim.memory}`,
+        );
       const grace = Number(d.spec?.template?.spec?.terminationGracePeriodSeconds ?? 30) * 1000;
-      if (grace <= Number(env.MEDIA_REQUEST_TIMEOUT_MS ?? 30000)) problems.push(`${where}: terminationGracePeriodSeconds shorter than MEDIA_REQUEST_TIMEOUT_MS`);
+      if (grace <= Number(env.MEDIA_REQUEST_TIMEOUT_MS ?? 30000))
+        problems.push(`${where}: terminationGracePeriodSeconds shorter than MEDIA_REQUEST_TIMEOUT_MS`);
     }
     // URL targets: in-cluster hosts must be Services of these manifests, on a port they expose.
     for (const variable of ["DATABASE_URL", "REDIS_URL", "S3_ENDPOINT"]) {
@@ -203,13 +248,16 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
       if (!svc) problems.push(`${where}: ${variable} host ${host} is not a Service of the manifests`);
       else {
         const p = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-        if (!(svc.spec?.ports ?? []).some((sp: Json) => sp.port === p)) problems.push(`${where}: ${variable} port ${p} is not a port of Service ${short}`);
+        if (!(svc.spec?.ports ?? []).some((sp: Json) => sp.port === p))
+          problems.push(`${where}: ${variable} port ${p} is not a port of Service ${short}`);
       }
     }
   }
   const me = envByService.management;
   const md = envByService.media;
-  if (me && md) for (const key of STORAGE_PRODUCTION) if (me[key] !== md[key]) problems.push(`storage differs: management ${key}=${me[key]}, media ${key}=${md[key]}`);
+  if (me && md)
+    for (const key of STORAGE_PRODUCTION)
+      if (me[key] !== md[key]) problems.push(`storage differs: management ${key}=${me[key]}, media ${key}=${md[key]}`);
 
   // Services select a Deployment's pods and target a port its container has.
   for (const s of services) {
@@ -225,7 +273,9 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
     }
     for (const p of s.spec?.ports ?? []) {
       const target = p.targetPort ?? p.port;
-      const ok = (targets[0].spec?.template?.spec?.containers ?? []).some((c: Json) => containerPort(c, target) !== undefined);
+      const ok = (targets[0].spec?.template?.spec?.containers ?? []).some(
+        (c: Json) => containerPort(c, target) !== undefined,
+      );
       if (!ok) problems.push(`${where}: targetPort ${target} is not a port of Deployment ${targets[0].metadata?.name}`);
     }
   }
@@ -234,7 +284,8 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
       problems.push(`PodDisruptionBudget ${pdb.metadata?.name}: selector matches no Deployment`);
   }
   const hpas = ofKind(m, "HorizontalPodAutoscaler");
-  if (!hpas.some((h) => h.spec?.scaleTargetRef?.name === "media")) problems.push("no HorizontalPodAutoscaler for media");
+  if (!hpas.some((h) => h.spec?.scaleTargetRef?.name === "media"))
+    problems.push("no HorizontalPodAutoscaler for media");
   for (const h of hpas) {
     const where = `HorizontalPodAutoscaler ${h.metadata?.name}`;
     const ref = h.spec?.scaleTargetRef ?? {};
@@ -243,12 +294,18 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
       problems.push(`${where}: scaleTargetRef ${ref.kind}/${ref.name} does not exist`);
       continue;
     }
-    if (!(h.spec?.minReplicas >= 1 && h.spec?.maxReplicas >= h.spec?.minReplicas)) problems.push(`${where}: replicas ${h.spec?.minReplicas}..${h.spec?.maxReplicas}`);
+    if (!(h.spec?.minReplicas >= 1 && h.spec?.maxReplicas >= h.spec?.minReplicas))
+      problems.push(`${where}: replicas ${h.spec?.minReplicas}..${h.spec?.maxReplicas}`);
     for (const metric of h.spec?.metrics ?? []) {
       if (metric.type !== "Resource") continue;
       const resource = metric.resource?.name;
-      const missing = (d.spec?.template?.spec?.containers ?? []).filter((c: Json) => c.resources?.requests?.[resource] === undefined);
-      if (missing.length) problems.push(`${where}: scales on ${resource} utilisation but ${missing.map((c: Json) => c.name).join(", ")} has no ${resource} request`);
+      const missing = (d.spec?.template?.spec?.containers ?? []).filter(
+        (c: Json) => c.resources?.requests?.[resource] === undefined,
+      );
+      if (missing.length)
+        problems.push(
+          `${where}: scales on ${resource} utilisation but ${missing.map((c: Json) => c.name).join(", ")} has no ${resource} request`,
+        );
     }
   }
   return problems;
