@@ -4,7 +4,7 @@ import { createFaceDetector } from "../src/faces";
 import type { RawImage } from "../src/pipeline/raw";
 import { avatarCropBox, findFaces } from "../src/transformations/avatar";
 import { TransformationInputError, type FaceBox } from "../src/transformations/transformation";
-import { closeHarness, decodePixels, fixturePath, harnessFaces, renderFixture } from "./support/render-harness";
+import { closeHarness, decodePixels, fixturePath, harnessFaces, renderFixture, renderImage } from "./support/render-harness";
 
 afterAll(closeHarness);
 
@@ -104,14 +104,31 @@ describe("avatar", () => {
     expect(meanAbsDiff(got, centreCrop)).toBeGreaterThan(15);
   });
 
+  it("on a large photo (resized before the cut) still frames the face in the middle", async () => {
+    // The astronaut at 4x: the face window (~930 px) is far above 2 x 128, the shrink-first path.
+    const large = await sharp(fixturePath("astronaut.png")).resize(2048, 2048).png({ compressionLevel: 1 }).toBuffer();
+    const out = await renderImage(large, "avatar");
+    expect([out.width, out.height]).toEqual([128, 128]);
+    const box = avatarCropBox(2048, 2048, await findFaces(sharp(large), harnessFaces(), 2048, 2048))!;
+    expect(contains(box, { x: 4 * ASTRONAUT_FACE.x, y: 4 * ASTRONAUT_FACE.y, width: 4 * ASTRONAUT_FACE.width, height: 4 * ASTRONAUT_FACE.height })).toBe(true);
+    // Same picture as cutting the window at full size, up to sub-pixel placement.
+    const got = await decodePixels(out.data);
+    expect(meanAbsDiff(got, await decodePixels(sharp(large).extract(box).resize(128, 128)))).toBeLessThan(3);
+    // And the detector finds the face in the avatar itself, in the middle.
+    const [face] = await findFaces(sharp(out.data), harnessFaces(), 128, 128);
+    expect(face).toBeDefined();
+    expect(Math.abs(face!.x + face!.width / 2 - 64)).toBeLessThan(6);
+    expect(Math.abs(face!.y + face!.height / 2 - 64)).toBeLessThan(12);
+  });
+
   it("follows the face through an earlier crop step", async () => {
-    const out = await renderFixture("astronaut.png", "crop:width=400:height=400:x=100:y=0/avatar:size=64");
-    expect([out.width, out.height]).toEqual([64, 64]);
+    const out = await renderFixture("astronaut.png", "crop:width=400:height=400:x=100:y=0/avatar");
+    expect([out.width, out.height]).toEqual([128, 128]);
     // The avatar step sees the 400x400 crop, where the face sits 100 px further left.
     const cropped = await sharp(fixturePath("astronaut.png")).extract({ left: 100, top: 0, width: 400, height: 400 }).png().toBuffer();
     const box = avatarCropBox(400, 400, await findFaces(sharp(cropped), harnessFaces(), 400, 400))!;
     expect(contains(box, { ...ASTRONAUT_FACE, x: ASTRONAUT_FACE.x - 100 })).toBe(true);
-    const expected = await decodePixels(sharp(cropped).extract(box).resize(64, 64));
+    const expected = await decodePixels(sharp(cropped).extract(box).resize(128, 128));
     expect(meanAbsDiff(await decodePixels(out.data), expected)).toBeLessThan(1);
   });
 

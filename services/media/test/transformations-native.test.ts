@@ -447,6 +447,15 @@ describe("channelManipulation", () => {
     expect(meanAbsDiff(raw, src, [1, 2])).toBe(0);
   });
 
+  it("treats a grey original as R=G=B", async () => {
+    const out = await renderFixture("camera.png", "channelManipulation:red=0:blue=0.5");
+    const img = await decodePixels(out.data);
+    const src = await source("camera.png");
+    expect(channelMax(img, 0)).toBe(0);
+    expect(meanAbsDiff(img, src, [1])).toBe(0);
+    expect(Math.abs(channelMean(img, 2) - channelMean(src, 2) / 2)).toBeLessThan(0.5);
+  });
+
   it("scales and clips, and leaves alpha untouched", async () => {
     const original = await logoWithAlphaRamp();
     const src = await decodePixels(sharp(original));

@@ -65,6 +65,25 @@ export async function findFaces(image: sharp.Sharp, detector: FaceDetector, widt
   return faces.map((f) => ({ x: f.x * sx, y: f.y * sy, width: f.width * sx, height: f.height * sy, score: f.score }));
 }
 
+/**
+ * `box` of the image, scaled to `size` x `size`. When that is a large reduction (a face in
+ * a camera photo), the whole image is resized first and the window cut from the result: a
+ * pre-resize extract would turn off JPEG shrink-on-load and decode every pixel (about
+ * 120 ms more on a 12-megapixel JPEG here).
+ */
+function cropToSquare(image: sharp.Sharp, box: Region, size: number, width: number, height: number): sharp.Sharp {
+  if (box.width < 2 * size) return image.extract(box).resize(size, size);
+  const scale = size / box.width;
+  const scaledWidth = Math.max(size, Math.round(width * scale));
+  const scaledHeight = Math.max(size, Math.round(height * scale));
+  return image.resize(scaledWidth, scaledHeight, { fit: "fill" }).extract({
+    left: Math.min(Math.round(box.left * scale), scaledWidth - size),
+    top: Math.min(Math.round(box.top * scale), scaledHeight - size),
+    width: size,
+    height: size,
+  });
+}
+
 const svg = (size: number, body: string) =>
   Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}" viewBox="0 0 ${size} ${size}">${body}</svg>`);
 
@@ -79,7 +98,7 @@ export const avatar = defineTransformation({
     const faces = await findFaces(image, ctx.faces, ctx.width, ctx.height);
     const box = avatarCropBox(ctx.width, ctx.height, faces);
     const square = box
-      ? image.extract(box).resize(size, size)
+      ? cropToSquare(image, box, size, ctx.width, ctx.height)
       : image.resize(size, size, { fit: "cover", position: sharp.strategy.attention });
     if (params.shape === "square" && params.border === undefined) return square;
 
