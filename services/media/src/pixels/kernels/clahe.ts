@@ -15,7 +15,7 @@ export interface ClaheParams {
  * (OpenCV pads the image to a multiple of the grid, which can make them slightly smaller).
  */
 export function claheGrid(width: number, height: number, tileSize: number): { tilesX: number; tilesY: number } {
-  return { tilesX: Math.ceil(width / tileSize), tilesY: Math.ceil(height / tileSize) };
+  return { tilesX: ceil(width / tileSize), tilesY: ceil(height / tileSize) };
 }
 
 /** OpenCV's borderInterpolate for BORDER_REFLECT_101 (gfedcb|abcdefgh|gfedcba). */
@@ -25,14 +25,16 @@ function reflect101(p: number, len: number): number {
   return p;
 }
 
+// Module-level aliases: inside a vm context (jest) every `Math.x` in a hot loop is a slow
+// global lookup through the context's interceptor; a captured reference is not.
+const { ceil, cbrt, floor, fround: f32, max, min, round, trunc } = Math;
+
 /** cvRound / saturate_cast<uchar>: round half to even, clamp to 0..255. */
 function saturateByte(v: number): number {
-  let r = Math.round(v);
+  let r = floor(v + 0.5);
   if (r - v === 0.5 && (r & 1) === 1) r -= 1;
   return r < 0 ? 0 : r > 255 ? 255 : r;
 }
-
-const f32 = Math.fround;
 
 /**
  * CLAHE of one 8-bit channel, following OpenCV's CLAHE_Impl (imgproc/src/clahe.cpp):
@@ -60,13 +62,13 @@ export function claheChannel(
   const tileH = extHeight / tilesY;
   const tileArea = tileW * tileH;
   const lutScale = f32(255 / tileArea);
-  const clip = clipLimit > 0 ? Math.max(1, Math.trunc((clipLimit * tileArea) / 256)) : 0;
+  const clip = clipLimit > 0 ? max(1, trunc((clipLimit * tileArea) / 256)) : 0;
 
   // Histogram bin base (tile index * 256) and source column of every column of the extended image.
   const colBin = new Int32Array(extWidth);
   const colSrc = new Int32Array(extWidth);
   for (let x = 0; x < extWidth; x++) {
-    colBin[x] = Math.floor(x / tileW) * 256;
+    colBin[x] = floor(x / tileW) * 256;
     colSrc[x] = reflect101(x, width);
   }
 
@@ -90,11 +92,11 @@ export function claheChannel(
             hist[i] = clip;
           }
         }
-        const batch = Math.trunc(clipped / 256);
+        const batch = trunc(clipped / 256);
         let residual = clipped - batch * 256;
         for (let i = base; i < base + 256; i++) hist[i]! += batch;
         if (residual !== 0) {
-          const step = Math.max(Math.trunc(256 / residual), 1);
+          const step = max(trunc(256 / residual), 1);
           for (let i = 0; i < 256 && residual > 0; i += step, residual--) hist[base + i]!++;
         }
       }
@@ -115,21 +117,21 @@ export function claheChannel(
   const xa1 = new Float32Array(width);
   for (let x = 0; x < width; x++) {
     const txf = f32(f32(x * invTw) - 0.5);
-    const tx1 = Math.floor(txf);
+    const tx1 = floor(txf);
     xa[x] = f32(txf - tx1);
     xa1[x] = f32(1 - xa[x]!);
-    ind1[x] = Math.max(tx1, 0) * 256;
-    ind2[x] = Math.min(tx1 + 1, tilesX - 1) * 256;
+    ind1[x] = max(tx1, 0) * 256;
+    ind2[x] = min(tx1 + 1, tilesX - 1) * 256;
   }
 
   const dst = new Uint8Array(width * height);
   for (let y = 0; y < height; y++) {
     const tyf = f32(f32(y * invTh) - 0.5);
-    const ty = Math.floor(tyf);
+    const ty = floor(tyf);
     const ya = f32(tyf - ty);
     const ya1 = f32(1 - ya);
-    const ty1 = Math.max(ty, 0);
-    const ty2 = Math.min(ty + 1, tilesY - 1);
+    const ty1 = max(ty, 0);
+    const ty2 = min(ty + 1, tilesY - 1);
     while (builtRows <= ty2) buildLutRow(builtRows++);
     const lut1 = lutRows[ty1 & 1]!;
     const lut2 = lutRows[ty2 & 1]!;
@@ -155,7 +157,7 @@ const ZN = 1.088754;
 const MI = invert3x3(M);
 const EPSILON = 216 / 24389;
 const KAPPA = 24389 / 27;
-const labF = (t: number): number => (t > EPSILON ? Math.cbrt(t) : (KAPPA * t + 16) / 116);
+const labF = (t: number): number => (t > EPSILON ? cbrt(t) : (KAPPA * t + 16) / 116);
 const labFInverse = (f: number): number => (f > 6 / 29 ? f * f * f : (116 * f - 16) / KAPPA);
 
 /**
@@ -166,14 +168,14 @@ const labFInverse = (f: number): number => (f > 6 / 29 ? f * f * f : (116 * f - 
  */
 const opencvLightness = (() => {
   const gamma = new Int32Array(256);
-  for (let i = 0; i < 256; i++) gamma[i] = Math.round(255 * 8 * SRGB_TO_LINEAR[i]!);
-  const cbrt = new Int32Array(3072);
-  for (let i = 0; i < cbrt.length; i++) {
+  for (let i = 0; i < 256; i++) gamma[i] = round(255 * 8 * SRGB_TO_LINEAR[i]!);
+  const cubeRoot = new Int32Array(3072);
+  for (let i = 0; i < cubeRoot.length; i++) {
     const x = i / 2040;
-    cbrt[i] = Math.round(32768 * (x < 0.008856 ? x * 7.787 + 16 / 116 : Math.cbrt(x)));
+    cubeRoot[i] = round(32768 * (x < 0.008856 ? x * 7.787 + 16 / 116 : cbrt(x)));
   }
   return (r: number, g: number, b: number): number => {
-    const fy = cbrt[(gamma[r]! * 871 + gamma[g]! * 2929 + gamma[b]! * 296 + 2048) >> 12]!;
+    const fy = cubeRoot[(gamma[r]! * 871 + gamma[g]! * 2929 + gamma[b]! * 296 + 2048) >> 12]!;
     const l = (296 * fy - 1336934 + 16384) >> 15;
     return l < 0 ? 0 : l > 255 ? 255 : l;
   };
@@ -218,7 +220,7 @@ export const clahe: PixelKernel<ClaheParams> = (image: RawImage, { clipLimit, ti
 };
 
 function toLinearIndex(v: number): number {
-  return v <= 0 ? 0 : v >= 1 ? LINEAR_STEPS : Math.round(v * LINEAR_STEPS);
+  return v <= 0 ? 0 : v >= 1 ? LINEAR_STEPS : round(v * LINEAR_STEPS);
 }
 
 function invert3x3(m: readonly number[]): number[] {
