@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { signToken } from "../../../services/management/src/auth/keys";
+import { embeddedSecret, signToken } from "../../../services/management/src/auth/keys";
 import { loadConfig } from "../../../services/management/src/config";
 import { startManagement, type StartOverrides } from "../../../services/management/src/server";
 import { createTestBlobStore, createTestDatabase } from "../../../services/management/test/helpers";
@@ -11,6 +11,7 @@ export const FIXTURES = path.resolve(__dirname, "../../../fixtures/images");
 
 export interface RunningTestManagement {
   url: string;
+  /** DATA_DIR of the service (holds the embedded secret in embedded mode). */
   dataDir: string;
   token(workspaceId: string, sub?: string): string;
   close(): Promise<void>;
@@ -22,17 +23,18 @@ export interface RunningTestManagement {
  * environment points at Postgres (DATABASE_URL) or S3 (STORAGE_DRIVER=s3), a fresh database /
  * bucket from the management test helpers is used instead, as in the service's own tests.
  */
-export async function startTestManagement(): Promise<RunningTestManagement> {
+export async function startTestManagement(options: { embeddedSecret?: boolean } = {}): Promise<RunningTestManagement> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "client-mgmt-"));
-  const secret = randomBytes(32).toString("hex");
-  const config = loadConfig({
+  const env: Record<string, string> = {
     MANAGEMENT_PORT: "0",
     HOST: "127.0.0.1",
     DATA_DIR: dataDir,
-    AUTH_JWT_SECRET: secret,
     LOG_LEVEL: "silent",
     MEDIA_PUBLIC_URL: "http://media.test",
-  });
+  };
+  // Embedded mode signs with a secret the service creates in DATA_DIR on first start (as `pnpm start`).
+  if (!options.embeddedSecret) env.AUTH_JWT_SECRET = randomBytes(32).toString("hex");
+  const config = loadConfig(env);
   const overrides: StartOverrides = {};
   const cleanups: (() => Promise<void>)[] = [];
   if (process.env.DATABASE_URL) {
@@ -46,6 +48,8 @@ export async function startTestManagement(): Promise<RunningTestManagement> {
     cleanups.push(() => blobs.close());
   }
   const running = await startManagement(config, overrides);
+  const secret = env.AUTH_JWT_SECRET ?? embeddedSecret(dataDir, false);
+  if (!secret) throw new Error("the service did not create its embedded secret");
   return {
     url: running.url,
     dataDir,
