@@ -538,6 +538,35 @@ describe("threshold", () => {
   });
 });
 
+describe("unusual originals", () => {
+  // Grey, 16-bit grey TIFF, indexed PNG and GIF: every step keeps the stored format and gives
+  // the exact size (the fixtures above cover the pixels; this covers the input layouts).
+  const steps: [string, (w: number, h: number) => [number, number]][] = [
+    ["crop:width=20:height=10", (w) => [Math.min(20, w), 10]],
+    ["fit:width=40:height=30:background=red", () => [40, 30]],
+    ["thumbnail:size=50", () => [50, 50]],
+    ["avatar:size=32:shape=circle:border=2", () => [32, 32]],
+    ["grayscale:lightness=5", (w, h) => [w, h]],
+    ["saturation:value=0.5", (w, h) => [w, h]],
+    ["brightness:value=1.2", (w, h) => [w, h]],
+    ["sharpen:value=2", (w, h) => [w, h]],
+    ["channelManipulation:red=0.5", (w, h) => [w, h]],
+    ["threshold:value=100", (w, h) => [w, h]],
+  ];
+  it.each([
+    ["camera.png", "png", 512, 512],
+    ["chessboard_GRAY_U16.tif", "tiff", 200, 200],
+    ["palette_color.png", "png", 10, 10],
+    ["no_time_for_that_tiny.gif", "gif", 14, 25],
+  ])("%s", async (file, format, width, height) => {
+    for (const [step, size] of steps) {
+      const out = await renderFixture(file, step);
+      const meta = await sharp(out.data).metadata();
+      expect([step, meta.format, meta.width, meta.height]).toEqual([step, format, ...size(width, height)]);
+    }
+  });
+});
+
 describe("harness", () => {
   it("renders a full media path and keeps the stored format whatever the extension", async () => {
     const original = await readFile(fixturePath(COFFEE.file));
