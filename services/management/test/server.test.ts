@@ -7,6 +7,7 @@ import pino from "pino";
 import { ConfigError, loadConfig, managementEnvSchema } from "../src/config";
 import { EMBEDDED_SECRET_FILE } from "../src/auth/keys";
 import { startManagement, type RunningManagement } from "../src/server";
+import { startS3rver, type RunningS3rver } from "@media-platform/storage/src/testing/s3rver";
 import { createTestDatabase, fixture } from "./helpers";
 
 const run = promisify(execFile);
@@ -67,10 +68,19 @@ describe("startManagement (embedded defaults) + pnpm token", () => {
   let running: RunningManagement | undefined;
   let dropDb: (() => Promise<void>) | undefined;
   let env: Record<string, string>;
+  let s3rver: RunningS3rver | undefined;
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "mgmt-server-"));
     env = { DATA_DIR: dataDir, MANAGEMENT_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent" };
+    if (process.env.STORAGE_DRIVER === "s3") {
+      if (process.env.S3_ENDPOINT) {
+        for (const [k, v] of Object.entries(process.env)) if ((k.startsWith("S3_") || k === "STORAGE_DRIVER") && v) env[k] = v;
+      } else {
+        s3rver = await startS3rver({ bucket: "mgmt-server-test" });
+        Object.assign(env, s3rver.env);
+      }
+    }
     if (process.env.DATABASE_URL) {
       const db = await createTestDatabase();
       await db.db.close();
@@ -81,6 +91,7 @@ describe("startManagement (embedded defaults) + pnpm token", () => {
   afterAll(async () => {
     await running?.close();
     await dropDb?.();
+    await s3rver?.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -117,7 +128,7 @@ describe("startManagement (embedded defaults) + pnpm token", () => {
     const asset = (await up.json()) as { id: string; workspaceId: string };
     expect(asset.workspaceId).toBe("ws-cli");
     if (!env.DATABASE_URL) expect(fs.existsSync(path.join(dataDir, "pg"))).toBe(true);
-    expect(fs.existsSync(path.join(dataDir, "blobs"))).toBe(true);
+    if (!s3rver && process.env.STORAGE_DRIVER !== "s3") expect(fs.existsSync(path.join(dataDir, "blobs"))).toBe(true);
 
     await running.close();
     running = await startManagement(loadConfig(env), { logger: pino({ level: "silent" }) });
