@@ -121,6 +121,15 @@ describe("avatar", () => {
     expect(Math.abs(face!.y + face!.height / 2 - 64)).toBeLessThan(12);
   });
 
+  it.each([512, 2048])("frames the face of an EXIF-rotated %i px JPEG as it is displayed", async (side) => {
+    const upright = await sharp(fixturePath("astronaut.png")).resize(side, side).png({ compressionLevel: 1 }).toBuffer();
+    // Stored sideways with orientation 6 (rotate 90° clockwise to display): shown upright.
+    const stored = await sharp(upright).rotate(-90).jpeg({ quality: 95 }).withMetadata({ orientation: 6 }).toBuffer();
+    const rotated = await decodePixels((await renderImage(stored, "avatar")).data);
+    const plain = await decodePixels((await renderImage(await sharp(upright).jpeg({ quality: 95 }).toBuffer(), "avatar")).data);
+    expect(meanAbsDiff(rotated, plain)).toBeLessThan(3);
+  });
+
   it("follows the face through an earlier crop step", async () => {
     const out = await renderFixture("astronaut.png", "crop:width=400:height=400:x=100:y=0/avatar");
     expect([out.width, out.height]).toEqual([128, 128]);

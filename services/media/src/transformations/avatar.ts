@@ -110,7 +110,7 @@ export const avatar = defineTransformation({
       if (formatHasAlpha(ctx.output.format)) {
         overlays.push({ input: svg(size, `<circle cx="${c}" cy="${c}" r="${c}" fill="#fff"/>`), blend: "dest-in" });
       } else {
-        const hole = `M${c - c} ${c}a${c} ${c} 0 1 0 ${size} 0a${c} ${c} 0 1 0 ${-size} 0Z`;
+        const hole = `M0 ${c}a${c} ${c} 0 1 0 ${size} 0a${c} ${c} 0 1 0 ${-size} 0Z`;
         overlays.push({ input: svg(size, `<path fill="#fff" fill-rule="evenodd" d="M0 0H${size}V${size}H0Z${hole}"/>`) });
       }
     }
