@@ -115,7 +115,9 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     memory,
     redis,
     limiter,
-    listen(port = 0, host = "127.0.0.1") {
+    async listen(port = 0, host = "127.0.0.1") {
+      // Give Redis one connection attempt so the first requests can use it; never wait longer.
+      await redis?.waitReady();
       return new Promise<string>((resolve, reject) => {
         server.once("error", reject);
         server.listen(port, host, () => {

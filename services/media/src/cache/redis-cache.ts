@@ -57,6 +57,9 @@ export class RedisCache {
       // Keep reconnecting in the background, at most every 2 s.
       retryStrategy: (times) => Math.min(times * 200, 2000),
       lazyConnect: false,
+      // Undocumented in the typings (default 2000): how long disconnect() waits for a dead
+      // socket to close; with the default a closed client keeps the process alive for 2 s.
+      ...({ disconnectTimeout: 100 } as object),
     });
     // Without a listener ioredis would report "Unhandled error event" on every failed reconnect.
     this.client.on("error", (err: Error) => this.fault("connection", err));
@@ -65,6 +68,28 @@ export class RedisCache {
   /** Whether the client is connected right now (for readiness; the cache works either way). */
   get ready(): boolean {
     return this.client.status === "ready";
+  }
+
+  /**
+   * Resolves once connected, or once the first connection attempt failed or `timeoutMs`
+   * passed: start-up waits this long at most, then serves with or without Redis.
+   */
+  waitReady(timeoutMs = Math.max(this.options.timeoutMs, 1000)): Promise<boolean> {
+    if (this.client.status === "ready") return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.client.off("ready", done);
+        this.client.off("error", done);
+        this.client.off("end", done);
+        resolve(this.client.status === "ready");
+      };
+      const timer = setTimeout(done, timeoutMs);
+      timer.unref();
+      this.client.once("ready", done);
+      this.client.once("error", done);
+      this.client.once("end", done);
+    });
   }
 
   private valueKey(key: string): string {

@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import type { MediaLimits } from "@media-platform/contracts";
 import { defaultMediaLimits } from "@media-platform/contracts";
 import { render } from "../../src/pipeline/render";
@@ -75,11 +76,11 @@ export interface TestMedia extends MediaServer {
 
 /** A listening in-process media server over a memory blob store (127.0.0.1, free port). */
 export async function startTestMedia(
-  options: Partial<MediaServerOptions> & { render?: RenderFn; store?: MemoryBlobStore } = {},
+  options: Partial<MediaServerOptions> & { render?: RenderFn; store?: MemoryBlobStore; logger?: Logger } = {},
 ): Promise<TestMedia> {
   const store = options.store ?? new MemoryBlobStore();
-  const { render: renderFn, store: _store, ...serverOptions } = options;
-  const media = createMediaServer({ store, render: renderFn ?? pipelineRender(), options: serverOptions });
+  const { render: renderFn, store: _store, logger, ...serverOptions } = options;
+  const media = createMediaServer({ store, render: renderFn ?? pipelineRender(), options: serverOptions, logger });
   const url = await media.listen(0, "127.0.0.1");
   return Object.assign(media, { store, url });
 }

@@ -1,0 +1,206 @@
+import { Writable } from "node:stream";
+import { Redis } from "ioredis";
+import pino from "pino";
+import { countingRender, gatedRender, startTestMedia, type TestMedia } from "./support/media-server";
+import { MemoryBlobStore } from "./support/memory-store";
+import {
+  closedPortUrl,
+  deleteRedisPrefix,
+  describeWithRedis,
+  startRedisProxy,
+  TEST_REDIS_URL,
+  uniqueRedisPrefix,
+} from "./support/redis";
+
+const TIMEOUT_MS = 500;
+
+async function fetchBytes(url: string) {
+  const res = await fetch(url);
+  return { res, body: Buffer.from(await res.arrayBuffer()) };
+}
+
+/** A pino logger whose lines the test can read. */
+function capturingLogger() {
+  const lines: Array<{ level: number; msg: string; operation?: string }> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split("\n").filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: pino({ level: "warn" }, stream), lines };
+}
+
+describeWithRedis("Redis result tier", () => {
+  const prefix = uniqueRedisPrefix();
+  const store = new MemoryBlobStore();
+  const started: TestMedia[] = [];
+  const redis = new Redis(TEST_REDIS_URL);
+
+  const start = async (options: Parameters<typeof startTestMedia>[0] = {}) => {
+    const media = await startTestMedia({
+      store,
+      redis: { url: TEST_REDIS_URL, keyPrefix: prefix, timeoutMs: TIMEOUT_MS },
+      ...options,
+    });
+    started.push(media);
+    return media;
+  };
+
+  afterAll(async () => {
+    await Promise.all(started.map((m) => m.close()));
+    await deleteRedisPrefix(prefix);
+    redis.disconnect();
+  });
+
+  it("answers HIT after a restart: a second instance's first request is served from Redis", async () => {
+    const id = await store.putFixture("astronaut.png");
+    const path = `/thumbnail:size=150/${id}.png`;
+    const firstRender = countingRender();
+    const first = await start({ render: firstRender.render });
+    const miss = await fetchBytes(`${first.url}${path}`);
+    expect(miss.res.headers.get("x-cache")).toBe("MISS");
+    await first.close();
+
+    const secondRender = countingRender();
+    const second = await start({ render: secondRender.render });
+    const hit = await fetchBytes(`${second.url}${path}`);
+    expect(hit.res.status).toBe(200);
+    expect(hit.res.headers.get("x-cache")).toBe("HIT");
+    expect(hit.res.headers.get("content-type")).toBe("image/png");
+    expect(hit.res.headers.get("etag")).toBe(miss.res.headers.get("etag"));
+    expect(hit.body.equals(miss.body)).toBe(true);
+    expect(secondRender.calls).toHaveLength(0);
+    expect(second.counters.get("hits_redis")).toBe(1);
+    // Filled into the in-process tier: the next one is a hot-path hit without Redis.
+    const again = await fetchBytes(`${second.url}${path}`);
+    expect(again.res.headers.get("x-cache")).toBe("HIT");
+    expect(second.counters.get("hits_redis")).toBe(1);
+    expect(second.memory.get(path)).toBeDefined();
+
+    // Stored with the TTL, as <content type>\n<bytes>.
+    const ttl = await redis.ttl(`${prefix}r:${path}`);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(7 * 86400);
+    const raw = await redis.getBuffer(`${prefix}r:${path}`);
+    expect(raw!.subarray(0, 10).toString()).toBe("image/png\n");
+  });
+
+  it("two instances sharing Redis, concurrent requests: one transformation and one MISS in total", async () => {
+    const id = await store.putFixture("rocket.jpg");
+    const path = `/thumbnail:size=120/${id}.jpg`;
+    const gated = gatedRender();
+    const a = await start({ render: gated.render });
+    const b = await start({ render: gated.render });
+    const requests = [...Array(10).fill(a.url), ...Array(10).fill(b.url)].map((base: string) => fetchBytes(`${base}${path}`));
+    // Both instances have a flight for the URL and one of them is transforming.
+    await gated.started(1);
+    while (a.service.inFlight < 1 || b.service.inFlight < 1) await new Promise((r) => setImmediate(r));
+    gated.release();
+    const all = await Promise.all(requests);
+    expect(all.map((r) => r.res.status)).toEqual(Array(20).fill(200));
+    expect(all.filter((r) => r.res.headers.get("x-cache") === "MISS")).toHaveLength(1);
+    expect(gated.calls).toHaveLength(1);
+    expect(a.counters.get("transformations") + b.counters.get("transformations")).toBe(1);
+    expect(a.counters.get("hits_peer") + b.counters.get("hits_peer")).toBe(1);
+    for (const r of all) expect(r.body.equals(all[0]!.body)).toBe(true);
+    // The lock is released.
+    expect(await redis.exists(`${prefix}lock:${path}`)).toBe(0);
+  });
+
+  it("a replica that finds the lock taken computes itself once the holder gives up", async () => {
+    const id = await store.putFixture("chelsea.png");
+    const path = `/thumbnail:size=80/${id}.png`;
+    // Another replica holds the lock and dies without a result: the lock disappears.
+    await redis.set(`${prefix}lock:${path}`, "someone-else", "PX", 60_000);
+    const counting = countingRender();
+    const media = await start({ render: counting.render });
+    const pending = fetchBytes(`${media.url}${path}`);
+    while (media.service.inFlight < 1) await new Promise((r) => setImmediate(r));
+    expect(counting.calls).toHaveLength(0);
+    await redis.del(`${prefix}lock:${path}`);
+    const { res } = await pending;
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-cache")).toBe("MISS");
+    expect(counting.calls).toHaveLength(1);
+  });
+
+  it("does not store results above CACHE_MAX_ENTRY_BYTES in Redis", async () => {
+    const id = await store.putFixture("astronaut.png");
+    const path = `/thumbnail:size=300/${id}.png`;
+    const media = await start({ cache: { memoryBytes: 0, ttlSeconds: 60, maxEntryBytes: 1000 } });
+    const res = await fetch(`${media.url}${path}`);
+    expect(res.status).toBe(200);
+    expect(await redis.exists(`${prefix}r:${path}`)).toBe(0);
+  });
+
+  it("keeps answering when Redis dies mid-test (computed, MISS), counts and logs the fault once", async () => {
+    const proxy = await startRedisProxy();
+    const { logger, lines } = capturingLogger();
+    const counting = countingRender();
+    const media = await start({
+      render: counting.render,
+      logger,
+      redis: { url: proxy.url, keyPrefix: prefix, timeoutMs: TIMEOUT_MS },
+    });
+    const id = await store.putFixture("coffee.png");
+    while (!media.redis!.ready) await new Promise((r) => setTimeout(r, 10));
+    const before = await fetchBytes(`${media.url}/thumbnail:size=60/${id}.png`);
+    expect(before.res.headers.get("x-cache")).toBe("MISS");
+    expect(await redis.exists(`${prefix}r:/thumbnail:size=60/${id}.png`)).toBe(1);
+    expect(media.counters.get("redis_errors")).toBe(0);
+
+    await proxy.close();
+    for (const size of [61, 62, 63]) {
+      const { res, body } = await fetchBytes(`${media.url}/thumbnail:size=${size}/${id}.png`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-cache")).toBe("MISS");
+      expect(body.length).toBe(Number(res.headers.get("content-length")));
+    }
+    // Even a URL Redis had: the in-process copy is gone, Redis is gone, so it is computed again.
+    media.memory.clear();
+    const after = await fetchBytes(`${media.url}/thumbnail:size=60/${id}.png`);
+    expect(after.res.status).toBe(200);
+    expect(after.res.headers.get("x-cache")).toBe("MISS");
+    expect(after.body.equals(before.body)).toBe(true);
+
+    expect(counting.calls).toHaveLength(5);
+    expect(media.counters.get("redis_errors")).toBeGreaterThan(1);
+    const warnings = lines.filter((l) => l.msg.startsWith("redis unavailable"));
+    expect(warnings).toHaveLength(1);
+  });
+
+  it("works with REDIS_URL pointing where nothing listens", async () => {
+    const url = await closedPortUrl();
+    const { logger, lines } = capturingLogger();
+    const counting = countingRender();
+    const media = await start({ render: counting.render, logger, redis: { url, keyPrefix: prefix, timeoutMs: TIMEOUT_MS } });
+    const id = await store.putFixture("camera.png");
+    const first = await fetch(`${media.url}/thumbnail:size=64/${id}.png`);
+    expect(first.status).toBe(200);
+    expect(first.headers.get("x-cache")).toBe("MISS");
+    const second = await fetch(`${media.url}/thumbnail:size=64/${id}.png`);
+    expect(second.headers.get("x-cache")).toBe("HIT");
+    expect(counting.calls).toHaveLength(1);
+    expect(media.counters.get("redis_errors")).toBeGreaterThan(0);
+    expect(lines.filter((l) => l.msg.startsWith("redis unavailable"))).toHaveLength(1);
+  });
+});
+
+describe("Redis unreachable needs no Redis at all", () => {
+  it("serves every request (MISS) with REDIS_URL at a closed port", async () => {
+    const media = await startTestMedia({ redis: { url: await closedPortUrl(), keyPrefix: "x:", timeoutMs: TIMEOUT_MS } });
+    try {
+      const id = await media.store.putFixture("astronaut.png");
+      const statuses: string[] = [];
+      for (const size of [50, 51]) {
+        const res = await fetch(`${media.url}/thumbnail:size=${size}/${id}.png`);
+        statuses.push(`${res.status} ${res.headers.get("x-cache")}`);
+      }
+      expect(statuses).toEqual(["200 MISS", "200 MISS"]);
+      expect(media.counters.get("redis_errors")).toBeGreaterThan(0);
+    } finally {
+      await media.close();
+    }
+  });
+});
