@@ -110,7 +110,8 @@ export class MediaPlatformClient {
 
   constructor(options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
-    if (!/^https?:\/\//.test(this.baseUrl)) throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
+    if (!/^https?:\/\//.test(this.baseUrl))
+      throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
     this.token = options.token;
     this.validate = options.validateResponses ?? true;
     this.extraHeaders = options.headers ?? {};
@@ -122,11 +123,19 @@ export class MediaPlatformClient {
 
   /** GET /v1/assets: one page of assets matching the filters. */
   listAssets(params: ListAssetsParams = {}): Promise<ListAssetsResponse> {
-    return this.request({ method: "GET", path: "/v1/assets", query: { ...params }, schema: listAssetsResponseSchema, expect: 200 });
+    return this.request({
+      method: "GET",
+      path: "/v1/assets",
+      query: { ...params },
+      schema: listAssetsResponseSchema,
+      expect: 200,
+    });
   }
 
   /** Every page of GET /v1/assets, following nextCursor. */
-  async *assetPages(params: Omit<ListAssetsParams, "cursor"> = {}): AsyncGenerator<ListAssetsResponse, void, undefined> {
+  async *assetPages(
+    params: Omit<ListAssetsParams, "cursor"> = {},
+  ): AsyncGenerator<ListAssetsResponse, void, undefined> {
     let cursor: string | undefined;
     do {
       const page = await this.listAssets({ ...params, cursor });
@@ -153,7 +162,12 @@ export class MediaPlatformClient {
 
   /** GET /v1/assets/:assetId */
   getAsset(assetId: string): Promise<AssetDto> {
-    return this.request({ method: "GET", path: `/v1/assets/${encodeURIComponent(assetId)}`, schema: assetSchema, expect: 200 });
+    return this.request({
+      method: "GET",
+      path: `/v1/assets/${encodeURIComponent(assetId)}`,
+      schema: assetSchema,
+      expect: 200,
+    });
   }
 
   /** PATCH /v1/assets/:assetId: metadata and collection. */
@@ -177,7 +191,8 @@ export class MediaPlatformClient {
     else blob = new Blob([input.file], { type });
     const form = new FormData();
     if (input.collectionId !== undefined) form.append("collectionId", input.collectionId);
-    if (input.warnAboutDuplicateImages !== undefined) form.append("warnAboutDuplicateImages", String(input.warnAboutDuplicateImages));
+    if (input.warnAboutDuplicateImages !== undefined)
+      form.append("warnAboutDuplicateImages", String(input.warnAboutDuplicateImages));
     form.append("file", blob, filename);
     return this.request({ method: "POST", path: "/v1/assets/upload", form, schema: uploadResponseSchema, expect: 201 });
   }
@@ -187,12 +202,23 @@ export class MediaPlatformClient {
 
   /** GET /v1/asset-collections */
   listCollections(): Promise<ListCollectionsResponse> {
-    return this.request({ method: "GET", path: "/v1/asset-collections", schema: listCollectionsResponseSchema, expect: 200 });
+    return this.request({
+      method: "GET",
+      path: "/v1/asset-collections",
+      schema: listCollectionsResponseSchema,
+      expect: 200,
+    });
   }
 
   /** POST /v1/asset-collections: 409 (ApiError) when the name is taken in the workspace. */
   createCollection(name: string): Promise<CollectionDto> {
-    return this.request({ method: "POST", path: "/v1/asset-collections", json: { name }, schema: collectionSchema, expect: 201 });
+    return this.request({
+      method: "POST",
+      path: "/v1/asset-collections",
+      json: { name },
+      schema: collectionSchema,
+      expect: 201,
+    });
   }
 
   /** DELETE /v1/asset-collections/:id: its assets stay, with collectionId null. */
@@ -246,13 +272,24 @@ export class MediaPlatformClient {
         await response.body?.cancel();
         throw new ApiError({
           status: response.status,
-          problem: { type: "about:blank", title: "Unexpected status", status: response.status, detail: `expected ${spec.expect}` },
+          problem: {
+            type: "about:blank",
+            title: "Unexpected status",
+            status: response.status,
+            detail: `expected ${spec.expect}`,
+          },
           method: spec.method,
           url,
           headers: response.headers,
         });
       }
-      throw new ApiError({ status: response.status, problem: await readProblem(response), method: spec.method, url, headers: response.headers });
+      throw new ApiError({
+        status: response.status,
+        problem: await readProblem(response),
+        method: spec.method,
+        url,
+        headers: response.headers,
+      });
     }
     if (response.status === 204) return undefined as T;
     const text = await response.text();

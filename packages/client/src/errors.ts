@@ -35,7 +35,9 @@ export class ResponseValidationError extends Error {
     readonly url: string,
     readonly issues: { path: string; message: string }[],
   ) {
-    super(`${method} ${url}: response does not match the contract: ${issues.map((i) => `${i.path || "(body)"}: ${i.message}`).join("; ")}`);
+    super(
+      `${method} ${url}: response does not match the contract: ${issues.map((i) => `${i.path || "(body)"}: ${i.message}`).join("; ")}`,
+    );
     this.name = "ResponseValidationError";
   }
 }

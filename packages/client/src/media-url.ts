@@ -37,7 +37,10 @@ function checkShape(steps: readonly TransformationStep[]): void {
   for (const s of steps as readonly { name: unknown; params?: unknown }[]) {
     const name = String(s?.name);
     if (!isTransformationName(name)) {
-      issues.push({ path: name, message: `unknown transformation ${JSON.stringify(name)}; known: ${transformationNames.join(", ")}` });
+      issues.push({
+        path: name,
+        message: `unknown transformation ${JSON.stringify(name)}; known: ${transformationNames.join(", ")}`,
+      });
       continue;
     }
     const params = s.params ?? {};
@@ -49,7 +52,10 @@ function checkShape(steps: readonly TransformationStep[]): void {
     for (const [key, value] of Object.entries(params)) {
       if (!(key in specs)) {
         const known = Object.keys(specs);
-        issues.push({ path: `${name}.${key}`, message: `unknown parameter; ${name} accepts ${known.length ? known.join(", ") : "no parameters"}` });
+        issues.push({
+          path: `${name}.${key}`,
+          message: `unknown parameter; ${name} accepts ${known.length ? known.join(", ") : "no parameters"}`,
+        });
       } else if (value !== undefined && typeof value !== "number" && typeof value !== "string") {
         issues.push({ path: `${name}.${key}`, message: "must be a number or a string" });
       } else if (typeof value === "number" && !Number.isFinite(value)) {

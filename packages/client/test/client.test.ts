@@ -46,15 +46,25 @@ describe("MediaPlatformClient against the running management service", () => {
     expect(fromBuffer.duplicates).toBeUndefined();
 
     const fromPath = await client.uploadAsset({ file: path.join(FIXTURES, "coffee.png") });
-    expect(fromPath).toMatchObject({ originalFilename: "coffee.png", format: "png", bytes: fixture("coffee.png").length });
+    expect(fromPath).toMatchObject({
+      originalFilename: "coffee.png",
+      format: "png",
+      bytes: fixture("coffee.png").length,
+    });
     expect(fromPath.id).not.toBe(fromBuffer.id);
     expect(fromPath.mediaUrl).toBe(`http://media.test/thumbnail:size=256/${fromPath.id}.png`);
   });
 
   it("reports exact duplicates when warnAboutDuplicateImages is set", async () => {
-    const first = await client.uploadAsset({ file: path.join(FIXTURES, "chelsea.png"), warnAboutDuplicateImages: true });
+    const first = await client.uploadAsset({
+      file: path.join(FIXTURES, "chelsea.png"),
+      warnAboutDuplicateImages: true,
+    });
     expect(first.duplicates?.find((d) => d.match === "exact")).toBeUndefined();
-    const again = await client.uploadAsset({ file: path.join(FIXTURES, "chelsea.png"), warnAboutDuplicateImages: true });
+    const again = await client.uploadAsset({
+      file: path.join(FIXTURES, "chelsea.png"),
+      warnAboutDuplicateImages: true,
+    });
     expect(again.duplicates).toEqual(expect.arrayContaining([{ assetId: first.id, match: "exact", distance: 0 }]));
   });
 
@@ -67,7 +77,12 @@ describe("MediaPlatformClient against the running management service", () => {
       userCaption: "A photographer",
       collectionId: collection.id,
     });
-    expect(patched).toMatchObject({ userTitle: "Camera man", userTags: ["bw", "portrait"], userCaption: "A photographer", collectionId: collection.id });
+    expect(patched).toMatchObject({
+      userTitle: "Camera man",
+      userTags: ["bw", "portrait"],
+      userCaption: "A photographer",
+      collectionId: collection.id,
+    });
     expect(await client.getAsset(asset.id)).toEqual(patched);
     const cleared = await client.updateAsset(asset.id, { userTitle: null, collectionId: null });
     expect(cleared).toMatchObject({ userTitle: null, collectionId: null, userTags: ["bw", "portrait"] });
@@ -78,10 +93,18 @@ describe("MediaPlatformClient against the running management service", () => {
     expect(created).toMatchObject({ name: "Holiday", assetCount: 0 });
     const err = await apiError(client.createCollection("Holiday"));
     expect(err.status).toBe(409);
-    expect(err.problem).toMatchObject({ status: 409, title: expect.any(String), type: expect.stringContaining("conflict") });
+    expect(err.problem).toMatchObject({
+      status: 409,
+      title: expect.any(String),
+      type: expect.stringContaining("conflict"),
+    });
     expect(err.message).toContain("409");
 
-    const asset = await client.uploadAsset({ file: fixture("astronaut.png"), filename: "astronaut.png", collectionId: created.id });
+    const asset = await client.uploadAsset({
+      file: fixture("astronaut.png"),
+      filename: "astronaut.png",
+      collectionId: created.id,
+    });
     expect(asset.collectionId).toBe(created.id);
     const list = await client.listCollections();
     expect(list.count).toBe(list.collections.length);
@@ -240,7 +263,12 @@ describe("MediaPlatformClient edge cases (local servers)", () => {
     try {
       const err = await apiError(new MediaPlatformClient({ baseUrl: s.url, token: "t" }).listCollections());
       expect(err.status).toBe(502);
-      expect(err.problem).toEqual({ type: "about:blank", title: "Bad Gateway", status: 502, detail: "<h1>Bad gateway</h1>" });
+      expect(err.problem).toEqual({
+        type: "about:blank",
+        title: "Bad Gateway",
+        status: 502,
+        detail: "<h1>Bad gateway</h1>",
+      });
     } finally {
       await s.close();
     }

@@ -35,12 +35,17 @@ describe("mediaUrl", () => {
       step("grayscale", { lightness: -12.5 }),
       step("thumbnail", { size: 128, quality: 90 }),
     ]);
-    expect(url).toBe(`${BASE}/crop:width=800:height=600:x=0:y=10/grayscale:lightness=-12.5/thumbnail:size=128:quality=90/${ID}.jpg`);
+    expect(url).toBe(
+      `${BASE}/crop:width=800:height=600:x=0:y=10/grayscale:lightness=-12.5/thumbnail:size=128:quality=90/${ID}.jpg`,
+    );
     const parsed = parseMediaPath(url.slice(BASE.length));
     expect(parsed.steps.map((s) => s.name)).toEqual(["crop", "grayscale", "thumbnail"]);
     expect(parsed.steps[1]!.params).toEqual({ lightness: -12.5 });
 
-    const built = new MediaUrlBuilder(BASE, ID, "png").add("saturation", { value: 0.5 }).add("sharpen", { value: 1.5 }).toString();
+    const built = new MediaUrlBuilder(BASE, ID, "png")
+      .add("saturation", { value: 0.5 })
+      .add("sharpen", { value: 1.5 })
+      .toString();
     expect(built).toBe(`${BASE}/saturation:value=0.5/sharpen:value=1.5/${ID}.png`);
   });
 
@@ -65,33 +70,52 @@ describe("mediaUrl", () => {
 
   it("throws MediaUrlError naming the parameter and its allowed range for an out-of-range value", () => {
     const issues = issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("thumbnail", { size: 10 })]));
-    expect(issues).toEqual([{ path: "thumbnail.size", message: expect.stringContaining("an integer from 50 to 8192") }]);
-    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("clahe", { clipLimit: 41 })]))[0]!.path).toBe("clahe.clipLimit");
-    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("brightness", { value: 0 })]))[0]!.message).toMatch(/greater than 0/);
-    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("threshold", { value: 12.5 })]))[0]!.message).toMatch(/whole number/);
+    expect(issues).toEqual([
+      { path: "thumbnail.size", message: expect.stringContaining("an integer from 50 to 8192") },
+    ]);
+    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("clahe", { clipLimit: 41 })]))[0]!.path).toBe(
+      "clahe.clipLimit",
+    );
+    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("brightness", { value: 0 })]))[0]!.message).toMatch(
+      /greater than 0/,
+    );
+    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("threshold", { value: 12.5 })]))[0]!.message).toMatch(
+      /whole number/,
+    );
   });
 
   it("throws for missing required parameters, bad enum values, bad colours and cross-parameter rules", () => {
     expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("crop", { width: 10 })]))).toEqual([
       { path: "crop.height", message: "required parameter is missing" },
     ]);
-    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("crop", { width: 10, height: 10, gravity: "up" as "north" })]))[0]!.path).toBe(
-      "crop.gravity",
+    expect(
+      issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("crop", { width: 10, height: 10, gravity: "up" as "north" })]))[0]!
+        .path,
+    ).toBe("crop.gravity");
+    expect(
+      issuesOf(() => mediaUrl(BASE, ID, "png", [step("fit", { width: 10, height: 10, background: "#ff0000" })]))[0]!
+        .path,
+    ).toBe("fit.background");
+    expect(issuesOf(() => mediaUrl(BASE, ID, "png", [step("avatar", { border_color: "red" })]))[0]!.path).toBe(
+      "avatar.border_color",
     );
-    expect(issuesOf(() => mediaUrl(BASE, ID, "png", [step("fit", { width: 10, height: 10, background: "#ff0000" })]))[0]!.path).toBe(
-      "fit.background",
+    expect(issuesOf(() => mediaUrl(BASE, ID, "png", [step("avatar", { size: 64, border: 32 })]))[0]!.message).toMatch(
+      /border must be less than half/,
     );
-    expect(issuesOf(() => mediaUrl(BASE, ID, "png", [step("avatar", { border_color: "red" })]))[0]!.path).toBe("avatar.border_color");
-    expect(issuesOf(() => mediaUrl(BASE, ID, "png", [step("avatar", { size: 64, border: 32 })]))[0]!.message).toMatch(/border must be less than half/);
   });
 
   it("throws for unknown transformations and parameters given through untyped input", () => {
-    const untyped = (name: string, params: Record<string, unknown>) => ({ name, params }) as unknown as ReturnType<typeof step>;
-    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [untyped("blur", {})]))[0]!.message).toMatch(/unknown transformation "blur"/);
+    const untyped = (name: string, params: Record<string, unknown>) =>
+      ({ name, params }) as unknown as ReturnType<typeof step>;
+    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [untyped("blur", {})]))[0]!.message).toMatch(
+      /unknown transformation "blur"/,
+    );
     expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [untyped("grayscale", { amount: 3 })]))).toEqual([
       { path: "grayscale.amount", message: "unknown parameter; grayscale accepts lightness" },
     ]);
-    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [untyped("grayscale", { lightness: NaN })]))[0]!.path).toBe("grayscale.lightness");
+    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [untyped("grayscale", { lightness: NaN })]))[0]!.path).toBe(
+      "grayscale.lightness",
+    );
     expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [untyped("grayscale", { lightness: [1] })]))[0]!.message).toBe(
       "must be a number or a string",
     );
@@ -110,9 +134,9 @@ describe("mediaUrl", () => {
   it("applies the media service's safety caps when given", () => {
     const limits = { ...defaultMediaLimits, maxDimension: 1000 };
     expect(mediaUrl(BASE, ID, "jpg", [step("thumbnail", { size: 2000 })])).toContain("size=2000");
-    expect(issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("thumbnail", { size: 2000 })], { limits }))[0]!.message).toMatch(
-      /50 to 1000 \(safety cap maxDimension\)/,
-    );
+    expect(
+      issuesOf(() => mediaUrl(BASE, ID, "jpg", [step("thumbnail", { size: 2000 })], { limits }))[0]!.message,
+    ).toMatch(/50 to 1000 \(safety cap maxDimension\)/);
   });
 
   it("signs the path with MEDIA_SIGNING_KEY (HMAC-SHA256, base64url) when a key is given", () => {

@@ -10,6 +10,8 @@ import {
 } from "../src";
 import { buildOpenApiDocument, managementRoutes, toOpenApiPath, type OpenApiDocument } from "../src/openapi";
 
+// The generated document is plain JSON; assertions walk it by key.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
 
 const doc = buildOpenApiDocument({ serverUrl: "http://localhost:3000/", mediaUrl: "http://localhost:3001" });
@@ -44,7 +46,9 @@ describe("buildOpenApiDocument", () => {
   });
 
   it("has exactly one operation per route of the table, with unique operationIds", () => {
-    const fromDoc = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
+    const fromDoc = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`),
+    );
     const fromTable = managementRoutes.map((r) => `${r.method.toUpperCase()} ${toOpenApiPath(r.path)}`);
     expect(fromDoc.sort()).toEqual([...fromTable].sort());
     const ids = managementRoutes.map((r) => r.operationId);
@@ -65,7 +69,11 @@ describe("buildOpenApiDocument", () => {
   });
 
   it("requires the bearer scheme on every /v1 route except the documentation, and nowhere else", () => {
-    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer", bearerFormat: "JWT" });
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({
+      type: "http",
+      scheme: "bearer",
+      bearerFormat: "JWT",
+    });
     for (const route of managementRoutes) {
       const operation = op(route.method, toOpenApiPath(route.path));
       const isDocs = route.path === "/v1/openapi.json" || route.path === "/docs";
@@ -84,12 +92,19 @@ describe("buildOpenApiDocument", () => {
         for (const [status, raw] of Object.entries(operation.responses as Json)) {
           if (Number(status) < 400 || Number(status) === 503) continue;
           const response = resolveResponse(raw as Json);
-          expect([method, path, status, Object.keys(response.content)]).toEqual([method, path, status, [PROBLEM_CONTENT_TYPE]]);
+          expect([method, path, status, Object.keys(response.content)]).toEqual([
+            method,
+            path,
+            status,
+            [PROBLEM_CONTENT_TYPE],
+          ]);
           expect(response.content[PROBLEM_CONTENT_TYPE].schema).toEqual({ $ref: "#/components/schemas/Problem" });
         }
       }
     }
-    expect(resolveResponse(op("get", "/v1/assets/{assetId}").responses["401"]).headers["WWW-Authenticate"]).toBeDefined();
+    expect(
+      resolveResponse(op("get", "/v1/assets/{assetId}").responses["401"]).headers["WWW-Authenticate"],
+    ).toBeDefined();
   });
 
   it("lists the status codes DESIGN §5 fixes for each operation", () => {
@@ -134,7 +149,11 @@ describe("buildOpenApiDocument", () => {
 
     const fullText = op("get", "/v1/assets/search/full-text").parameters as Json[];
     expect(fullText.map((p) => p.name).sort()).toEqual(Object.keys(fullTextQuerySchema.shape).sort());
-    expect(fullText.find((p) => p.name === "q")).toMatchObject({ in: "query", required: true, schema: { type: "string", minLength: 1 } });
+    expect(fullText.find((p) => p.name === "q")).toMatchObject({
+      in: "query",
+      required: true,
+      schema: { type: "string", minLength: 1 },
+    });
   });
 
   it("declares path parameters as required", () => {
@@ -156,7 +175,9 @@ describe("buildOpenApiDocument", () => {
     expect(asset.properties.width).toEqual({ type: "integer", description: "Width in pixels (first frame / page)" });
     const collection = doc.components.schemas.Collection as Json;
     expect(Object.keys(collection.properties).sort()).toEqual(Object.keys(collectionSchema.shape).sort());
-    expect((doc.components.schemas.AssetList as Json).properties.assets.items).toEqual({ $ref: "#/components/schemas/Asset" });
+    expect((doc.components.schemas.AssetList as Json).properties.assets.items).toEqual({
+      $ref: "#/components/schemas/Asset",
+    });
     expect((doc.components.schemas.CollectionList as Json).properties.collections.items).toEqual({
       $ref: "#/components/schemas/Collection",
     });
@@ -164,7 +185,10 @@ describe("buildOpenApiDocument", () => {
     const patch = doc.components.schemas.AssetPatch as Json;
     expect(Object.keys(patch.properties).sort()).toEqual(Object.keys(patchAssetSchema.shape).sort());
     expect(patch.additionalProperties).toBe(false);
-    expect(patch.properties.userTags).toMatchObject({ type: "array", items: { type: "string", minLength: 1, maxLength: 64 } });
+    expect(patch.properties.userTags).toMatchObject({
+      type: "array",
+      items: { type: "string", minLength: 1, maxLength: 64 },
+    });
     expect(op("patch", "/v1/assets/{assetId}").requestBody.content["application/json"].schema).toEqual({
       $ref: "#/components/schemas/AssetPatch",
     });

@@ -33,7 +33,8 @@ function registeredRoutes(stack: Layer[], prefix = ""): string[] {
         }
       }
     } else if (layer.handle?.stack) {
-      if (typeof layer.rawPath !== "string") throw new Error("cannot read the mount path of a router (Express internals changed?)");
+      if (typeof layer.rawPath !== "string")
+        throw new Error("cannot read the mount path of a router (Express internals changed?)");
       out.push(...registeredRoutes(layer.handle.stack, joinPath(prefix, layer.rawPath === "/" ? "" : layer.rawPath)));
     }
   }
@@ -92,7 +93,10 @@ describe("docs router (bare)", () => {
     expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|https?:|\*/);
     expect(res.headers["x-content-type-options"]).toBe("nosniff");
     const scripts = [...res.text.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
-    expect(scripts.map((m) => /src="([^"]+)"/.exec(m[1]!)?.[1])).toEqual(["/docs/assets/swagger-ui-bundle.js", "/docs/assets/init.js"]);
+    expect(scripts.map((m) => /src="([^"]+)"/.exec(m[1]!)?.[1])).toEqual([
+      "/docs/assets/swagger-ui-bundle.js",
+      "/docs/assets/init.js",
+    ]);
     for (const m of scripts) expect(m[2]!.trim()).toBe(""); // no inline script
     expect(res.text).not.toMatch(/<style|style="/); // no inline style
     expect(res.text).not.toMatch(/(src|href)="(https?:)?\/\//); // nothing from another origin
@@ -109,7 +113,13 @@ describe("docs router (bare)", () => {
     expect(init.status).toBe(200);
     expect(init.text).toContain("SwaggerUIBundle(");
     expect(init.text).toContain("validatorUrl: null"); // never calls the public validator
-    for (const other of ["index.html", "swagger-initializer.js", "package.json", "../package.json", "%2e%2e/package.json"]) {
+    for (const other of [
+      "index.html",
+      "swagger-initializer.js",
+      "package.json",
+      "../package.json",
+      "%2e%2e/package.json",
+    ]) {
       const res = await request(app).get(`/docs/assets/${other}`);
       expect([other, res.text]).toEqual([other, "fell through"]);
     }
@@ -197,7 +207,10 @@ describe("route table vs the management app", () => {
     check("POST /v1/assets/upload", uploaded);
     const assetId = uploaded.body.id as string;
     check("GET /v1/assets/:assetId", await agent.get(`/v1/assets/${assetId}`));
-    check("PATCH /v1/assets/:assetId", await agent.patch(`/v1/assets/${assetId}`).send({ userTitle: "Launch pad", userTags: ["rocket"] }));
+    check(
+      "PATCH /v1/assets/:assetId",
+      await agent.patch(`/v1/assets/${assetId}`).send({ userTitle: "Launch pad", userTags: ["rocket"] }),
+    );
     check("GET /v1/assets", await agent.get("/v1/assets?limit=5&sort=-createdAt"));
     check("GET /v1/assets/search/full-text", await agent.get("/v1/assets/search/full-text?q=launch"));
     check("GET /v1/asset-collections", await agent.get("/v1/asset-collections"));
@@ -219,13 +232,25 @@ describe("route table vs the management app", () => {
     const agent = t.as("ws-docs-errors");
     const statusOf = async (req: request.Test) => (await req).status;
     const cases: [string, number, request.Test][] = [
-      ["POST /v1/assets/upload", 415, agent.post("/v1/assets/upload").attach("file", Buffer.from("plain text, not an image"), "notes.txt")],
-      ["POST /v1/assets/upload", 422, agent.post("/v1/assets/upload").attach("file", fixture("truncated.jpg"), "truncated.jpg")],
+      [
+        "POST /v1/assets/upload",
+        415,
+        agent.post("/v1/assets/upload").attach("file", Buffer.from("plain text, not an image"), "notes.txt"),
+      ],
+      [
+        "POST /v1/assets/upload",
+        422,
+        agent.post("/v1/assets/upload").attach("file", fixture("truncated.jpg"), "truncated.jpg"),
+      ],
       ["POST /v1/assets/upload", 400, agent.post("/v1/assets/upload").field("collectionId", "nope")],
       ["GET /v1/assets", 400, agent.get("/v1/assets?limit=1000")],
       ["GET /v1/assets/search/full-text", 400, agent.get("/v1/assets/search/full-text")],
       ["POST /v1/asset-collections", 415, agent.post("/v1/asset-collections").type("text/plain").send("name=x")],
-      ["PATCH /v1/assets/:assetId", 404, agent.patch("/v1/assets/0b7c1f7e-1d2a-4c3b-9e8f-7a6b5c4d3e2f").send({ userTitle: "x" })],
+      [
+        "PATCH /v1/assets/:assetId",
+        404,
+        agent.patch("/v1/assets/0b7c1f7e-1d2a-4c3b-9e8f-7a6b5c4d3e2f").send({ userTitle: "x" }),
+      ],
     ];
     await agent.post("/v1/asset-collections").send({ name: "Twice" });
     cases.push(["POST /v1/asset-collections", 409, agent.post("/v1/asset-collections").send({ name: "Twice" })]);
@@ -241,58 +266,69 @@ describe("API reference in a browser", () => {
   const haveChromium = fs.existsSync(CHROMIUM);
   const maybe = haveChromium || required ? it : it.skip;
   if (!haveChromium && !required) {
-    it.todo(`renders /docs in headless Chromium (skipped: ${CHROMIUM} not installed; set REQUIRE_SERVICES=1 to fail instead)`);
+    it.todo(
+      `renders /docs in headless Chromium (skipped: ${CHROMIUM} not installed; set REQUIRE_SERVICES=1 to fail instead)`,
+    );
   }
 
-  maybe("lists the endpoints in headless Chromium, loading everything from the same origin without CSP violations", async () => {
-    if (!haveChromium) throw new Error(`REQUIRE_SERVICES=1 but ${CHROMIUM} is not installed (apt-get install chromium)`);
-    const { chromium } = await import("playwright-core");
-    const t = await createTestApp();
-    const server = http.createServer(served(t));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "docs-chromium-"));
-    const context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
-    try {
-      const page = context.pages()[0] ?? (await context.newPage());
-      const consoleErrors: string[] = [];
-      const requested: string[] = [];
-      page.on("console", (m) => {
-        if (m.type() === "error") consoleErrors.push(m.text());
+  maybe(
+    "lists the endpoints in headless Chromium, loading everything from the same origin without CSP violations",
+    async () => {
+      if (!haveChromium)
+        throw new Error(`REQUIRE_SERVICES=1 but ${CHROMIUM} is not installed (apt-get install chromium)`);
+      const { chromium } = await import("playwright-core");
+      const t = await createTestApp();
+      const server = http.createServer(served(t));
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "docs-chromium-"));
+      const context = await chromium.launchPersistentContext(userDataDir, {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+          "--headless",
+          "--no-sandbox",
+          "--disable-gpu",
+          "--disable-quic",
+          "--no-first-run",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+        ],
       });
-      page.on("pageerror", (e) => consoleErrors.push(e.message));
-      page.on("request", (r) => requested.push(r.url()));
-      const response = await page.goto(`${origin}/docs`);
-      expect(response?.status()).toBe(200);
-      await page.waitForSelector(".opblock-summary-path", { timeout: 30_000 });
-      const listed = await page.$$eval(".opblock-summary-path", (els) =>
-        els.map((e) => `${e.closest(".opblock")?.querySelector(".opblock-summary-method")?.textContent ?? ""} ${e.getAttribute("data-path")}`),
-      );
-      const expected = managementRoutes.map((r) => `${r.method.toUpperCase()} ${toOpenApiPath(r.path)}`);
-      expect(listed.sort()).toEqual(expected.sort());
-      expect(listed).toEqual(expect.arrayContaining(["POST /v1/assets/upload", "GET /v1/asset-collections", "POST /v1/asset-collections"]));
-      expect(await page.textContent(".info .title")).toContain("Media Platform management API");
-      expect(consoleErrors).toEqual([]);
-      expect(requested.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith("data:"))).toEqual([]);
-      expect(requested).toContain(`${origin}/v1/openapi.json`);
-    } finally {
-      await context.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await t.close();
-      fs.rmSync(userDataDir, { recursive: true, force: true });
-    }
-  });
+      try {
+        const page = context.pages()[0] ?? (await context.newPage());
+        const consoleErrors: string[] = [];
+        const requested: string[] = [];
+        page.on("console", (m) => {
+          if (m.type() === "error") consoleErrors.push(m.text());
+        });
+        page.on("pageerror", (e) => consoleErrors.push(e.message));
+        page.on("request", (r) => requested.push(r.url()));
+        const response = await page.goto(`${origin}/docs`);
+        expect(response?.status()).toBe(200);
+        await page.waitForSelector(".opblock-summary-path", { timeout: 30_000 });
+        const listed = await page.$$eval(".opblock-summary-path", (els) =>
+          els.map(
+            (e) =>
+              `${e.closest(".opblock")?.querySelector(".opblock-summary-method")?.textContent ?? ""} ${e.getAttribute("data-path")}`,
+          ),
+        );
+        const expected = managementRoutes.map((r) => `${r.method.toUpperCase()} ${toOpenApiPath(r.path)}`);
+        expect(listed.sort()).toEqual(expected.sort());
+        expect(listed).toEqual(
+          expect.arrayContaining(["POST /v1/assets/upload", "GET /v1/asset-collections", "POST /v1/asset-collections"]),
+        );
+        expect(await page.textContent(".info .title")).toContain("Media Platform management API");
+        expect(consoleErrors).toEqual([]);
+        expect(requested.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith("data:"))).toEqual([]);
+        expect(requested).toContain(`${origin}/v1/openapi.json`);
+      } finally {
+        await context.close();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await t.close();
+        fs.rmSync(userDataDir, { recursive: true, force: true });
+      }
+    },
+  );
 });

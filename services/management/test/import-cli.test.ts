@@ -31,7 +31,10 @@ async function makeFolder(): Promise<string> {
   const meta = await sharp(astronaut).metadata();
   fs.writeFileSync(
     path.join(dir, "c-resized.jpg"),
-    await sharp(astronaut).resize(Math.round(meta.width! / 2)).jpeg({ quality: 85 }).toBuffer(),
+    await sharp(astronaut)
+      .resize(Math.round(meta.width! / 2))
+      .jpeg({ quality: 85 })
+      .toBuffer(),
   );
   fs.copyFileSync(path.join(FIXTURES, "rocket.jpg"), path.join(dir, "d-rocket.jpg"));
   fs.writeFileSync(path.join(dir, "e-notes.txt"), "shopping list: film, batteries\n");
@@ -80,7 +83,12 @@ describe("pnpm import", () => {
   it("uploads every file into a new collection and reports uploaded, duplicates and rejected files", async () => {
     const client = new MediaPlatformClient({ baseUrl: server.url, token: server.token("ws-import") });
     const progress: string[] = [];
-    const summary = await runImport({ folder, client, collection: "Trip 2026", onProgress: (d, t, f) => progress.push(`${d}/${t} ${f}`) });
+    const summary = await runImport({
+      folder,
+      client,
+      collection: "Trip 2026",
+      onProgress: (d, t, f) => progress.push(`${d}/${t} ${f}`),
+    });
 
     expect(summary.total).toBe(6);
     expect(summary.collection).toMatchObject({ name: "Trip 2026", created: true });
@@ -88,7 +96,11 @@ describe("pnpm import", () => {
     expect(files(summary.duplicates.exact)).toEqual(["b-copy.png"]);
     expect(files(summary.duplicates.similar)).toEqual(["c-resized.jpg"]);
     const original = summary.uploaded[0]!;
-    expect(summary.duplicates.exact[0]!.duplicates).toContainEqual({ assetId: original.assetId, match: "exact", distance: 0 });
+    expect(summary.duplicates.exact[0]!.duplicates).toContainEqual({
+      assetId: original.assetId,
+      match: "exact",
+      distance: 0,
+    });
     expect(summary.duplicates.similar[0]!.duplicates.map((d) => d.match)).toEqual(["similar", "similar"]);
     expect(summary.rejected).toEqual([
       { file: "e-notes.txt", status: 415, title: expect.any(String), reason: expect.any(String) },
@@ -115,7 +127,9 @@ describe("pnpm import", () => {
     expect(all.assets.map((a) => a.id)).toEqual(summary.uploaded.map((u) => u.assetId));
     expect(all.assets[3]!.format).toBe("jpeg");
     const { collections } = await client.listCollections();
-    expect(collections).toEqual([expect.objectContaining({ id: summary.collection!.id, name: "Trip 2026", assetCount: 4 })]);
+    expect(collections).toEqual([
+      expect.objectContaining({ id: summary.collection!.id, name: "Trip 2026", assetCount: 4 }),
+    ]);
   });
 
   it("reuses an existing collection (409 -> lookup) and reports re-imported files as exact duplicates", async () => {
@@ -144,11 +158,15 @@ describe("pnpm import", () => {
 
   it("runs as `pnpm import` (tsx): signs the token from DATA_DIR like pnpm token, prints the summary, exits 1 when files were rejected", async () => {
     const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(TSX, [CLI, folder, "--workspace", "ws-cli", "--collection", "From CLI", "--url", server.url], {
-        cwd: ROOT,
-        env: cliEnv(server),
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const child = spawn(
+        TSX,
+        [CLI, folder, "--workspace", "ws-cli", "--collection", "From CLI", "--url", server.url],
+        {
+          cwd: ROOT,
+          env: cliEnv(server),
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -176,7 +194,12 @@ describe("pnpm import", () => {
   it("draws a single progress line on a TTY and can print the summary as JSON", async () => {
     const stdout = new Capture();
     const stderr = new Capture(true);
-    const code = await main({ argv: [folder, "-w", "ws-tty", "--url", server.url], env: cliEnv(server), stdout, stderr });
+    const code = await main({
+      argv: [folder, "-w", "ws-tty", "--url", server.url],
+      env: cliEnv(server),
+      stdout,
+      stderr,
+    });
     expect(code).toBe(1);
     expect(stderr.text).toContain(`\r\x1b[2K${progressLine(6, 6, "truncated.jpg")}`);
     expect(stderr.text.split("\n")).toHaveLength(1); // redrawn in place, never scrolls
@@ -184,7 +207,14 @@ describe("pnpm import", () => {
 
     const jsonOut = new Capture();
     const jsonErr = new Capture(true);
-    expect(await main({ argv: [folder, "-w", "ws-json", "--url", server.url, "--json"], env: cliEnv(server), stdout: jsonOut, stderr: jsonErr })).toBe(1);
+    expect(
+      await main({
+        argv: [folder, "-w", "ws-json", "--url", server.url, "--json"],
+        env: cliEnv(server),
+        stdout: jsonOut,
+        stderr: jsonErr,
+      }),
+    ).toBe(1);
     const summary = JSON.parse(jsonOut.text) as ImportSummary;
     expect(summary.uploaded).toHaveLength(4);
     expect(summary.rejected.map((r) => r.status)).toEqual([415, 422]);
@@ -196,7 +226,12 @@ describe("pnpm import", () => {
     try {
       fs.copyFileSync(path.join(FIXTURES, "coffee.png"), path.join(clean, "coffee.png"));
       const stdout = new Capture();
-      const code = await main({ argv: [clean, "-w", "ws-clean", "-u", server.url], env: cliEnv(server), stdout, stderr: new Capture() });
+      const code = await main({
+        argv: [clean, "-w", "ws-clean", "-u", server.url],
+        env: cliEnv(server),
+        stdout,
+        stderr: new Capture(),
+      });
       expect(code).toBe(0);
       expect(stdout.text).toContain("  uploaded:   1");
       expect(stdout.text).toContain("  rejected:   0");
@@ -208,7 +243,12 @@ describe("pnpm import", () => {
   it("stops at the first 401 instead of rejecting every file, and at an unreachable server", async () => {
     const stderr = new Capture();
     const stdout = new Capture();
-    const code = await main({ argv: [folder, "--token", "not-a-valid-token", "--url", server.url], env: cliEnv(server), stdout, stderr });
+    const code = await main({
+      argv: [folder, "--token", "not-a-valid-token", "--url", server.url],
+      env: cliEnv(server),
+      stdout,
+      stderr,
+    });
     expect(code).toBe(1);
     expect(stderr.text).toMatch(/^import: 401 Unauthorized/);
     expect(stdout.text).toBe("");
@@ -219,8 +259,17 @@ describe("pnpm import", () => {
     const port = (probe.address() as AddressInfo).port;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
     const down = new Capture();
-    expect(await main({ argv: [folder, "-w", "ws", "--url", `http://127.0.0.1:${port}`], env: cliEnv(server), stdout: new Capture(), stderr: down })).toBe(1);
-    expect(down.text).toBe(`import: upload of a-original.png failed: fetch failed (connect ECONNREFUSED 127.0.0.1:${port})\n`);
+    expect(
+      await main({
+        argv: [folder, "-w", "ws", "--url", `http://127.0.0.1:${port}`],
+        env: cliEnv(server),
+        stdout: new Capture(),
+        stderr: down,
+      }),
+    ).toBe(1);
+    expect(down.text).toBe(
+      `import: upload of a-original.png failed: fetch failed (connect ECONNREFUSED 127.0.0.1:${port})\n`,
+    );
   });
 
   it("refuses bad usage with exit code 2", async () => {
@@ -231,10 +280,21 @@ describe("pnpm import", () => {
     };
     expect(await run([])).toEqual({ code: 2, stderr: expect.stringContaining("expected exactly one folder") });
     expect(await run([folder])).toEqual({ code: 2, stderr: expect.stringContaining("--workspace is required") });
-    expect(await run([folder, "-w", "x", "--bogus"])).toEqual({ code: 2, stderr: expect.stringContaining("Unknown option '--bogus'") });
-    expect(await run([folder, "-w", "x", "--concurrency", "0"])).toEqual({ code: 2, stderr: expect.stringContaining("--concurrency") });
-    expect(await run([folder, "-w", "x", "--url", "localhost:3000"])).toEqual({ code: 2, stderr: expect.stringContaining("http(s) URL") });
-    expect((await run([path.join(folder, "nope"), "-w", "x", "--url", server.url])).stderr).toMatch(/^import: folder not found/);
+    expect(await run([folder, "-w", "x", "--bogus"])).toEqual({
+      code: 2,
+      stderr: expect.stringContaining("Unknown option '--bogus'"),
+    });
+    expect(await run([folder, "-w", "x", "--concurrency", "0"])).toEqual({
+      code: 2,
+      stderr: expect.stringContaining("--concurrency"),
+    });
+    expect(await run([folder, "-w", "x", "--url", "localhost:3000"])).toEqual({
+      code: 2,
+      stderr: expect.stringContaining("http(s) URL"),
+    });
+    expect((await run([path.join(folder, "nope"), "-w", "x", "--url", server.url])).stderr).toMatch(
+      /^import: folder not found/,
+    );
     const help = new Capture();
     expect(await main({ argv: ["--help"], env: {}, stdout: help, stderr: new Capture() })).toBe(0);
     expect(help.text).toContain("usage: pnpm import <folder> --workspace <id>");

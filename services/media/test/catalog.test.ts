@@ -77,9 +77,22 @@ describe("GET /transformations", () => {
       hexOnly: null,
     });
     expect(param(body, "clahe", "tileSize")).toMatchObject({ type: "integer", min: 2, max: 256, default: 16 });
-    expect(param(body, "thumbnail", "quality")).toMatchObject({ type: "integer", min: 1, max: 100, default: 75, required: false });
+    expect(param(body, "thumbnail", "quality")).toMatchObject({
+      type: "integer",
+      min: 1,
+      max: 100,
+      default: 75,
+      required: false,
+    });
     expect(param(body, "exposure", "value")).toMatchObject({ type: "number", min: -5, max: 5, default: 0 });
-    expect(param(body, "threshold", "value")).toMatchObject({ type: "integer", min: 0, max: 255, required: true, omittable: false, default: null });
+    expect(param(body, "threshold", "value")).toMatchObject({
+      type: "integer",
+      min: 0,
+      max: 255,
+      required: true,
+      omittable: false,
+      default: null,
+    });
     expect(param(body, "crop", "gravity")).toMatchObject({
       type: "enum",
       values: ["center", "north", "south", "east", "west"],
@@ -104,7 +117,12 @@ describe("GET /transformations", () => {
   });
 
   it("reports the safety caps in force for open-ended (N+) ranges, following the configured limits", async () => {
-    const limits: MediaLimits = { ...defaultMediaLimits, maxDimension: 4000, maxMultiplier: 3.5, maxWaveAmplitude: 200 };
+    const limits: MediaLimits = {
+      ...defaultMediaLimits,
+      maxDimension: 4000,
+      maxMultiplier: 3.5,
+      maxWaveAmplitude: 200,
+    };
     const body = (await request(appWith(limits)).get("/transformations")).body as TransformationCatalog;
     expect(param(body, "thumbnail", "size")).toMatchObject({
       min: 50,
@@ -112,8 +130,16 @@ describe("GET /transformations", () => {
       cap: { name: "maxDimension", value: 4000 },
       range: "an integer from 50 to 4000 (safety cap maxDimension)",
     });
-    expect(param(body, "saturation", "value")).toMatchObject({ max: 3.5, cap: { name: "maxMultiplier", value: 3.5 }, default: 1 });
-    expect(param(body, "wave", "amplitude")).toMatchObject({ min: 1, max: 200, cap: { name: "maxWaveAmplitude", value: 200 } });
+    expect(param(body, "saturation", "value")).toMatchObject({
+      max: 3.5,
+      cap: { name: "maxMultiplier", value: 3.5 },
+      default: 1,
+    });
+    expect(param(body, "wave", "amplitude")).toMatchObject({
+      min: 1,
+      max: 200,
+      cap: { name: "maxWaveAmplitude", value: 200 },
+    });
     // fixed spec bounds carry no cap
     expect(param(body, "color-balance", "cyan")).toMatchObject({ min: -100, max: 100, cap: null });
     expect(body.limits.maxDimension).toBe(4000);
@@ -130,7 +156,9 @@ describe("GET /transformations", () => {
       expect(parsed.steps).toHaveLength(1);
       expect(parsed.steps[0]!.name).toBe(t.name);
     }
-    expect(catalog.transformations.find((t) => t.name === "thumbnail")!.example).toBe("/thumbnail:size=256/{assetId}.{ext}");
+    expect(catalog.transformations.find((t) => t.name === "thumbnail")!.example).toBe(
+      "/thumbnail:size=256/{assetId}.{ext}",
+    );
     expect(catalog.transformations.find((t) => t.name === "grayscale")!.example).toBe("/grayscale/{assetId}.{ext}");
     expect(catalog.transformations.map((t) => t.name)).toEqual(transformationNames);
   });

@@ -47,20 +47,30 @@ const inputComponents: Record<string, z.ZodType> = {
 };
 
 const PROBLEM_RESPONSES: Record<ProblemStatus | 500, { name: string; description: string }> = {
-  400: { name: "BadRequest", description: "Validation failed: `errors` lists each offending field with its path and message" },
+  400: {
+    name: "BadRequest",
+    description: "Validation failed: `errors` lists each offending field with its path and message",
+  },
   401: {
     name: "Unauthorized",
-    description: "Missing, malformed, expired or badly signed bearer token, or no workspace claim (WWW-Authenticate: Bearer)",
+    description:
+      "Missing, malformed, expired or badly signed bearer token, or no workspace claim (WWW-Authenticate: Bearer)",
   },
   404: { name: "NotFound", description: "Unknown id, or a resource of another workspace" },
   409: { name: "Conflict", description: "A collection with this name already exists in the workspace" },
-  413: { name: "ContentTooLarge", description: "The file exceeds the upload limit (MAX_UPLOAD_BYTES, 50 MB by default)" },
+  413: {
+    name: "ContentTooLarge",
+    description: "The file exceeds the upload limit (MAX_UPLOAD_BYTES, 50 MB by default)",
+  },
   415: {
     name: "UnsupportedMediaType",
     description:
       "Upload: not a supported image (JPEG, PNG, WebP, GIF, AVIF, TIFF; SVG is refused). JSON endpoints: the body is not application/json",
   },
-  422: { name: "UnprocessableContent", description: "A recognised image format whose bytes cannot be decoded (truncated or corrupt)" },
+  422: {
+    name: "UnprocessableContent",
+    description: "A recognised image format whose bytes cannot be decoded (truncated or corrupt)",
+  },
   500: { name: "InternalError", description: "Unexpected server error (never carries internal details)" },
 };
 
@@ -154,7 +164,9 @@ function requestBodyOf(body: RouteBody): JsonObject {
     content: {
       "multipart/form-data": {
         schema: { type: "object", description: fields.description, properties, required, additionalProperties: false },
-        encoding: { [body.filePart]: { contentType: "image/jpeg, image/png, image/webp, image/gif, image/avif, image/tiff" } },
+        encoding: {
+          [body.filePart]: { contentType: "image/jpeg, image/png, image/webp, image/gif, image/avif, image/tiff" },
+        },
       },
     },
   };
@@ -229,7 +241,10 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
     };
     if (status === "401") {
       response.headers = {
-        "WWW-Authenticate": { description: "Bearer challenge", schema: { type: "string", example: 'Bearer realm="media-platform"' } },
+        "WWW-Authenticate": {
+          description: "Bearer challenge",
+          schema: { type: "string", example: 'Bearer realm="media-platform"' },
+        },
       };
     }
     responses[name] = response;
@@ -253,9 +268,15 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
     servers: [{ url: options.serverUrl.replace(/\/+$/, "") || "/", description: "Management API" }],
     tags: [
       { name: "Assets", description: "Upload, read, update, list and search assets" },
-      { name: "Collections", description: "Create, list and delete collections; assets join them through PATCH or upload" },
+      {
+        name: "Collections",
+        description: "Create, list and delete collections; assets join them through PATCH or upload",
+      },
       { name: "Documentation", description: "This document and its interactive reference (no authentication)" },
-      { name: "Operations", description: "Health, readiness and metrics endpoints for orchestrators (no authentication)" },
+      {
+        name: "Operations",
+        description: "Health, readiness and metrics endpoints for orchestrators (no authentication)",
+      },
     ],
     paths,
     components: {

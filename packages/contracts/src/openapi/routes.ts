@@ -99,11 +99,13 @@ export const managementRoutes: readonly ApiRoute[] = [
     operationId: "searchAssetsFullText",
     summary: "Full-text search over the workspace library",
     description:
-      "Postgres full-text search over title, tags, caption, description and filename (weighted in that order). Web-search syntax: words, \"quoted phrases\", -excluded, or. The last word also matches as a prefix; words are stemmed; a small typo still matches through trigram similarity. Ranked best first.",
+      'Postgres full-text search over title, tags, caption, description and filename (weighted in that order). Web-search syntax: words, "quoted phrases", -excluded, or. The last word also matches as a prefix; words are stemmed; a small typo still matches through trigram similarity. Ranked best first.',
     tag: TAGS.assets,
     auth: true,
     query: fullTextQuerySchema,
-    responses: { 200: { description: "Matching assets, best first, each with a score", schema: fullTextResponseSchema } },
+    responses: {
+      200: { description: "Matching assets, best first, each with a score", schema: fullTextResponseSchema },
+    },
     problems: [400],
   },
   {
@@ -236,7 +238,8 @@ export const managementRoutes: readonly ApiRoute[] = [
     path: "/metrics",
     operationId: "getMetrics",
     summary: "Prometheus metrics",
-    description: "Request latency and counts by route and status, upload bytes, process metrics. Text exposition format.",
+    description:
+      "Request latency and counts by route and status, upload bytes, process metrics. Text exposition format.",
     tag: TAGS.operations,
     auth: false,
     responses: { 200: { description: "Metrics in the Prometheus text format", contentType: "text/plain" } },

@@ -73,18 +73,26 @@ export class ImportAbortedError extends Error {
 export function listImportFiles(folder: string): string[] {
   const entries = fs.readdirSync(folder, { withFileTypes: true });
   return entries
-    .filter((e) => !e.name.startsWith(".") && (e.isFile() || (e.isSymbolicLink() && fs.statSync(path.join(folder, e.name)).isFile())))
+    .filter(
+      (e) =>
+        !e.name.startsWith(".") &&
+        (e.isFile() || (e.isSymbolicLink() && fs.statSync(path.join(folder, e.name)).isFile())),
+    )
     .map((e) => e.name)
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-async function ensureCollection(client: MediaPlatformClient, name: string): Promise<{ collection: CollectionDto; created: boolean }> {
+async function ensureCollection(
+  client: MediaPlatformClient,
+  name: string,
+): Promise<{ collection: CollectionDto; created: boolean }> {
   try {
     return { collection: await client.createCollection(name), created: true };
   } catch (err) {
     if (!(err instanceof ApiError) || err.status !== 409) throw err;
     const existing = await client.findCollectionByName(name.trim());
-    if (!existing) throw new ImportAbortedError(`collection ${JSON.stringify(name)} exists (409) but was not found in the list`);
+    if (!existing)
+      throw new ImportAbortedError(`collection ${JSON.stringify(name)} exists (409) but was not found in the list`);
     return { collection: existing, created: false };
   }
 }
@@ -123,7 +131,10 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
       const { collection: c, created } = await ensureCollection(client, options.collection);
       collection = { id: c.id, name: c.name, created };
     } catch (err) {
-      if (err instanceof ApiError) throw new ImportAbortedError(`cannot create collection: ${err.status} ${err.problem.title}: ${err.problem.detail ?? ""}`.trim());
+      if (err instanceof ApiError)
+        throw new ImportAbortedError(
+          `cannot create collection: ${err.status} ${err.problem.title}: ${err.problem.detail ?? ""}`.trim(),
+        );
       if (err instanceof ImportAbortedError) throw err;
       throw new ImportAbortedError(`cannot reach the management API at ${client.baseUrl}: ${describeFailure(err)}`);
     }
@@ -148,7 +159,12 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
         uploaded[index] = { file, assetId: asset.id, duplicates: asset.duplicates ?? [] };
       } catch (err) {
         if (err instanceof ApiError && !FATAL.has(err.status)) {
-          rejected[index] = { file, status: err.status, title: err.problem.title, reason: err.problem.detail ?? err.problem.title };
+          rejected[index] = {
+            file,
+            status: err.status,
+            title: err.problem.title,
+            reason: err.problem.detail ?? err.problem.title,
+          };
         } else if (err instanceof ApiError) {
           aborted = new ImportAbortedError(`${err.status} ${err.problem.title}: ${err.problem.detail ?? ""}`.trim());
         } else {
@@ -179,12 +195,17 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
 
 export function formatSummary(s: ImportSummary): string {
   const lines: string[] = [];
-  const into = s.collection ? ` into collection "${s.collection.name}" (${s.collection.id}${s.collection.created ? ", created" : ""})` : "";
+  const into = s.collection
+    ? ` into collection "${s.collection.name}" (${s.collection.id}${s.collection.created ? ", created" : ""})`
+    : "";
   lines.push(`Imported ${s.folder}${into}: ${s.total} file${s.total === 1 ? "" : "s"}`);
   lines.push(`  uploaded:   ${s.uploaded.length}`);
   const dupCount = s.duplicates.exact.length + s.duplicates.similar.length;
   lines.push(`  duplicates: ${dupCount} (exact ${s.duplicates.exact.length}, similar ${s.duplicates.similar.length})`);
-  for (const [kind, list] of [["exact", s.duplicates.exact], ["similar", s.duplicates.similar]] as const) {
+  for (const [kind, list] of [
+    ["exact", s.duplicates.exact],
+    ["similar", s.duplicates.similar],
+  ] as const) {
     for (const u of list) {
       const matches = u.duplicates
         .filter((d) => kind === "similar" || d.match === "exact")
@@ -266,7 +287,9 @@ export async function main(io: CliIo): Promise<number> {
       return 2;
     }
     if (config.auth.jwksUrl || config.auth.publicKey) {
-      io.stderr.write("AUTH_JWKS_URL / AUTH_PUBLIC_KEY is set: get a token from your identity provider and pass --token\n");
+      io.stderr.write(
+        "AUTH_JWKS_URL / AUTH_PUBLIC_KEY is set: get a token from your identity provider and pass --token\n",
+      );
       return 1;
     }
     // Same secret and claims as `pnpm token`.
@@ -296,7 +319,9 @@ export async function main(io: CliIo): Promise<number> {
       client,
       collection: values.collection,
       concurrency,
-      onProgress: tty ? (done, total, file) => io.stderr.write(`\r\x1b[2K${progressLine(done, total, file)}`) : undefined,
+      onProgress: tty
+        ? (done, total, file) => io.stderr.write(`\r\x1b[2K${progressLine(done, total, file)}`)
+        : undefined,
     });
     if (tty) io.stderr.write("\r\x1b[2K");
     io.stdout.write(values.json ? `${JSON.stringify(summary, null, 2)}\n` : formatSummary(summary));

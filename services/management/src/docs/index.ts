@@ -119,7 +119,10 @@ const assets: RequestHandler = (req, res, next) => {
 };
 
 export function docsRouter(options: DocsOptions = {}): Router {
-  const document: OpenApiDocument = buildOpenApiDocument({ serverUrl: options.publicUrl ?? "/", mediaUrl: options.mediaUrl });
+  const document: OpenApiDocument = buildOpenApiDocument({
+    serverUrl: options.publicUrl ?? "/",
+    mediaUrl: options.mediaUrl,
+  });
   const json = JSON.stringify(document);
   const html = page();
   const router = Router();
