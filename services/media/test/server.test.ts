@@ -1,10 +1,10 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import sharp from "sharp";
 import request from "supertest";
 import { originalKey } from "@media-platform/storage";
-import { countingRender, startTestMedia, type TestMedia } from "./support/media-server";
+import { countingRender, pipelineRender, startTestMedia, type TestMedia } from "./support/media-server";
 import { FIXTURES_DIR } from "./support/memory-store";
 
 const IMMUTABLE = "public, max-age=31536000, immutable";
@@ -43,7 +43,6 @@ describe("media delivery over real HTTP", () => {
     const meta = await sharp(first.body).metadata();
     expect([meta.format, meta.width, meta.height]).toEqual(["png", 128, 128]);
     // Strong ETag: quoted base64url sha256 of the bytes.
-    const { createHash } = await import("node:crypto");
     expect(first.res.headers.get("etag")).toBe(`"${createHash("sha256").update(first.body).digest("base64url")}"`);
 
     const hitsBefore = media.counters.get("hits_memory");
@@ -241,7 +240,6 @@ describe("media errors are problem+json, never cached", () => {
 
 describe("input pixel limit", () => {
   it("answers 413 naming LIMIT_INPUT_PIXELS for an original above it", async () => {
-    const { pipelineRender } = await import("./support/media-server");
     const media = await startTestMedia({ render: pipelineRender(undefined, 1000), limitInputPixels: 1000 });
     try {
       const id = await media.store.putFixture("astronaut.png");
