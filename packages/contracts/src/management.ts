@@ -95,7 +95,13 @@ const nullableText = (max: number, what: string) =>
     .describe(`${what}; null or an empty string clears it`);
 
 export const userTagsSchema = z
-  .array(z.string().trim().min(1, "tags must not be empty").max(MAX_TAG_LENGTH, `tags must be at most ${MAX_TAG_LENGTH} characters`))
+  .array(
+    z
+      .string()
+      .trim()
+      .min(1, "tags must not be empty")
+      .max(MAX_TAG_LENGTH, `tags must be at most ${MAX_TAG_LENGTH} characters`),
+  )
   .transform((tags) => [...new Set(tags)])
   .refine((tags) => tags.length <= MAX_TAGS, { message: `at most ${MAX_TAGS} tags` })
   .describe(`Replaces the whole tag list: trimmed, deduplicated, each 1-${MAX_TAG_LENGTH} chars, at most ${MAX_TAGS}`);
@@ -106,7 +112,10 @@ export const patchAssetSchema = z
     userTags: userTagsSchema.optional(),
     userCaption: nullableText(MAX_TEXT_LENGTH, "User-managed caption").optional(),
     userDescription: nullableText(MAX_TEXT_LENGTH, "User-managed description").optional(),
-    collectionId: uuidSchema.nullable().optional().describe("Collection of the same workspace; null removes the asset from its collection"),
+    collectionId: uuidSchema
+      .nullable()
+      .optional()
+      .describe("Collection of the same workspace; null removes the asset from its collection"),
   })
   .strict()
   .describe("PATCH /v1/assets/:assetId body: only given fields change; unknown fields are rejected");
@@ -134,14 +143,25 @@ const isoDate = (what: string) =>
 
 export const listAssetsQuerySchema = z
   .object({
-    search: z.string().trim().max(200).optional().describe("Case-insensitive substring of title, tags, caption, description or filename"),
+    search: z
+      .string()
+      .trim()
+      .max(200)
+      .optional()
+      .describe("Case-insensitive substring of title, tags, caption, description or filename"),
     collectionId: uuidSchema.optional().describe("Only assets of this collection"),
     tag: z.string().trim().min(1).max(MAX_TAG_LENGTH).optional().describe("Only assets carrying this exact tag"),
     format: assetFormatSchema.optional(),
     createdAfter: isoDate("Only assets created at or after this time").optional(),
     createdBefore: isoDate("Only assets created before this time").optional(),
     sort: assetSortSchema.default("-createdAt"),
-    limit: z.coerce.number({ message: "must be an integer 1-100" }).int("must be an integer 1-100").min(1).max(100).default(25).describe("Page size, 1-100"),
+    limit: z.coerce
+      .number({ message: "must be an integer 1-100" })
+      .int("must be an integer 1-100")
+      .min(1)
+      .max(100)
+      .default(25)
+      .describe("Page size, 1-100"),
     cursor: z.string().max(1000).optional().describe("Opaque cursor from a previous page's nextCursor"),
   })
   .strict()
@@ -159,7 +179,12 @@ export type ListAssetsResponse = z.infer<typeof listAssetsResponseSchema>;
 
 export const fullTextQuerySchema = z
   .object({
-    q: z.string().trim().min(1, "must not be empty").max(200).describe("Web-search syntax: words, \"quoted phrases\", -excluded, or"),
+    q: z
+      .string()
+      .trim()
+      .min(1, "must not be empty")
+      .max(200)
+      .describe('Web-search syntax: words, "quoted phrases", -excluded, or'),
     limit: z.coerce.number().int().min(1).max(100).default(25).describe("Maximum number of results, 1-100"),
   })
   .strict()

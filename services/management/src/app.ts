@@ -43,7 +43,10 @@ export function createApp(deps: AppDeps): Express {
       const routeLabel = route ? `${req.baseUrl}${route}` : "unmatched";
       requests.inc({ method: req.method, route: routeLabel, status: String(res.statusCode) });
       duration.observe({ method: req.method, route: routeLabel }, seconds);
-      deps.log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) }, "request");
+      deps.log.info(
+        { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) },
+        "request",
+      );
     });
     next();
   });

@@ -50,7 +50,10 @@ const ownEnvSchema = z.object({
     .describe(
       "Largest perceptual-hash Hamming distance reported as a similar duplicate. Measured on the fixture photos: resized / re-encoded copies (JPEG q20-70, WebP, AVIF, 64-1024 px) are 0-5 bits away, unrelated photos 25-43 bits",
     ),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("pino log level"),
+  LOG_LEVEL: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+    .default("info")
+    .describe("pino log level"),
 });
 
 /** All variables: the service's own plus the storage driver's (STORAGE_DRIVER, STORAGE_DIR, S3_*). */
@@ -100,7 +103,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const e = parsed.data;
   const keyCount = [e.AUTH_JWKS_URL, e.AUTH_JWT_SECRET, e.AUTH_PUBLIC_KEY].filter((v) => v !== undefined).length;
   if (keyCount > 1) {
-    throw new ConfigError("invalid configuration: AUTH_JWKS_URL, AUTH_JWT_SECRET and AUTH_PUBLIC_KEY are exclusive; set one");
+    throw new ConfigError(
+      "invalid configuration: AUTH_JWKS_URL, AUTH_JWT_SECRET and AUTH_PUBLIC_KEY are exclusive; set one",
+    );
   }
   const dataDir = path.resolve(e.DATA_DIR);
   let storage: StorageEnv;

@@ -8,7 +8,11 @@ export const requireJson: RequestHandler = (req, _res, next) => {
     return;
   }
   if (req.body === undefined || req.body === null || typeof req.body !== "object" || Array.isArray(req.body)) {
-    next(new HttpProblem(400, "The body must be a JSON object", { errors: [{ path: "body", message: "must be a JSON object" }] }));
+    next(
+      new HttpProblem(400, "The body must be a JSON object", {
+        errors: [{ path: "body", message: "must be a JSON object" }],
+      }),
+    );
     return;
   }
   next();

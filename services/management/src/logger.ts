@@ -5,6 +5,9 @@ export function createLogger(level: string): Logger {
     level,
     base: { service: "management" },
     // Defence in depth: nothing should log headers, but if it does, no token leaks.
-    redact: { paths: ["req.headers.authorization", "headers.authorization", "authorization", "token"], censor: "[redacted]" },
+    redact: {
+      paths: ["req.headers.authorization", "headers.authorization", "authorization", "token"],
+      censor: "[redacted]",
+    },
   });
 }

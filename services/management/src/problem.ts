@@ -109,7 +109,13 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     }
     const instance = req.originalUrl.split("?")[0];
     if (err instanceof HttpProblem) {
-      const body: Problem = { type: problemType(err.status), title: err.title, status: err.status, detail: err.message, instance };
+      const body: Problem = {
+        type: problemType(err.status),
+        title: err.title,
+        status: err.status,
+        detail: err.message,
+        instance,
+      };
       if (err.errors) body.errors = err.errors;
       sendProblem(res, body, err.headers);
       return;
@@ -125,8 +131,14 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
             ? "Request body too large"
             : e.type === "encoding.unsupported" || e.type === "charset.unsupported"
               ? "Unsupported body encoding"
-              : TITLES[status] ?? "Bad request";
-      sendProblem(res, { type: problemType(status), title: TITLES[status] ?? "Client Error", status, detail, instance });
+              : (TITLES[status] ?? "Bad request");
+      sendProblem(res, {
+        type: problemType(status),
+        title: TITLES[status] ?? "Client Error",
+        status,
+        detail,
+        instance,
+      });
       return;
     }
     log.error({ err, method: req.method, path: instance }, "unhandled error");

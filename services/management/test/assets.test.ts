@@ -71,7 +71,13 @@ describe("POST /v1/assets/upload", () => {
     const avif = await sharp(fixture("chelsea.png")).resize(64).avif().toBuffer();
     const r1 = await upload(t.as(WS), webp, "cat.png");
     expect(r1.status).toBe(201);
-    expect(r1.body).toMatchObject({ format: "webp", mimeType: "image/webp", width: 451, height: 300, originalFilename: "cat.png" });
+    expect(r1.body).toMatchObject({
+      format: "webp",
+      mimeType: "image/webp",
+      width: 451,
+      height: 300,
+      originalFilename: "cat.png",
+    });
     const r2 = await upload(t.as(WS), avif, "cat.jpg");
     expect(r2.status).toBe(201);
     expect(r2.body).toMatchObject({ format: "avif", mimeType: "image/avif", width: 64 });
@@ -88,7 +94,9 @@ describe("POST /v1/assets/upload", () => {
     const before = await t.db.prisma.asset.count();
     const text = await upload(t.as(WS), Buffer.from("hello, I am not an image\n"), "notes.png");
     expectProblem(text, 415);
-    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>');
+    const svg = Buffer.from(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>',
+    );
     const r = await upload(t.as(WS), svg, "logo.svg");
     expectProblem(r, 415);
     expect(r.body.detail).toMatch(/svg/i);
@@ -238,21 +246,39 @@ describe("PATCH /v1/assets/:id", () => {
   it("changes only the given fields and bumps updatedAt", async () => {
     const before = (await t.as(WS).get(`/v1/assets/${id}`)).body;
     await new Promise((r) => setTimeout(r, 5));
-    const res = await t.as(WS).patch(`/v1/assets/${id}`).send({ userTitle: "  Chelsea the cat ", userCaption: "On a table" });
+    const res = await t
+      .as(WS)
+      .patch(`/v1/assets/${id}`)
+      .send({ userTitle: "  Chelsea the cat ", userCaption: "On a table" });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ userTitle: "Chelsea the cat", userCaption: "On a table", userDescription: null, userTags: [] });
+    expect(res.body).toMatchObject({
+      userTitle: "Chelsea the cat",
+      userCaption: "On a table",
+      userDescription: null,
+      userTags: [],
+    });
     expect(Date.parse(res.body.updatedAt)).toBeGreaterThan(Date.parse(before.updatedAt));
     expect(res.body.createdAt).toBe(before.createdAt);
     const again = await t.as(WS).patch(`/v1/assets/${id}`).send({ userDescription: "A tabby cat" });
-    expect(again.body).toMatchObject({ userTitle: "Chelsea the cat", userCaption: "On a table", userDescription: "A tabby cat" });
+    expect(again.body).toMatchObject({
+      userTitle: "Chelsea the cat",
+      userCaption: "On a table",
+      userDescription: "A tabby cat",
+    });
     expect((await t.as(WS).get(`/v1/assets/${id}`)).body).toEqual(again.body);
   });
 
   it("userTags replaces the list: trimmed and deduplicated", async () => {
-    const res = await t.as(WS).patch(`/v1/assets/${id}`).send({ userTags: [" cat ", "pet", "cat", "animal"] });
+    const res = await t
+      .as(WS)
+      .patch(`/v1/assets/${id}`)
+      .send({ userTags: [" cat ", "pet", "cat", "animal"] });
     expect(res.status).toBe(200);
     expect(res.body.userTags).toEqual(["cat", "pet", "animal"]);
-    const res2 = await t.as(WS).patch(`/v1/assets/${id}`).send({ userTags: ["kitten"] });
+    const res2 = await t
+      .as(WS)
+      .patch(`/v1/assets/${id}`)
+      .send({ userTags: ["kitten"] });
     expect(res2.body.userTags).toEqual(["kitten"]);
   });
 
@@ -276,10 +302,32 @@ describe("PATCH /v1/assets/:id", () => {
     expectProblem(wrongType, 400);
     expect(wrongType.body.errors[0].path).toBe("body.userTitle");
     expectProblem(await t.as(WS).patch(`/v1/assets/${id}`).send({ userTags: "cat" }), 400);
-    expectProblem(await t.as(WS).patch(`/v1/assets/${id}`).send({ userTags: ["ok", ""] }), 400);
-    expectProblem(await t.as(WS).patch(`/v1/assets/${id}`).send({ userTags: ["x".repeat(65)] }), 400);
-    expectProblem(await t.as(WS).patch(`/v1/assets/${id}`).send({ userTags: Array.from({ length: 51 }, (_, i) => `t${i}`) }), 400);
-    const malformed = await t.as(WS).patch(`/v1/assets/${id}`).set("Content-Type", "application/json").send('{"userTitle": ');
+    expectProblem(
+      await t
+        .as(WS)
+        .patch(`/v1/assets/${id}`)
+        .send({ userTags: ["ok", ""] }),
+      400,
+    );
+    expectProblem(
+      await t
+        .as(WS)
+        .patch(`/v1/assets/${id}`)
+        .send({ userTags: ["x".repeat(65)] }),
+      400,
+    );
+    expectProblem(
+      await t
+        .as(WS)
+        .patch(`/v1/assets/${id}`)
+        .send({ userTags: Array.from({ length: 51 }, (_, i) => `t${i}`) }),
+      400,
+    );
+    const malformed = await t
+      .as(WS)
+      .patch(`/v1/assets/${id}`)
+      .set("Content-Type", "application/json")
+      .send('{"userTitle": ');
     expectProblem(malformed, 400);
     expect(malformed.body.detail).toMatch(/malformed json/i);
     expectProblem(await t.as(WS).patch(`/v1/assets/${id}`).set("Content-Type", "application/json").send("[1,2]"), 400);
@@ -297,7 +345,10 @@ describe("PATCH /v1/assets/:id", () => {
   });
 
   it("404 for an unknown asset", async () => {
-    expectProblem(await t.as(WS).patch("/v1/assets/00000000-0000-4000-8000-000000000000").send({ userTitle: "x" }), 404);
+    expectProblem(
+      await t.as(WS).patch("/v1/assets/00000000-0000-4000-8000-000000000000").send({ userTitle: "x" }),
+      404,
+    );
   });
 });
 
@@ -313,14 +364,18 @@ describe("duplicates", () => {
   });
 
   it("no duplicates key without the flag; flag=false gives none either", async () => {
-    const res = await upload(t.as(DUP_WS), fixture("astronaut.png"), "again.png", { warnAboutDuplicateImages: "false" });
+    const res = await upload(t.as(DUP_WS), fixture("astronaut.png"), "again.png", {
+      warnAboutDuplicateImages: "false",
+    });
     expect(res.status).toBe(201);
     expect(res.body.duplicates).toBeUndefined();
     await t.db.prisma.asset.delete({ where: { id: res.body.id } });
   });
 
   it("exact: the same bytes again (upload still succeeds)", async () => {
-    const res = await upload(t.as(DUP_WS), fixture("coffee.png"), "coffee-copy.png", { warnAboutDuplicateImages: "true" });
+    const res = await upload(t.as(DUP_WS), fixture("coffee.png"), "coffee-copy.png", {
+      warnAboutDuplicateImages: "true",
+    });
     expect(res.status).toBe(201);
     expect(res.body.duplicates).toEqual([{ assetId: ids["coffee.png"], match: "exact", distance: 0 }]);
     await t.db.prisma.asset.delete({ where: { id: res.body.id } });
@@ -341,7 +396,9 @@ describe("duplicates", () => {
   it("similar: a WebP re-encode at full size", async () => {
     const variant = await sharp(fixture("rocket.jpg")).webp({ quality: 60 }).toBuffer();
     const res = await upload(t.as(DUP_WS), variant, "rocket.webp", { warnAboutDuplicateImages: "true" });
-    expect(res.body.duplicates).toEqual([{ assetId: ids["rocket.jpg"], match: "similar", distance: expect.any(Number) }]);
+    expect(res.body.duplicates).toEqual([
+      { assetId: ids["rocket.jpg"], match: "similar", distance: expect.any(Number) },
+    ]);
     await t.db.prisma.asset.delete({ where: { id: res.body.id } });
   });
 
@@ -356,13 +413,23 @@ describe("duplicates", () => {
   });
 
   it("every pair of distinct fixture photos is further apart than the threshold", async () => {
-    const rows = await t.db.prisma.asset.findMany({ where: { workspaceId: DUP_WS }, select: { id: true, phash: true } });
-    const dist = (a: bigint, b: bigint) => (BigInt.asUintN(64, a ^ b).toString(2).match(/1/g) ?? []).length;
+    const rows = await t.db.prisma.asset.findMany({
+      where: { workspaceId: DUP_WS },
+      select: { id: true, phash: true },
+    });
+    const dist = (a: bigint, b: bigint) =>
+      (
+        BigInt.asUintN(64, a ^ b)
+          .toString(2)
+          .match(/1/g) ?? []
+      ).length;
     for (const a of rows) for (const b of rows) if (a.id !== b.id) expect(dist(a.phash, b.phash)).toBeGreaterThan(10);
   });
 
   it("only the same workspace is searched", async () => {
-    const res = await upload(t.as("ws-dups-other"), fixture("coffee.png"), "coffee.png", { warnAboutDuplicateImages: "true" });
+    const res = await upload(t.as("ws-dups-other"), fixture("coffee.png"), "coffee.png", {
+      warnAboutDuplicateImages: "true",
+    });
     expect(res.body.duplicates).toEqual([]);
   });
 });

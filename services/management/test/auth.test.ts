@@ -69,26 +69,63 @@ describe("HS256 (AUTH_JWT_SECRET / embedded secret)", () => {
   });
 
   it("accepts a valid token; the workspace claim name is configurable", async () => {
-    expect((await request(t.app).get("/v1/assets").set("Authorization", `Bearer ${t.token("ws-auth")}`)).status).toBe(200);
-    expect((await request(t.app).get("/v1/assets").set("Authorization", `bearer ${t.token("ws-auth")}`)).status).toBe(200);
-    const app = createApp({ ...t.deps, verifier: createVerifier({ kind: "secret", secret: t.secret, embedded: false }, { workspaceClaim: "org" }) });
+    expect(
+      (
+        await request(t.app)
+          .get("/v1/assets")
+          .set("Authorization", `Bearer ${t.token("ws-auth")}`)
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await request(t.app)
+          .get("/v1/assets")
+          .set("Authorization", `bearer ${t.token("ws-auth")}`)
+      ).status,
+    ).toBe(200);
+    const app = createApp({
+      ...t.deps,
+      verifier: createVerifier({ kind: "secret", secret: t.secret, embedded: false }, { workspaceClaim: "org" }),
+    });
     const tok = jwt.sign({ org: "ws-auth" }, t.secret, { expiresIn: "1h" });
     expect((await request(app).get("/v1/assets").set("Authorization", `Bearer ${tok}`)).status).toBe(200);
-    expect401(await request(app).get("/v1/assets").set("Authorization", `Bearer ${t.token("ws-auth")}`));
+    expect401(
+      await request(app)
+        .get("/v1/assets")
+        .set("Authorization", `Bearer ${t.token("ws-auth")}`),
+    );
   });
 
   it("checks issuer and audience when configured", async () => {
-    const verifier = createVerifier({ kind: "secret", secret: t.secret, embedded: false }, { workspaceClaim: "workspace_id", issuer: "https://idp.test/", audience: "media-api" });
+    const verifier = createVerifier(
+      { kind: "secret", secret: t.secret, embedded: false },
+      { workspaceClaim: "workspace_id", issuer: "https://idp.test/", audience: "media-api" },
+    );
     const app = createApp({ ...t.deps, verifier });
-    const sign = (iss: string, aud: string) => signToken(t.secret, { workspaceId: "ws-auth", issuer: iss, audience: aud });
-    expect((await request(app).get("/v1/assets").set("Authorization", `Bearer ${sign("https://idp.test/", "media-api")}`)).status).toBe(200);
-    const wrongIss = await request(app).get("/v1/assets").set("Authorization", `Bearer ${sign("https://evil.test/", "media-api")}`);
+    const sign = (iss: string, aud: string) =>
+      signToken(t.secret, { workspaceId: "ws-auth", issuer: iss, audience: aud });
+    expect(
+      (
+        await request(app)
+          .get("/v1/assets")
+          .set("Authorization", `Bearer ${sign("https://idp.test/", "media-api")}`)
+      ).status,
+    ).toBe(200);
+    const wrongIss = await request(app)
+      .get("/v1/assets")
+      .set("Authorization", `Bearer ${sign("https://evil.test/", "media-api")}`);
     expect401(wrongIss);
     expect(wrongIss.body.detail).toMatch(/issuer/);
-    const wrongAud = await request(app).get("/v1/assets").set("Authorization", `Bearer ${sign("https://idp.test/", "other")}`);
+    const wrongAud = await request(app)
+      .get("/v1/assets")
+      .set("Authorization", `Bearer ${sign("https://idp.test/", "other")}`);
     expect401(wrongAud);
     expect(wrongAud.body.detail).toMatch(/audience/);
-    expect401(await request(app).get("/v1/assets").set("Authorization", `Bearer ${t.token("ws-auth")}`));
+    expect401(
+      await request(app)
+        .get("/v1/assets")
+        .set("Authorization", `Bearer ${t.token("ws-auth")}`),
+    );
   });
 
   it("never logs the token", async () => {
@@ -103,7 +140,10 @@ describe("HS256 (AUTH_JWT_SECRET / embedded secret)", () => {
     const token = t.token("ws-auth");
     await request(app).get("/v1/assets?search=x").set("Authorization", `Bearer ${token}`);
     await request(app).get("/v1/assets").set("Authorization", `Bearer ${token}x`);
-    await request(app).post("/v1/assets/upload").set("Authorization", `Bearer ${token}`).attach("file", fixture("truncated.jpg"), "t.jpg");
+    await request(app)
+      .post("/v1/assets/upload")
+      .set("Authorization", `Bearer ${token}`)
+      .attach("file", fixture("truncated.jpg"), "t.jpg");
     expect(lines.length).toBeGreaterThanOrEqual(3);
     const all = lines.join("\n");
     expect(all).not.toContain(token.split(".")[2]);
@@ -113,17 +153,26 @@ describe("HS256 (AUTH_JWT_SECRET / embedded secret)", () => {
 
 describe("asymmetric keys", () => {
   function keyPair(type: "rsa" | "ec"): { privateKey: KeyObject; publicKey: KeyObject } {
-    return type === "rsa" ? generateKeyPairSync("rsa", { modulusLength: 2048 }) : generateKeyPairSync("ec", { namedCurve: "P-256" });
+    return type === "rsa"
+      ? generateKeyPairSync("rsa", { modulusLength: 2048 })
+      : generateKeyPairSync("ec", { namedCurve: "P-256" });
   }
 
   it("AUTH_PUBLIC_KEY (PEM, ES256)", async () => {
     const { privateKey, publicKey } = keyPair("ec");
     const pem = publicKey.export({ type: "spki", format: "pem" }) as string;
-    const app = createApp({ ...t.deps, verifier: createVerifier({ kind: "publicKey", pem }, { workspaceClaim: "workspace_id" }) });
+    const app = createApp({
+      ...t.deps,
+      verifier: createVerifier({ kind: "publicKey", pem }, { workspaceClaim: "workspace_id" }),
+    });
     const good = jwt.sign({ workspace_id: "ws-auth" }, privateKey, { algorithm: "ES256", expiresIn: "1h" });
     expect((await request(app).get("/v1/assets").set("Authorization", `Bearer ${good}`)).status).toBe(200);
     const other = keyPair("ec").privateKey;
-    expect401(await request(app).get("/v1/assets").set("Authorization", `Bearer ${jwt.sign({ workspace_id: "ws-auth" }, other, { algorithm: "ES256" })}`));
+    expect401(
+      await request(app)
+        .get("/v1/assets")
+        .set("Authorization", `Bearer ${jwt.sign({ workspace_id: "ws-auth" }, other, { algorithm: "ES256" })}`),
+    );
     // An HS256 token "signed" with the public key text must not pass (algorithm confusion).
     const confused = jwt.sign({ workspace_id: "ws-auth" }, "x".repeat(32), { algorithm: "HS256" });
     expect401(await request(app).get("/v1/assets").set("Authorization", `Bearer ${confused}`));
@@ -136,7 +185,12 @@ describe("asymmetric keys", () => {
     let fetches = 0;
     let server: http.Server;
     let url: string;
-    const jwk = (k: KeyObject, kid: string) => ({ ...(k.export({ format: "jwk" }) as object), kid, alg: "RS256", use: "sig" });
+    const jwk = (k: KeyObject, kid: string) => ({
+      ...(k.export({ format: "jwk" }) as object),
+      kid,
+      alg: "RS256",
+      use: "sig",
+    });
 
     beforeAll(async () => {
       published.push(jwk(k1.publicKey, "k1"));
@@ -156,23 +210,65 @@ describe("asymmetric keys", () => {
     });
 
     it("verifies RS256 tokens by kid, caches keys and picks up a rotated key", async () => {
-      const app = createApp({ ...t.deps, verifier: createVerifier({ kind: "jwks", url }, { workspaceClaim: "workspace_id", issuer: "https://idp.test/" }) });
+      const app = createApp({
+        ...t.deps,
+        verifier: createVerifier(
+          { kind: "jwks", url },
+          { workspaceClaim: "workspace_id", issuer: "https://idp.test/" },
+        ),
+      });
       const sign = (k: KeyObject, kid: string, claims: Record<string, unknown> = { workspace_id: "ws-auth" }) =>
         jwt.sign(claims, k, { algorithm: "RS256", keyid: kid, expiresIn: "1h", issuer: "https://idp.test/" });
-      expect((await request(app).get("/v1/assets").set("Authorization", `Bearer ${sign(k1.privateKey, "k1")}`)).status).toBe(200);
-      expect((await request(app).get("/v1/assets").set("Authorization", `Bearer ${sign(k1.privateKey, "k1")}`)).status).toBe(200);
+      expect(
+        (
+          await request(app)
+            .get("/v1/assets")
+            .set("Authorization", `Bearer ${sign(k1.privateKey, "k1")}`)
+        ).status,
+      ).toBe(200);
+      expect(
+        (
+          await request(app)
+            .get("/v1/assets")
+            .set("Authorization", `Bearer ${sign(k1.privateKey, "k1")}`)
+        ).status,
+      ).toBe(200);
       expect(fetches).toBe(1); // cached
       // Unknown kid, and a known kid with the wrong key.
-      expect401(await request(app).get("/v1/assets").set("Authorization", `Bearer ${sign(k2.privateKey, "k2")}`));
-      expect401(await request(app).get("/v1/assets").set("Authorization", `Bearer ${sign(k2.privateKey, "k1")}`));
+      expect401(
+        await request(app)
+          .get("/v1/assets")
+          .set("Authorization", `Bearer ${sign(k2.privateKey, "k2")}`),
+      );
+      expect401(
+        await request(app)
+          .get("/v1/assets")
+          .set("Authorization", `Bearer ${sign(k2.privateKey, "k1")}`),
+      );
       // Rotation: the provider publishes k2; a token signed with it is accepted.
       published.push(jwk(k2.publicKey, "k2"));
-      expect((await request(app).get("/v1/assets").set("Authorization", `Bearer ${sign(k2.privateKey, "k2")}`)).status).toBe(200);
-      expect401(await request(app).get("/v1/assets").set("Authorization", `Bearer ${sign(k1.privateKey, "k1", { sub: "no-workspace" })}`));
+      expect(
+        (
+          await request(app)
+            .get("/v1/assets")
+            .set("Authorization", `Bearer ${sign(k2.privateKey, "k2")}`)
+        ).status,
+      ).toBe(200);
+      expect401(
+        await request(app)
+          .get("/v1/assets")
+          .set("Authorization", `Bearer ${sign(k1.privateKey, "k1", { sub: "no-workspace" })}`),
+      );
     });
 
     it("401 (not 500) when the JWKS endpoint is unreachable", async () => {
-      const app = createApp({ ...t.deps, verifier: createVerifier({ kind: "jwks", url: "http://127.0.0.1:1/jwks.json" }, { workspaceClaim: "workspace_id" }) });
+      const app = createApp({
+        ...t.deps,
+        verifier: createVerifier(
+          { kind: "jwks", url: "http://127.0.0.1:1/jwks.json" },
+          { workspaceClaim: "workspace_id" },
+        ),
+      });
       const token = jwt.sign({ workspace_id: "ws-auth" }, k1.privateKey, { algorithm: "RS256", keyid: "k1" });
       expect401(await request(app).get("/v1/assets").set("Authorization", `Bearer ${token}`));
     });

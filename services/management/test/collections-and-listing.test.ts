@@ -43,14 +43,31 @@ describe("collections", () => {
   });
 
   it("400 for missing, empty, too long, non-string names, unknown fields and malformed JSON", async () => {
-    for (const body of [{}, { name: "" }, { name: "   " }, { name: "x".repeat(201) }, { name: 5 }, { name: "ok", extra: 1 }]) {
+    for (const body of [
+      {},
+      { name: "" },
+      { name: "   " },
+      { name: "x".repeat(201) },
+      { name: 5 },
+      { name: "ok", extra: 1 },
+    ]) {
       const res = await t.as(WS).post("/v1/asset-collections").send(body);
       expectProblem(res, 400);
       expect(res.body.errors.length).toBeGreaterThan(0);
     }
-    expectProblem(await t.as(WS).post("/v1/asset-collections").set("Content-Type", "application/json").send("{nope"), 400);
+    expectProblem(
+      await t.as(WS).post("/v1/asset-collections").set("Content-Type", "application/json").send("{nope"),
+      400,
+    );
     expectProblem(await t.as(WS).post("/v1/asset-collections"), 400);
-    expect((await t.as(WS).post("/v1/asset-collections").send({ name: "x".repeat(200) })).status).toBe(201);
+    expect(
+      (
+        await t
+          .as(WS)
+          .post("/v1/asset-collections")
+          .send({ name: "x".repeat(200) })
+      ).status,
+    ).toBe(201);
   });
 
   it("DELETE: 204, assets stay with collectionId null; then 404", async () => {
@@ -63,7 +80,9 @@ describe("collections", () => {
     expect(asset.status).toBe(200);
     expect(asset.body.collectionId).toBeNull();
     expect(Date.parse(asset.body.updatedAt)).toBeGreaterThanOrEqual(Date.parse(a.body.updatedAt));
-    expect((await t.as(WS).get("/v1/asset-collections")).body.collections.map((c: { name: string }) => c.name)).not.toContain("to delete");
+    expect(
+      (await t.as(WS).get("/v1/asset-collections")).body.collections.map((c: { name: string }) => c.name),
+    ).not.toContain("to delete");
     expectProblem(await t.as(WS).delete(`/v1/asset-collections/${col.body.id}`), 404);
     expectProblem(await t.as(WS).delete(`/v1/asset-collections/not-a-uuid`), 404);
     // The name is free again.
@@ -78,13 +97,22 @@ describe("GET /v1/assets listing", () => {
 
   beforeAll(async () => {
     colId = (await t.as(LWS).post("/v1/asset-collections").send({ name: "list" })).body.id;
-    const files = ["palette_color.png", "no_time_for_that_tiny.gif", "rocket.jpg", "palette_color.png", "chessboard_GRAY_U16.tif"];
+    const files = [
+      "palette_color.png",
+      "no_time_for_that_tiny.gif",
+      "rocket.jpg",
+      "palette_color.png",
+      "chessboard_GRAY_U16.tif",
+    ];
     for (let i = 0; i < 12; i++) {
       const file = files[i % files.length]!;
       const res = await upload(t.as(LWS), fixture(file), `file-${i}`, i % 3 === 0 ? { collectionId: colId } : {});
       expect(res.status).toBe(201);
       const title = i % 4 === 0 ? null : `Title ${String.fromCharCode(97 + ((i * 7) % 12))}`;
-      const patched = await t.as(LWS).patch(`/v1/assets/${res.body.id}`).send({ userTitle: title, userTags: i % 2 === 0 ? ["even"] : ["odd"] });
+      const patched = await t
+        .as(LWS)
+        .patch(`/v1/assets/${res.body.id}`)
+        .send({ userTitle: title, userTags: i % 2 === 0 ? ["even"] : ["odd"] });
       created.push(patched.body);
     }
   });
@@ -95,7 +123,10 @@ describe("GET /v1/assets listing", () => {
     let pages = 0;
     let count = -1;
     do {
-      const res = await t.as(LWS).get("/v1/assets").query({ ...query, ...(cursor ? { cursor } : {}) });
+      const res = await t
+        .as(LWS)
+        .get("/v1/assets")
+        .query({ ...query, ...(cursor ? { cursor } : {}) });
       expect(res.status).toBe(200);
       if (count >= 0) expect(res.body.count).toBe(count);
       count = res.body.count;
@@ -164,14 +195,29 @@ describe("GET /v1/assets listing", () => {
   });
 
   it("400 for bad query values and foreign or forged cursors", async () => {
-    for (const q of [{ limit: 0 }, { limit: 101 }, { limit: "x" }, { sort: "name" }, { format: "bmp" }, { createdAfter: "yesterday" }, { collectionId: "x" }, { unknown: 1 }, { cursor: "garbage" }]) {
+    for (const q of [
+      { limit: 0 },
+      { limit: 101 },
+      { limit: "x" },
+      { sort: "name" },
+      { format: "bmp" },
+      { createdAfter: "yesterday" },
+      { collectionId: "x" },
+      { unknown: 1 },
+      { cursor: "garbage" },
+    ]) {
       const res = await t.as(LWS).get("/v1/assets").query(q);
       expectProblem(res, 400);
       expect(res.body.errors[0].path).toMatch(/^query\./);
     }
     const page = await t.as(LWS).get("/v1/assets").query({ limit: 5, sort: "bytes" });
-    expectProblem(await t.as(LWS).get("/v1/assets").query({ limit: 5, sort: "-createdAt", cursor: page.body.nextCursor }), 400);
-    const forged = Buffer.from(JSON.stringify({ s: "bytes", v: "1; drop table assets", id: created[0]!.id })).toString("base64url");
+    expectProblem(
+      await t.as(LWS).get("/v1/assets").query({ limit: 5, sort: "-createdAt", cursor: page.body.nextCursor }),
+      400,
+    );
+    const forged = Buffer.from(JSON.stringify({ s: "bytes", v: "1; drop table assets", id: created[0]!.id })).toString(
+      "base64url",
+    );
     expectProblem(await t.as(LWS).get("/v1/assets").query({ sort: "bytes", cursor: forged }), 400);
     expectProblem(await t.as(LWS).get("/v1/assets?limit=1&limit=2"), 400);
   });

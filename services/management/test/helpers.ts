@@ -31,7 +31,10 @@ export async function createTestDatabase(): Promise<{ db: Database; url: string 
       await admin.end();
     } catch (err) {
       await admin.end().catch(() => undefined);
-      if (required) throw new Error(`REQUIRE_SERVICES=1 but Postgres at DATABASE_URL is unreachable: ${String(err)}`);
+      if (required)
+        throw new Error(`REQUIRE_SERVICES=1 but Postgres at DATABASE_URL is unreachable: ${String(err)}`, {
+          cause: err,
+        });
       process.stderr.write(`DATABASE_URL unreachable (${String(err)}); falling back to PGlite\n`);
       return pgliteDb();
     }
@@ -80,7 +83,7 @@ export async function createTestBlobStore(): Promise<{ store: BlobStore; close()
       await store.ping();
     } catch (err) {
       await s3rver?.stop();
-      throw new Error(`STORAGE_DRIVER=s3 but the S3 endpoint is unreachable: ${String(err)}`);
+      throw new Error(`STORAGE_DRIVER=s3 but the S3 endpoint is unreachable: ${String(err)}`, { cause: err });
     }
     return { store, close: async () => s3rver?.stop() };
   }
@@ -107,7 +110,9 @@ export type AuthedAgent = {
   delete(url: string): request.Test;
 };
 
-export async function createTestApp(options: Partial<Pick<AppDeps, "maxUploadBytes" | "duplicateHammingThreshold">> = {}): Promise<TestApp> {
+export async function createTestApp(
+  options: Partial<Pick<AppDeps, "maxUploadBytes" | "duplicateHammingThreshold">> = {},
+): Promise<TestApp> {
   const database = await createTestDatabase();
   const blobs = await createTestBlobStore();
   await migrate(await database.db.migrationConnection());

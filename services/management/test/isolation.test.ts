@@ -12,7 +12,10 @@ beforeAll(async () => {
   colA = (await t.as(A).post("/v1/asset-collections").send({ name: "Alpha only" })).body.id;
   const res = await upload(t.as(A), fixture("coffee.png"), "secret-coffee.png", { collectionId: colA });
   assetA = res.body.id;
-  await t.as(A).patch(`/v1/assets/${assetA}`).send({ userTitle: "Secret espresso", userTags: ["private"] });
+  await t
+    .as(A)
+    .patch(`/v1/assets/${assetA}`)
+    .send({ userTitle: "Secret espresso", userTags: ["private"] });
 });
 afterAll(async () => {
   await t.close();
@@ -40,11 +43,21 @@ describe("workspace isolation", () => {
     const list = await t.as(B).get("/v1/assets");
     expect(list.body.assets.map((a: { id: string }) => a.id)).not.toContain(assetA);
     expect(list.body.assets.every((a: { workspaceId: string }) => a.workspaceId === B)).toBe(true);
-    expect((await t.as(B).get("/v1/assets").query({ search: "espresso" })).body).toEqual({ count: 0, assets: [], nextCursor: null });
+    expect((await t.as(B).get("/v1/assets").query({ search: "espresso" })).body).toEqual({
+      count: 0,
+      assets: [],
+      nextCursor: null,
+    });
     expect((await t.as(B).get("/v1/assets").query({ collectionId: colA })).body.count).toBe(0);
     expect((await t.as(B).get("/v1/assets").query({ tag: "private" })).body.count).toBe(0);
-    expect((await t.as(B).get("/v1/assets/search/full-text").query({ q: "espresso" })).body).toEqual({ count: 0, assets: [] });
-    expect((await t.as(B).get("/v1/assets/search/full-text").query({ q: "expresso" })).body).toEqual({ count: 0, assets: [] });
+    expect((await t.as(B).get("/v1/assets/search/full-text").query({ q: "espresso" })).body).toEqual({
+      count: 0,
+      assets: [],
+    });
+    expect((await t.as(B).get("/v1/assets/search/full-text").query({ q: "expresso" })).body).toEqual({
+      count: 0,
+      assets: [],
+    });
     expect((await t.as(A).get("/v1/assets/search/full-text").query({ q: "espresso" })).body.count).toBe(1);
   });
 

@@ -15,13 +15,27 @@ async function make(key: string, file: string, filename: string, meta: Record<st
 beforeAll(async () => {
   t = await createTestApp();
   const img = "palette_color.png";
-  await make("astronaut", img, "IMG_0001.png", { userTitle: "Astronaut portrait", userTags: ["nasa", "space"], userCaption: "Eileen Collins in her suit" });
-  await make("rocketTag", img, "IMG_0002.png", { userTitle: "Launch day", userTags: ["rocket", "falcon"], userDescription: "Falcon 9 lifting off" });
-  await make("rocketCaption", img, "IMG_0003.png", { userTitle: "Crowd watching", userCaption: "a rocket in the distance" });
+  await make("astronaut", img, "IMG_0001.png", {
+    userTitle: "Astronaut portrait",
+    userTags: ["nasa", "space"],
+    userCaption: "Eileen Collins in her suit",
+  });
+  await make("rocketTag", img, "IMG_0002.png", {
+    userTitle: "Launch day",
+    userTags: ["rocket", "falcon"],
+    userDescription: "Falcon 9 lifting off",
+  });
+  await make("rocketCaption", img, "IMG_0003.png", {
+    userTitle: "Crowd watching",
+    userCaption: "a rocket in the distance",
+  });
   await make("rocketFile", img, "rocket-launch.png", { userTitle: "Blue sky" });
   await make("rocketTitle", img, "IMG_0004.png", { userTitle: "Rocket engines" });
   await make("cats", img, "IMG_0005.png", { userTitle: "Cats running in the garden", userTags: ["pets"] });
-  await make("coffee", img, "IMG_0006.png", { userTitle: "Morning coffee", userDescription: "Espresso cup on a wooden table" });
+  await make("coffee", img, "IMG_0006.png", {
+    userTitle: "Morning coffee",
+    userDescription: "Espresso cup on a wooden table",
+  });
   await make("pct", img, "IMG_0008.png", { userTitle: "Sale 100% off_now" });
   await make("catDog", img, "IMG_0007.png", { userTitle: "Cat and dog", userTags: ["pets"] });
   // Another workspace with the same words: never returned.
@@ -44,7 +58,12 @@ describe("GET /v1/assets/search/full-text", () => {
     const scores = res.body.assets.map((a: { score: number }) => a.score);
     expect([...scores].sort((a, b) => b - a)).toEqual(scores);
     expect(scores[scores.length - 1]).toBeGreaterThan(0);
-    expect(res.body.assets[0]).toMatchObject({ id: ids.rocketTitle, userTitle: "Rocket engines", mediaUrl: expect.any(String), score: expect.any(Number) });
+    expect(res.body.assets[0]).toMatchObject({
+      id: ids.rocketTitle,
+      userTitle: "Rocket engines",
+      mediaUrl: expect.any(String),
+      score: expect.any(Number),
+    });
   });
 
   it("stems english words: 'run' finds 'running', 'cat' finds 'Cats'", async () => {
@@ -75,7 +94,21 @@ describe("GET /v1/assets/search/full-text", () => {
   });
 
   it("operators and odd characters never break the query", async () => {
-    for (const q of ["&", "!", "a:*", "'", "\\", "rocket & | !", "(((", '"unterminated', "-", "or", "ünïcödé", "rocket:*", "1 <-> 2"]) {
+    for (const q of [
+      "&",
+      "!",
+      "a:*",
+      "'",
+      "\\",
+      "rocket & | !",
+      "(((",
+      '"unterminated',
+      "-",
+      "or",
+      "ünïcödé",
+      "rocket:*",
+      "1 <-> 2",
+    ]) {
       const res = await search(q);
       expect(res.status).toBe(200);
       expect(Array.isArray(res.body.assets)).toBe(true);
@@ -96,7 +129,9 @@ describe("GET /v1/assets/search/full-text", () => {
   });
 
   it("is backed by GIN indexes", async () => {
-    const idx = await t.db.prisma.$queryRaw<Array<{ indexdef: string }>>`SELECT indexdef FROM pg_indexes WHERE tablename = 'assets'`;
+    const idx = await t.db.prisma.$queryRaw<
+      Array<{ indexdef: string }>
+    >`SELECT indexdef FROM pg_indexes WHERE tablename = 'assets'`;
     const defs = idx.map((i) => i.indexdef).join("\n");
     expect(defs).toMatch(/USING gin \(search_vector\)/);
     expect(defs).toMatch(/USING gin \(search_text gin_trgm_ops\)/);
@@ -106,7 +141,9 @@ describe("GET /v1/assets/search/full-text", () => {
 describe("GET /v1/assets?search=", () => {
   it("case-insensitive substring over title, tags, caption, description, filename", async () => {
     const q = (search: string) => t.as(WS).get("/v1/assets").query({ search });
-    expect(found((await q("ROCKET")).body).sort()).toEqual([ids.rocketTitle, ids.rocketTag, ids.rocketCaption, ids.rocketFile].sort());
+    expect(found((await q("ROCKET")).body).sort()).toEqual(
+      [ids.rocketTitle, ids.rocketTag, ids.rocketCaption, ids.rocketFile].sort(),
+    );
     expect(found((await q("collins")).body)).toEqual([ids.astronaut]);
     expect(found((await q("img_0006")).body)).toEqual([ids.coffee]);
     expect(found((await q("spresso")).body)).toEqual([ids.coffee]);

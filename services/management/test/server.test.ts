@@ -53,13 +53,34 @@ describe("loadConfig", () => {
 
   it("exposes every variable in managementEnvSchema (own + storage)", () => {
     const keys = Object.keys(managementEnvSchema.shape);
-    for (const k of ["MANAGEMENT_PORT", "HOST", "DATA_DIR", "DATABASE_URL", "PGLITE_DIR", "MAX_UPLOAD_BYTES", "LIMIT_INPUT_PIXELS", "MEDIA_PUBLIC_URL", "AUTH_JWKS_URL", "AUTH_JWT_SECRET", "AUTH_PUBLIC_KEY", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_WORKSPACE_CLAIM", "DUPLICATE_HAMMING_THRESHOLD", "LOG_LEVEL", "STORAGE_DRIVER", "S3_BUCKET"]) {
+    for (const k of [
+      "MANAGEMENT_PORT",
+      "HOST",
+      "DATA_DIR",
+      "DATABASE_URL",
+      "PGLITE_DIR",
+      "MAX_UPLOAD_BYTES",
+      "LIMIT_INPUT_PIXELS",
+      "MEDIA_PUBLIC_URL",
+      "AUTH_JWKS_URL",
+      "AUTH_JWT_SECRET",
+      "AUTH_PUBLIC_KEY",
+      "AUTH_ISSUER",
+      "AUTH_AUDIENCE",
+      "AUTH_WORKSPACE_CLAIM",
+      "DUPLICATE_HAMMING_THRESHOLD",
+      "LOG_LEVEL",
+      "STORAGE_DRIVER",
+      "S3_BUCKET",
+    ]) {
       expect(keys).toContain(k);
     }
   });
 
   it("refuses two verification key sources at once", () => {
-    expect(() => loadConfig({ AUTH_JWT_SECRET: "x".repeat(32), AUTH_JWKS_URL: "https://idp/jwks" })).toThrow(/exclusive/);
+    expect(() => loadConfig({ AUTH_JWT_SECRET: "x".repeat(32), AUTH_JWKS_URL: "https://idp/jwks" })).toThrow(
+      /exclusive/,
+    );
   });
 });
 
@@ -75,7 +96,8 @@ describe("startManagement (embedded defaults) + pnpm token", () => {
     env = { DATA_DIR: dataDir, MANAGEMENT_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent" };
     if (process.env.STORAGE_DRIVER === "s3") {
       if (process.env.S3_ENDPOINT) {
-        for (const [k, v] of Object.entries(process.env)) if ((k.startsWith("S3_") || k === "STORAGE_DRIVER") && v) env[k] = v;
+        for (const [k, v] of Object.entries(process.env))
+          if ((k.startsWith("S3_") || k === "STORAGE_DRIVER") && v) env[k] = v;
       } else {
         s3rver = await startS3rver({ bucket: "mgmt-server-test" });
         Object.assign(env, s3rver.env);
@@ -111,10 +133,14 @@ describe("startManagement (embedded defaults) + pnpm token", () => {
     expect(unknown.status).toBe(404);
     expect(unknown.headers.get("content-type")).toMatch(/application\/problem\+json/);
 
-    const { stdout } = await run(TSX, ["services/management/src/cli/token.ts", "--workspace", "ws-cli", "--sub", "alice", "--ttl", "10m"], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-    });
+    const { stdout } = await run(
+      TSX,
+      ["services/management/src/cli/token.ts", "--workspace", "ws-cli", "--sub", "alice", "--ttl", "10m"],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+      },
+    );
     const token = stdout.trim();
     expect(token.split(".")).toHaveLength(3);
     const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString());
@@ -123,7 +149,11 @@ describe("startManagement (embedded defaults) + pnpm token", () => {
 
     const form = new FormData();
     form.append("file", new Blob([fixture("rocket.jpg")]), "rocket.jpg");
-    const up = await fetch(`${running.url}/v1/assets/upload`, { method: "POST", body: form, headers: { Authorization: `Bearer ${token}` } });
+    const up = await fetch(`${running.url}/v1/assets/upload`, {
+      method: "POST",
+      body: form,
+      headers: { Authorization: `Bearer ${token}` },
+    });
     expect(up.status).toBe(201);
     const asset = (await up.json()) as { id: string; workspaceId: string };
     expect(asset.workspaceId).toBe("ws-cli");
@@ -132,27 +162,40 @@ describe("startManagement (embedded defaults) + pnpm token", () => {
 
     await running.close();
     running = await startManagement(loadConfig(env), { logger: pino({ level: "silent" }) });
-    const again = await fetch(`${running.url}/v1/assets/${asset.id}`, { headers: { Authorization: `Bearer ${token}` } });
+    const again = await fetch(`${running.url}/v1/assets/${asset.id}`, {
+      headers: { Authorization: `Bearer ${token}` },
+    });
     expect(again.status).toBe(200);
   });
 
   it("`pnpm token` rejects bad arguments", async () => {
-    await expect(run(TSX, ["services/management/src/cli/token.ts"], { cwd: ROOT, env: { ...process.env, ...env } })).rejects.toMatchObject({ code: 2 });
     await expect(
-      run(TSX, ["services/management/src/cli/token.ts", "--workspace", "w", "--ttl", "soon"], { cwd: ROOT, env: { ...process.env, ...env } }),
+      run(TSX, ["services/management/src/cli/token.ts"], { cwd: ROOT, env: { ...process.env, ...env } }),
+    ).rejects.toMatchObject({ code: 2 });
+    await expect(
+      run(TSX, ["services/management/src/cli/token.ts", "--workspace", "w", "--ttl", "soon"], {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+      }),
     ).rejects.toMatchObject({ code: 2 });
   });
 
   it("`pnpm db:migrate` reports an up-to-date database", async () => {
     await running?.close();
     running = undefined;
-    const { stdout } = await run(TSX, ["services/management/src/cli/migrate.ts"], { cwd: ROOT, env: { ...process.env, ...env } });
+    const { stdout } = await run(TSX, ["services/management/src/cli/migrate.ts"], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+    });
     expect(stdout).toMatch(/up to date/);
   });
 
   it("a bad variable stops start-up with a message naming it", async () => {
     await expect(
-      run(TSX, ["services/management/src/index.ts"], { cwd: ROOT, env: { ...process.env, ...env, MAX_UPLOAD_BYTES: "lots" } }),
+      run(TSX, ["services/management/src/index.ts"], {
+        cwd: ROOT,
+        env: { ...process.env, ...env, MAX_UPLOAD_BYTES: "lots" },
+      }),
     ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("MAX_UPLOAD_BYTES") });
   });
 });

@@ -24,7 +24,8 @@ export function assetsRouter(ctx: AppContext): Router {
   const r = Router();
 
   r.post("/upload", uploadMiddleware(ctx.maxUploadBytes), async (req, res) => {
-    if (!req.file) throw badRequest("Missing file part", [{ path: "body.file", message: "a file part named file is required" }]);
+    if (!req.file)
+      throw badRequest("Missing file part", [{ path: "body.file", message: "a file part named file is required" }]);
     const fields = parseOr400(uploadFieldsSchema, req.body ?? {}, "body");
     const created = await uploadAsset(ctx, principalOf(req), req.file, fields);
     res.status(201).location(`/v1/assets/${created.id}`).json(created);

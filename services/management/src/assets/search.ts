@@ -72,7 +72,12 @@ export interface ScoredId {
  * search_vector (GIN index). Only when that finds nothing, pg_trgm word similarity over search_text
  * (trigram GIN index) finds near-misses such as typos. Same SQL on PGlite and Postgres.
  */
-export async function fullTextSearch(prisma: PrismaClient, workspaceId: string, q: string, limit: number): Promise<ScoredId[]> {
+export async function fullTextSearch(
+  prisma: PrismaClient,
+  workspaceId: string,
+  q: string,
+  limit: number,
+): Promise<ScoredId[]> {
   const p = parseQuery(q);
   const tsquery =
     p.prefix !== null
@@ -86,7 +91,8 @@ export async function fullTextSearch(prisma: PrismaClient, workspaceId: string, 
      ORDER BY score DESC, a.created_at DESC, a.id ASC
      LIMIT ${limit}`;
   // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
-  if (ranked.length > 0 || p.plain.length < 3 || p.web.includes('"')) return ranked.map((r) => ({ id: r.id, score: Number(r.score) }));
+  if (ranked.length > 0 || p.plain.length < 3 || p.web.includes('"'))
+    return ranked.map((r) => ({ id: r.id, score: Number(r.score) }));
 
   const exclusion =
     p.excluded !== null

@@ -24,7 +24,10 @@ const isPrismaError = (err: unknown, code: string): boolean =>
   err instanceof Prisma.PrismaClientKnownRequestError && err.code === code;
 
 async function assertCollectionInWorkspace(ctx: AppContext, workspaceId: string, collectionId: string, path: string) {
-  const found = await ctx.prisma.collection.findFirst({ where: { id: collectionId, workspaceId }, select: { id: true } });
+  const found = await ctx.prisma.collection.findFirst({
+    where: { id: collectionId, workspaceId },
+    select: { id: true },
+  });
   if (!found) throw badRequest("Unknown collection", [{ path, message: "no such collection in this workspace" }]);
 }
 
@@ -80,7 +83,9 @@ export async function uploadAsset(
     });
     // The collection was deleted between the check and the insert.
     if (isPrismaError(err, "P2003")) {
-      throw badRequest("Unknown collection", [{ path: "body.collectionId", message: "no such collection in this workspace" }]);
+      throw badRequest("Unknown collection", [
+        { path: "body.collectionId", message: "no such collection in this workspace" },
+      ]);
     }
     throw err;
   }
@@ -106,7 +111,12 @@ export async function getAsset(ctx: AppContext, principal: Principal, id: string
   return serializeAsset(await loadAsset(ctx, principal.workspaceId, id), ctx.mediaPublicUrl);
 }
 
-export async function patchAsset(ctx: AppContext, principal: Principal, id: string, patch: PatchAsset): Promise<AssetDto> {
+export async function patchAsset(
+  ctx: AppContext,
+  principal: Principal,
+  id: string,
+  patch: PatchAsset,
+): Promise<AssetDto> {
   const { workspaceId } = principal;
   const existing = await loadAsset(ctx, workspaceId, id);
   if (patch.collectionId) await assertCollectionInWorkspace(ctx, workspaceId, patch.collectionId, "body.collectionId");
@@ -123,7 +133,9 @@ export async function patchAsset(ctx: AppContext, principal: Principal, id: stri
   } catch (err) {
     if (isPrismaError(err, "P2025")) throw notFound("Asset not found");
     if (isPrismaError(err, "P2003")) {
-      throw badRequest("Unknown collection", [{ path: "body.collectionId", message: "no such collection in this workspace" }]);
+      throw badRequest("Unknown collection", [
+        { path: "body.collectionId", message: "no such collection in this workspace" },
+      ]);
     }
     throw err;
   }
@@ -142,7 +154,8 @@ interface Cursor {
 const encodeCursor = (c: Cursor): string => Buffer.from(JSON.stringify(c), "utf8").toString("base64url");
 
 function decodeCursor(raw: string, sort: AssetSort): Cursor {
-  const invalid = () => badRequest("Invalid cursor", [{ path: "query.cursor", message: "not a cursor of this listing" }]);
+  const invalid = () =>
+    badRequest("Invalid cursor", [{ path: "query.cursor", message: "not a cursor of this listing" }]);
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
@@ -199,7 +212,11 @@ function escapeLike(s: string): string {
   return s.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
-export async function listAssets(ctx: AppContext, principal: Principal, query: ListAssetsQuery): Promise<ListAssetsResponse> {
+export async function listAssets(
+  ctx: AppContext,
+  principal: Principal,
+  query: ListAssetsQuery,
+): Promise<ListAssetsResponse> {
   const where: Prisma.AssetWhereInput = { workspaceId: principal.workspaceId };
   const and: Prisma.AssetWhereInput[] = [];
   if (query.collectionId) and.push({ collectionId: query.collectionId });
@@ -221,7 +238,9 @@ export async function listAssets(ctx: AppContext, principal: Principal, query: L
     : where;
   const dir = desc ? "desc" : "asc";
   const orderBy: Prisma.AssetOrderByWithRelationInput[] =
-    field === "userTitle" ? [{ userTitle: { sort: dir, nulls: "last" } }, { id: dir }] : [{ [field]: dir }, { id: dir }];
+    field === "userTitle"
+      ? [{ userTitle: { sort: dir, nulls: "last" } }, { id: dir }]
+      : [{ [field]: dir }, { id: dir }];
 
   const [count, rows] = await Promise.all([
     ctx.prisma.asset.count({ where }),
@@ -230,7 +249,9 @@ export async function listAssets(ctx: AppContext, principal: Principal, query: L
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
   const nextCursor =
-    rows.length > query.limit && last ? encodeCursor({ s: query.sort, v: cursorValue(last, field), id: last.id }) : null;
+    rows.length > query.limit && last
+      ? encodeCursor({ s: query.sort, v: cursorValue(last, field), id: last.id })
+      : null;
   return { count, assets: page.map((a) => serializeAsset(a, ctx.mediaPublicUrl)), nextCursor };
 }
 
@@ -251,4 +272,3 @@ export async function searchAssetsFullText(
   });
   return { count: assets.length, assets };
 }
-

@@ -42,7 +42,11 @@ export function uploadMiddleware(maxUploadBytes: number): RequestHandler {
 
   return (req: Request, res: Response, next: NextFunction) => {
     if (!req.is("multipart/form-data")) {
-      next(badRequest("Expected a multipart/form-data body with a file part", [{ path: "body", message: "must be multipart/form-data" }]));
+      next(
+        badRequest("Expected a multipart/form-data body with a file part", [
+          { path: "body", message: "must be multipart/form-data" },
+        ]),
+      );
       return;
     }
     const declared = Number(req.headers["content-length"]);
@@ -64,7 +68,10 @@ export function uploadMiddleware(maxUploadBytes: number): RequestHandler {
           case "LIMIT_UNEXPECTED_FILE":
             next(
               badRequest("Exactly one file part named `file` is allowed", [
-                { path: err.field ? `body.${err.field}` : "body.file", message: "only one file part named file is allowed" },
+                {
+                  path: err.field ? `body.${err.field}` : "body.file",
+                  message: "only one file part named file is allowed",
+                },
               ]),
             );
             return;

@@ -74,7 +74,10 @@ export interface TokenVerifier {
   verify(token: string): Promise<Principal>;
 }
 
-export function createVerifier(source: KeySource, options: { issuer?: string; audience?: string; workspaceClaim: string }): TokenVerifier {
+export function createVerifier(
+  source: KeySource,
+  options: { issuer?: string; audience?: string; workspaceClaim: string },
+): TokenVerifier {
   let getKey: jwt.Secret | jwt.GetPublicKeyOrSecret;
   let algorithms: Algorithm[];
   if (source.kind === "secret") {
@@ -145,9 +148,19 @@ function describeJwtError(err: Error): string {
 /** Signs a token with an HS256 secret (embedded mode and AUTH_JWT_SECRET); used by `pnpm token`. */
 export function signToken(
   secret: string,
-  claims: { workspaceId: string; sub?: string; ttl?: string | number; workspaceClaim?: string; issuer?: string; audience?: string },
+  claims: {
+    workspaceId: string;
+    sub?: string;
+    ttl?: string | number;
+    workspaceClaim?: string;
+    issuer?: string;
+    audience?: string;
+  },
 ): string {
-  const options: jwt.SignOptions = { algorithm: "HS256", expiresIn: (claims.ttl ?? "1h") as jwt.SignOptions["expiresIn"] };
+  const options: jwt.SignOptions = {
+    algorithm: "HS256",
+    expiresIn: (claims.ttl ?? "1h") as jwt.SignOptions["expiresIn"],
+  };
   if (claims.sub) options.subject = claims.sub;
   if (claims.issuer) options.issuer = claims.issuer;
   if (claims.audience) options.audience = claims.audience;

@@ -5,7 +5,9 @@ import { migrate } from "../db/migrate";
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const db = await openDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { pgliteDir: config.pgliteDir });
+  const db = await openDatabase(
+    config.databaseUrl ? { databaseUrl: config.databaseUrl } : { pgliteDir: config.pgliteDir },
+  );
   try {
     const result = await migrate(await db.migrationConnection());
     for (const name of result.applied) process.stdout.write(`applied ${name}\n`);

@@ -41,7 +41,9 @@ function main(): number {
   }
   const config = loadConfig(process.env);
   if (config.auth.jwksUrl || config.auth.publicKey) {
-    process.stderr.write("AUTH_JWKS_URL / AUTH_PUBLIC_KEY is set: tokens come from your identity provider, not from here\n");
+    process.stderr.write(
+      "AUTH_JWKS_URL / AUTH_PUBLIC_KEY is set: tokens come from your identity provider, not from here\n",
+    );
     return 1;
   }
   const secret = config.auth.jwtSecret ?? embeddedSecret(config.dataDir)!;

@@ -24,7 +24,11 @@ export async function listCollections(ctx: AppContext, principal: Principal): Pr
   return { count: rows.length, collections: rows.map((r) => serializeCollection(r, r._count.assets)) };
 }
 
-export async function createCollection(ctx: AppContext, principal: Principal, input: CreateCollection): Promise<CollectionDto> {
+export async function createCollection(
+  ctx: AppContext,
+  principal: Principal,
+  input: CreateCollection,
+): Promise<CollectionDto> {
   try {
     const created = await ctx.prisma.collection.create({
       data: { id: randomUUID(), workspaceId: principal.workspaceId, name: input.name },

@@ -17,7 +17,8 @@ export type { PrismaClient };
  */
 const loadPGlite = () => nativeRequire<typeof import("@electric-sql/pglite")>("@electric-sql/pglite");
 const loadPgTrgm = () => nativeRequire<{ pg_trgm: Extension }>("@electric-sql/pglite/contrib/pg_trgm").pg_trgm;
-const loadPrismaPGlite = () => nativeRequire<{ PrismaPGlite: typeof PrismaPGliteType }>("pglite-prisma-adapter").PrismaPGlite;
+const loadPrismaPGlite = () =>
+  nativeRequire<{ PrismaPGlite: typeof PrismaPGliteType }>("pglite-prisma-adapter").PrismaPGlite;
 
 /** A Prisma client plus a raw connection for the migration runner, on PGlite or Postgres. */
 export interface Database {
@@ -43,7 +44,10 @@ const isDate = (v: unknown): v is Date => Object.prototype.toString.call(v) === 
 const realmSafeArg = (v: unknown): unknown =>
   isDate(v) ? v.toISOString() : Array.isArray(v) ? v.map(realmSafeArg) : v;
 
-type Queryable = { queryRaw(q: { args: unknown[] }): Promise<unknown>; executeRaw(q: { args: unknown[] }): Promise<unknown> };
+type Queryable = {
+  queryRaw(q: { args: unknown[] }): Promise<unknown>;
+  executeRaw(q: { args: unknown[] }): Promise<unknown>;
+};
 
 /**
  * The PGlite adapter recognises dates with `instanceof Date`, which fails for a Date made in
@@ -61,7 +65,8 @@ function crossRealmSafe<F extends object>(factory: F): F {
             (value as Queryable["queryRaw"]).call(obj, { ...q, args: q.args.map(realmSafeArg) });
         }
         if (prop === "startTransaction" || prop === "connect") {
-          return async (...args: unknown[]) => wrapQueryable((await (value as (...a: unknown[]) => Promise<object>).apply(obj, args)));
+          return async (...args: unknown[]) =>
+            wrapQueryable(await (value as (...a: unknown[]) => Promise<object>).apply(obj, args));
         }
         return (value as (...a: unknown[]) => unknown).bind(obj);
       },

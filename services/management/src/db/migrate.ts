@@ -75,7 +75,10 @@ export interface MigrateResult {
  * migration was edited (checksum changed), when one is recorded as failed, or when the database
  * has migrations this checkout does not know.
  */
-export async function migrate(conn: MigrationConnection, migrations: Migration[] = readMigrations()): Promise<MigrateResult> {
+export async function migrate(
+  conn: MigrationConnection,
+  migrations: Migration[] = readMigrations(),
+): Promise<MigrateResult> {
   await conn.lock();
   try {
     await conn.exec(PRISMA_MIGRATIONS_TABLE_DDL);
@@ -92,7 +95,8 @@ export async function migrate(conn: MigrationConnection, migrations: Migration[]
     const applied = new Map(live.map((r) => [r.migration_name, r.checksum]));
     const known = new Set(migrations.map((m) => m.name));
     for (const name of applied.keys()) {
-      if (!known.has(name)) throw new MigrationError(`database has migration ${name}, which is missing from this checkout`);
+      if (!known.has(name))
+        throw new MigrationError(`database has migration ${name}, which is missing from this checkout`);
     }
     const result: MigrateResult = { applied: [], alreadyApplied: [] };
     for (const m of migrations) {
@@ -116,7 +120,9 @@ export async function migrate(conn: MigrationConnection, migrations: Migration[]
           const message = err instanceof Error ? err.message : String(err);
           throw new MigrationError(`migration ${m.name} failed: ${message}`);
         }
-        await tx.query(`UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`, [id]);
+        await tx.query(`UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`, [
+          id,
+        ]);
       });
       result.applied.push(m.name);
     }
