@@ -23,8 +23,8 @@ const positiveMs = (fallback: number) =>
  * schema; the "bucket required for s3" rule is checked by createBlobStore.
  */
 export const storageEnvSchema = z.object({
-  STORAGE_DRIVER: z.preprocess(blankAsUnset, z.enum(["fs", "s3"]).default("fs")),
-  STORAGE_DIR: z.preprocess(blankAsUnset, z.string().min(1).default("./.data/blobs")),
+  STORAGE_DRIVER: z.preprocess(blankAsUnset, z.enum(["fs", "s3"]).default("fs")).describe("Blob store driver: fs (filesystem, embedded default) or s3 (MinIO, AWS, R2)"),
+  STORAGE_DIR: z.preprocess(blankAsUnset, z.string().min(1).default("./.data/blobs")).describe("Root folder of the fs driver"),
   S3_ENDPOINT: z.preprocess(
     blankAsUnset,
     z
@@ -33,8 +33,8 @@ export const storageEnvSchema = z.object({
         error: "must be an http(s) URL such as http://127.0.0.1:9000",
       })
       .optional(),
-  ),
-  S3_REGION: z.preprocess(blankAsUnset, z.string().min(1).default("us-east-1")),
+  ).describe("S3-compatible endpoint URL (unset = AWS)"),
+  S3_REGION: z.preprocess(blankAsUnset, z.string().min(1).default("us-east-1")).describe("S3 region"),
   S3_BUCKET: z.preprocess(
     blankAsUnset,
     z
@@ -43,13 +43,13 @@ export const storageEnvSchema = z.object({
       .max(63, "must be 3-63 characters")
       .regex(/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/, "must be lowercase letters, digits, dots and hyphens")
       .optional(),
-  ),
-  S3_ACCESS_KEY_ID: optionalString,
-  S3_SECRET_ACCESS_KEY: optionalString,
-  S3_FORCE_PATH_STYLE: z.preprocess(blankAsUnset, z.stringbool().default(true)),
-  S3_CONNECT_TIMEOUT_MS: positiveMs(S3_DEFAULTS.connectionTimeoutMs),
-  S3_REQUEST_TIMEOUT_MS: positiveMs(S3_DEFAULTS.requestTimeoutMs),
-  S3_SOCKET_TIMEOUT_MS: positiveMs(S3_DEFAULTS.socketTimeoutMs),
+  ).describe("Bucket (3-63 characters); required with STORAGE_DRIVER=s3"),
+  S3_ACCESS_KEY_ID: optionalString.describe("Access key id (set together with S3_SECRET_ACCESS_KEY; unset = SDK credential chain)"),
+  S3_SECRET_ACCESS_KEY: optionalString.describe("Secret access key"),
+  S3_FORCE_PATH_STYLE: z.preprocess(blankAsUnset, z.stringbool().default(true)).describe("Path-style bucket URLs (MinIO, s3rver)"),
+  S3_CONNECT_TIMEOUT_MS: positiveMs(S3_DEFAULTS.connectionTimeoutMs).describe("TCP connect timeout"),
+  S3_REQUEST_TIMEOUT_MS: positiveMs(S3_DEFAULTS.requestTimeoutMs).describe("Request sent until response headers (0 disables)"),
+  S3_SOCKET_TIMEOUT_MS: positiveMs(S3_DEFAULTS.socketTimeoutMs).describe("Socket inactivity timeout, also while streaming (0 disables)"),
   S3_MAX_ATTEMPTS: z.preprocess(
     blankAsUnset,
     z.coerce
@@ -58,7 +58,7 @@ export const storageEnvSchema = z.object({
       .min(1, "must be a whole number from 1 to 10")
       .max(10, "must be a whole number from 1 to 10")
       .default(S3_DEFAULTS.maxAttempts),
-  ),
+  ).describe("Attempts per S3 request (1-10)"),
 });
 
 export type StorageEnv = z.output<typeof storageEnvSchema>;
