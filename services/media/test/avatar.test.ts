@@ -4,7 +4,14 @@ import { createFaceDetector } from "../src/faces";
 import type { RawImage } from "../src/pipeline/raw";
 import { avatarCropBox, findFaces } from "../src/transformations/avatar";
 import { TransformationInputError, type FaceBox } from "../src/transformations/transformation";
-import { closeHarness, decodePixels, fixturePath, harnessFaces, renderFixture, renderImage } from "./support/render-harness";
+import {
+  closeHarness,
+  decodePixels,
+  fixturePath,
+  harnessFaces,
+  renderFixture,
+  renderImage,
+} from "./support/render-harness";
 
 afterAll(closeHarness);
 
@@ -49,7 +56,10 @@ describe("face detection", () => {
 
   it("starts a fresh worker after close()", async () => {
     const detector = createFaceDetector();
-    const { data, info } = await sharp(fixturePath("astronaut.png")).resize(256).raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharp(fixturePath("astronaut.png"))
+      .resize(256)
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     const image: RawImage = { data, width: info.width, height: info.height, channels: 3 };
     expect(await detector.detect(image)).toHaveLength(1);
     await detector.close();
@@ -94,9 +104,15 @@ describe("avatar", () => {
     const out = await renderFixture("astronaut.png", "avatar");
     expect([out.width, out.height, out.contentType]).toEqual([128, 128, "image/png"]);
     const got = await decodePixels(out.data);
-    const box = avatarCropBox(512, 512, await findFaces(sharp(fixturePath("astronaut.png")), harnessFaces(), 512, 512))!;
+    const box = avatarCropBox(
+      512,
+      512,
+      await findFaces(sharp(fixturePath("astronaut.png")), harnessFaces(), 512, 512),
+    )!;
     expect(contains(box, ASTRONAUT_FACE)).toBe(true);
-    expect(Math.hypot(box.left + box.width / 2 - FACE_CENTRE.x, box.top + box.height / 2 - FACE_CENTRE.y)).toBeLessThan(20);
+    expect(Math.hypot(box.left + box.width / 2 - FACE_CENTRE.x, box.top + box.height / 2 - FACE_CENTRE.y)).toBeLessThan(
+      20,
+    );
     // The output is that window scaled down, not the saliency or centre crop.
     const faceCrop = await decodePixels(sharp(fixturePath("astronaut.png")).extract(box).resize(128, 128));
     const centreCrop = await decodePixels(sharp(fixturePath("astronaut.png")).resize(128, 128));
@@ -110,7 +126,14 @@ describe("avatar", () => {
     const out = await renderImage(large, "avatar");
     expect([out.width, out.height]).toEqual([128, 128]);
     const box = avatarCropBox(2048, 2048, await findFaces(sharp(large), harnessFaces(), 2048, 2048))!;
-    expect(contains(box, { x: 4 * ASTRONAUT_FACE.x, y: 4 * ASTRONAUT_FACE.y, width: 4 * ASTRONAUT_FACE.width, height: 4 * ASTRONAUT_FACE.height })).toBe(true);
+    expect(
+      contains(box, {
+        x: 4 * ASTRONAUT_FACE.x,
+        y: 4 * ASTRONAUT_FACE.y,
+        width: 4 * ASTRONAUT_FACE.width,
+        height: 4 * ASTRONAUT_FACE.height,
+      }),
+    ).toBe(true);
     // Same picture as cutting the window at full size, up to sub-pixel placement.
     const got = await decodePixels(out.data);
     expect(meanAbsDiff(got, await decodePixels(sharp(large).extract(box).resize(128, 128)))).toBeLessThan(3);
@@ -122,11 +145,16 @@ describe("avatar", () => {
   });
 
   it.each([512, 2048])("frames the face of an EXIF-rotated %i px JPEG as it is displayed", async (side) => {
-    const upright = await sharp(fixturePath("astronaut.png")).resize(side, side).png({ compressionLevel: 1 }).toBuffer();
+    const upright = await sharp(fixturePath("astronaut.png"))
+      .resize(side, side)
+      .png({ compressionLevel: 1 })
+      .toBuffer();
     // Stored sideways with orientation 6 (rotate 90° clockwise to display): shown upright.
     const stored = await sharp(upright).rotate(-90).jpeg({ quality: 95 }).withMetadata({ orientation: 6 }).toBuffer();
     const rotated = await decodePixels((await renderImage(stored, "avatar")).data);
-    const plain = await decodePixels((await renderImage(await sharp(upright).jpeg({ quality: 95 }).toBuffer(), "avatar")).data);
+    const plain = await decodePixels(
+      (await renderImage(await sharp(upright).jpeg({ quality: 95 }).toBuffer(), "avatar")).data,
+    );
     expect(meanAbsDiff(rotated, plain)).toBeLessThan(3);
   });
 
@@ -134,7 +162,10 @@ describe("avatar", () => {
     const out = await renderFixture("astronaut.png", "crop:width=400:height=400:x=100:y=0/avatar");
     expect([out.width, out.height]).toEqual([128, 128]);
     // The avatar step sees the 400x400 crop, where the face sits 100 px further left.
-    const cropped = await sharp(fixturePath("astronaut.png")).extract({ left: 100, top: 0, width: 400, height: 400 }).png().toBuffer();
+    const cropped = await sharp(fixturePath("astronaut.png"))
+      .extract({ left: 100, top: 0, width: 400, height: 400 })
+      .png()
+      .toBuffer();
     const box = avatarCropBox(400, 400, await findFaces(sharp(cropped), harnessFaces(), 400, 400))!;
     expect(contains(box, { ...ASTRONAUT_FACE, x: ASTRONAUT_FACE.x - 100 })).toBe(true);
     const expected = await decodePixels(sharp(cropped).extract(box).resize(128, 128));
@@ -145,10 +176,19 @@ describe("avatar", () => {
     const out = await renderFixture("chelsea.png", "avatar:size=96");
     expect([out.width, out.height, out.contentType]).toEqual([96, 96, "image/png"]);
     const got = await decodePixels(out.data);
-    const attention = await decodePixels(sharp(fixturePath("chelsea.png")).resize(96, 96, { fit: "cover", position: sharp.strategy.attention }));
+    const attention = await decodePixels(
+      sharp(fixturePath("chelsea.png")).resize(96, 96, { fit: "cover", position: sharp.strategy.attention }),
+    );
     expect(meanAbsDiff(got, attention)).toBeLessThan(1);
     // Picture to the edges: no letterbox bands.
-    for (const [x, y] of [[0, 0], [95, 0], [0, 95], [95, 95], [48, 0], [48, 95]] as const) {
+    for (const [x, y] of [
+      [0, 0],
+      [95, 0],
+      [0, 95],
+      [95, 95],
+      [48, 0],
+      [48, 95],
+    ] as const) {
       expect(px(got, x, y)).not.toEqual(px(got, 48, 48));
     }
   });
@@ -163,15 +203,34 @@ describe("avatar", () => {
     const out = await renderFixture("astronaut.png", "avatar:size=100:shape=circle");
     const img = await decodePixels(out.data);
     expect([img.width, img.height, img.channels]).toEqual([100, 100, 4]);
-    for (const [x, y] of [[0, 0], [99, 0], [0, 99], [99, 99], [8, 8]] as const) expect(px(img, x, y)[3]).toBe(0);
-    for (const [x, y] of [[50, 50], [50, 2], [2, 50], [97, 50]] as const) expect(px(img, x, y)[3]).toBe(255);
+    for (const [x, y] of [
+      [0, 0],
+      [99, 0],
+      [0, 99],
+      [99, 99],
+      [8, 8],
+    ] as const)
+      expect(px(img, x, y)[3]).toBe(0);
+    for (const [x, y] of [
+      [50, 50],
+      [50, 2],
+      [2, 50],
+      [97, 50],
+    ] as const)
+      expect(px(img, x, y)[3]).toBe(255);
   });
 
   it("circle on JPEG: white corners, picture inside", async () => {
     const out = await renderFixture("rocket.jpg", "avatar:size=100:shape=circle");
     expect(out.contentType).toBe("image/jpeg");
     const img = await decodePixels(out.data);
-    for (const [x, y] of [[0, 0], [99, 0], [0, 99], [99, 99], [6, 6]] as const) {
+    for (const [x, y] of [
+      [0, 0],
+      [99, 0],
+      [0, 99],
+      [99, 99],
+      [6, 6],
+    ] as const) {
       for (const v of px(img, x, y).slice(0, 3)) expect(v).toBeGreaterThan(245);
     }
     // The night launch is dark inside the circle.
@@ -182,7 +241,14 @@ describe("avatar", () => {
     const out = await renderFixture("astronaut.png", "avatar:size=120:border=6:border_color=ff0000");
     const img = await decodePixels(out.data);
     expect([img.width, img.height, img.channels]).toEqual([120, 120, 3]);
-    for (const [x, y] of [[0, 0], [2, 60], [60, 2], [117, 60], [60, 119], [119, 119]] as const) {
+    for (const [x, y] of [
+      [0, 0],
+      [2, 60],
+      [60, 2],
+      [117, 60],
+      [60, 119],
+      [119, 119],
+    ] as const) {
       expect(px(img, x, y).slice(0, 3)).toEqual([255, 0, 0]);
     }
     // Inside the border the picture is the unbordered avatar's.
@@ -194,10 +260,18 @@ describe("avatar", () => {
   it("draws a ring for a circle, white by default, outside still transparent", async () => {
     const out = await renderFixture("astronaut.png", "avatar:size=100:shape=circle:border=5");
     const img = await decodePixels(out.data);
-    for (const [x, y] of [[50, 2], [2, 50], [97, 50], [50, 97]] as const) expect(px(img, x, y)).toEqual([255, 255, 255, 255]);
+    for (const [x, y] of [
+      [50, 2],
+      [2, 50],
+      [97, 50],
+      [50, 97],
+    ] as const)
+      expect(px(img, x, y)).toEqual([255, 255, 255, 255]);
     expect(px(img, 0, 0)[3]).toBe(0);
 
-    const jpeg = await decodePixels((await renderFixture("rocket.jpg", "avatar:size=100:shape=circle:border=5:border_color=0000ff")).data);
+    const jpeg = await decodePixels(
+      (await renderFixture("rocket.jpg", "avatar:size=100:shape=circle:border=5:border_color=0000ff")).data,
+    );
     const [r, g, b] = px(jpeg, 50, 2);
     expect(b).toBeGreaterThan(220);
     expect(Math.max(r!, g!)).toBeLessThan(40);

@@ -62,7 +62,8 @@ function maxChannelSpread(img: RawImage): number {
 function meanAbsDiff(a: RawImage, b: RawImage, channels = [0, 1, 2]): number {
   expect([a.width, a.height, a.channels]).toEqual([b.width, b.height, b.channels]);
   let sum = 0;
-  for (let i = 0; i < a.data.length; i += a.channels) for (const c of channels) sum += Math.abs(a.data[i + c]! - b.data[i + c]!);
+  for (let i = 0; i < a.data.length; i += a.channels)
+    for (const c of channels) sum += Math.abs(a.data[i + c]! - b.data[i + c]!);
   return sum / (a.width * a.height * channels.length);
 }
 
@@ -71,7 +72,8 @@ function edgeEnergy(img: RawImage): number {
   let sum = 0;
   const at = (x: number, y: number) => img.data[(y * img.width + x) * img.channels + 1]!;
   for (let y = 0; y < img.height - 1; y++) {
-    for (let x = 0; x < img.width - 1; x++) sum += Math.abs(at(x + 1, y) - at(x, y)) + Math.abs(at(x, y + 1) - at(x, y));
+    for (let x = 0; x < img.width - 1; x++)
+      sum += Math.abs(at(x + 1, y) - at(x, y)) + Math.abs(at(x, y + 1) - at(x, y));
   }
   return sum / ((img.width - 1) * (img.height - 1));
 }
@@ -82,7 +84,8 @@ const toLinear = (v: number) => {
 };
 const toSrgb = (y: number) => 255 * (y <= 0.0031308 ? 12.92 * y : 1.055 * y ** (1 / 2.4) - 0.055);
 /** Luminance grey of an sRGB pixel: Rec. 709 weights on linear light, sRGB-encoded. */
-const luminanceGrey = (r: number, g: number, b: number) => toSrgb(0.2126 * toLinear(r) + 0.7152 * toLinear(g) + 0.0722 * toLinear(b));
+const luminanceGrey = (r: number, g: number, b: number) =>
+  toSrgb(0.2126 * toLinear(r) + 0.7152 * toLinear(g) + 0.0722 * toLinear(b));
 /** CIE L* of an sRGB grey level. */
 const lightnessOf = (grey: number) => {
   const y = toLinear(grey);
@@ -101,13 +104,33 @@ const identity = async (fixture: { file: string; width: number; height: number }
 /** Mean difference to the region at (left, top), and the smallest one to any 1-px shift of it. */
 async function regionDistances(got: RawImage, original: sharp.Sharp, left: number, top: number) {
   const at = async (dx: number, dy: number) =>
-    meanAbsDiff(got, await decodePixels(original.clone().extract({ left: left + dx, top: top + dy, width: got.width, height: got.height })));
+    meanAbsDiff(
+      got,
+      await decodePixels(
+        original.clone().extract({ left: left + dx, top: top + dy, width: got.width, height: got.height }),
+      ),
+    );
   const shifts: number[] = [];
-  for (const [dx, dy] of [[-1, -1], [0, -1], [1, -1], [-1, 0], [1, 0], [-1, 1], [0, 1], [1, 1]] as const) shifts.push(await at(dx, dy));
+  for (const [dx, dy] of [
+    [-1, -1],
+    [0, -1],
+    [1, -1],
+    [-1, 0],
+    [1, 0],
+    [-1, 1],
+    [0, 1],
+    [1, 1],
+  ] as const)
+    shifts.push(await at(dx, dy));
   return { exact: await at(0, 0), nearestShift: Math.min(...shifts) };
 }
 
-async function expectFormat(out: { data: Buffer; contentType: string; width: number; height: number }, fixture: { contentType: string; format: string }, width: number, height: number) {
+async function expectFormat(
+  out: { data: Buffer; contentType: string; width: number; height: number },
+  fixture: { contentType: string; format: string },
+  width: number,
+  height: number,
+) {
   expect(out.contentType).toBe(fixture.contentType);
   const meta = await sharp(out.data).metadata();
   expect(meta.format).toBe(fixture.format);
@@ -145,14 +168,21 @@ describe("crop", () => {
   it("with x/y on a PNG returns exactly that region of the source", async () => {
     const out = await renderFixture(COFFEE.file, "crop:width=120:height=80:x=30:y=45");
     await expectFormat(out, COFFEE, 120, 80);
-    const expected = await decodePixels(sharp(fixturePath(COFFEE.file)).extract({ left: 30, top: 45, width: 120, height: 80 }));
+    const expected = await decodePixels(
+      sharp(fixturePath(COFFEE.file)).extract({ left: 30, top: 45, width: 120, height: 80 }),
+    );
     expect((await decodePixels(out.data)).data.equals(expected.data)).toBe(true);
   });
 
   it("with x/y on a JPEG matches the source region within JPEG re-encoding error", async () => {
     const out = await renderFixture(ROCKET.file, "crop:width=200:height=150:x=101:y=251");
     await expectFormat(out, ROCKET, 200, 150);
-    const { exact, nearestShift } = await regionDistances(await decodePixels(out.data), sharp(fixturePath(ROCKET.file)), 101, 251);
+    const { exact, nearestShift } = await regionDistances(
+      await decodePixels(out.data),
+      sharp(fixturePath(ROCKET.file)),
+      101,
+      251,
+    );
     expect(exact).toBeLessThan(4.5);
     // Every region one pixel off is clearly further away (measured: 3.4 vs 5.0), so the
     // comparison tells regions apart despite the re-encoding.
@@ -168,19 +198,33 @@ describe("crop", () => {
   ])("gravity %s places a 200x100 region at (%i, %i)", async (gravity, left, top) => {
     const out = await renderFixture(COFFEE.file, `crop:width=200:height=100:gravity=${gravity}`);
     await expectFormat(out, COFFEE, 200, 100);
-    const expected = await decodePixels(sharp(fixturePath(COFFEE.file)).extract({ left, top, width: 200, height: 100 }));
+    const expected = await decodePixels(
+      sharp(fixturePath(COFFEE.file)).extract({ left, top, width: 200, height: 100 }),
+    );
     expect((await decodePixels(out.data)).data.equals(expected.data)).toBe(true);
   });
 
   it("uses gravity on the axis whose offset is not given", async () => {
-    expect(cropRegion({ width: 100, height: 100, x: 10, y: undefined, gravity: "south" }, 600, 400)).toEqual({ left: 10, top: 300, width: 100, height: 100 });
-    expect(cropRegion({ width: 100, height: 100, x: undefined, y: 7, gravity: "east" }, 600, 400)).toEqual({ left: 500, top: 7, width: 100, height: 100 });
+    expect(cropRegion({ width: 100, height: 100, x: 10, y: undefined, gravity: "south" }, 600, 400)).toEqual({
+      left: 10,
+      top: 300,
+      width: 100,
+      height: 100,
+    });
+    expect(cropRegion({ width: 100, height: 100, x: undefined, y: 7, gravity: "east" }, 600, 400)).toEqual({
+      left: 500,
+      top: 7,
+      width: 100,
+      height: 100,
+    });
   });
 
   it("clips a region that runs past the edges", async () => {
     const out = await renderFixture(COFFEE.file, "crop:width=200:height=200:x=550:y=350");
     await expectFormat(out, COFFEE, 50, 50);
-    const expected = await decodePixels(sharp(fixturePath(COFFEE.file)).extract({ left: 550, top: 350, width: 50, height: 50 }));
+    const expected = await decodePixels(
+      sharp(fixturePath(COFFEE.file)).extract({ left: 550, top: 350, width: 50, height: 50 }),
+    );
     expect((await decodePixels(out.data)).data.equals(expected.data)).toBe(true);
     const wide = await renderFixture(ROCKET.file, "crop:width=1000:height=100:gravity=north");
     await expectFormat(wide, ROCKET, 640, 100);
@@ -197,10 +241,18 @@ describe("crop", () => {
 
   it("works in EXIF-oriented coordinates", async () => {
     // Stored 640x427 with orientation 6 (rotate 90° clockwise to display): shown as 427x640.
-    const original = await sharp(fixturePath(ROCKET.file)).withMetadata({ orientation: 6 }).jpeg({ quality: 95 }).toBuffer();
+    const original = await sharp(fixturePath(ROCKET.file))
+      .withMetadata({ orientation: 6 })
+      .jpeg({ quality: 95 })
+      .toBuffer();
     const out = await renderImage(original, "crop:width=100:height=300:x=20:y=300");
     expect([out.width, out.height]).toEqual([100, 300]);
-    const { exact, nearestShift } = await regionDistances(await decodePixels(out.data), sharp(original).rotate(), 20, 300);
+    const { exact, nearestShift } = await regionDistances(
+      await decodePixels(out.data),
+      sharp(original).rotate(),
+      20,
+      300,
+    );
     expect(exact).toBeLessThan(4.5);
     expect(nearestShift).toBeGreaterThan(exact + 1);
   });
@@ -214,7 +266,14 @@ describe("fit", () => {
     await expectFormat(out, ROCKET, 300, 300);
     const img = await decodePixels(out.data);
     // 640x427 scales to 300x200: 50 rows of padding above and below.
-    for (const [x, y] of [[0, 0], [299, 0], [0, 299], [299, 299], [150, 20], [150, 280]] as const) {
+    for (const [x, y] of [
+      [0, 0],
+      [299, 0],
+      [0, 299],
+      [299, 299],
+      [150, 20],
+      [150, 280],
+    ] as const) {
       const [r, g, b] = px(img, x, y);
       expect(r).toBeGreaterThan(235);
       expect(g).toBeLessThan(20);
@@ -230,11 +289,21 @@ describe("fit", () => {
     ["rebeccapurple", [102, 51, 153]],
     ["0f0", [0, 255, 0]],
   ])("pads a PNG with %s exactly", async (background, rgb) => {
-    const out = await renderFixture(COFFEE.file, `fit:width=400:height=400:background=${encodeURIComponent(background)}`);
+    const out = await renderFixture(
+      COFFEE.file,
+      `fit:width=400:height=400:background=${encodeURIComponent(background)}`,
+    );
     await expectFormat(out, COFFEE, 400, 400);
     const img = await decodePixels(out.data);
     // 600x400 scales to 400x267: 66 or 67 rows of padding at the top and bottom.
-    for (const [x, y] of [[0, 0], [399, 0], [0, 399], [399, 399], [200, 60], [200, 340]] as const) {
+    for (const [x, y] of [
+      [0, 0],
+      [399, 0],
+      [0, 399],
+      [399, 399],
+      [200, 60],
+      [200, 340],
+    ] as const) {
       expect(px(img, x, y).slice(0, 3)).toEqual(rgb);
     }
     expect(px(img, 200, 200).slice(0, 3)).not.toEqual(rgb);
@@ -256,7 +325,9 @@ describe("fit", () => {
     expect(px(img, 50, 250)[3]).toBe(0); // the ramp's transparent left edge, 50 px in
     expect(px(img, 549, 250)[3]).toBe(255);
 
-    const grey = await decodePixels((await renderFixture("camera.png", "fit:width=600:height=512:background=ff0000")).data);
+    const grey = await decodePixels(
+      (await renderFixture("camera.png", "fit:width=600:height=512:background=ff0000")).data,
+    );
     expect(px(grey, 5, 5).slice(0, 3)).toEqual([255, 0, 0]);
   });
 
@@ -277,7 +348,9 @@ describe("thumbnail", () => {
     await expectFormat(out, ROCKET, 100, 100);
     const got = await decodePixels(out.data);
     // Cover = the centred 427x427 square scaled down, not the letterboxed whole.
-    const centre = await decodePixels(sharp(fixturePath(ROCKET.file)).extract({ left: 106, top: 0, width: 427, height: 427 }).resize(100, 100));
+    const centre = await decodePixels(
+      sharp(fixturePath(ROCKET.file)).extract({ left: 106, top: 0, width: 427, height: 427 }).resize(100, 100),
+    );
     const squashed = await decodePixels(sharp(fixturePath(ROCKET.file)).resize(100, 100, { fit: "fill" }));
     expect(meanAbsDiff(got, centre)).toBeLessThan(4);
     expect(meanAbsDiff(got, squashed)).toBeGreaterThan(meanAbsDiff(got, centre) + 2);
@@ -441,7 +514,11 @@ describe("channelManipulation", () => {
     expect(meanAbsDiff(encoded, await identity(ROCKET), [1, 2])).toBeLessThan(4);
     const src = await source(ROCKET.file);
 
-    const step = await channelManipulation.apply(sharp(fixturePath(ROCKET.file)), { red: 0, green: undefined, blue: undefined }, stepContext(640, 427));
+    const step = await channelManipulation.apply(
+      sharp(fixturePath(ROCKET.file)),
+      { red: 0, green: undefined, blue: undefined },
+      stepContext(640, 427),
+    );
     const raw = await decodePixels(step);
     expect(channelMean(raw, 0)).toBe(0);
     expect(meanAbsDiff(raw, src, [1, 2])).toBe(0);
@@ -522,7 +599,9 @@ describe("threshold", () => {
 
   it("grey equal to the value is white, one below is black, value 0 is all white", async () => {
     const greys = Buffer.from([99, 99, 99, 100, 100, 100, 101, 101, 101, 0, 0, 0]);
-    const original = await sharp(greys, { raw: { width: 4, height: 1, channels: 3 } }).png().toBuffer();
+    const original = await sharp(greys, { raw: { width: 4, height: 1, channels: 3 } })
+      .png()
+      .toBuffer();
     const at100 = await decodePixels((await renderImage(original, "threshold:value=100")).data);
     expect([0, 1, 2, 3].map((x) => px(at100, x, 0)[0])).toEqual([0, 255, 255, 0]);
     const at0 = await decodePixels((await renderImage(original, "threshold:value=0")).data);

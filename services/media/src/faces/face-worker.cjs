@@ -13,7 +13,8 @@ const tf = faceapi.tf;
 
 // Everything comes from node_modules: the .wasm binaries of the tfjs wasm backend and the
 // tiny face detector weights shipped in face-api's model/ folder. Nothing is fetched.
-const wasmDir = path.join(path.dirname(require.resolve("@tensorflow/tfjs-backend-wasm/package.json")), "dist") + path.sep;
+const wasmDir =
+  path.join(path.dirname(require.resolve("@tensorflow/tfjs-backend-wasm/package.json")), "dist") + path.sep;
 const modelDir = path.join(path.dirname(require.resolve("@vladmandic/face-api/package.json")), "model");
 
 const options = new faceapi.TinyFaceDetectorOptions({

@@ -26,10 +26,7 @@ interface Pending {
 }
 
 type WorkerReply =
-  | { ready: true }
-  | { ready: false; error: string }
-  | { id: number; faces: FaceBox[] }
-  | { id: number; error: string };
+  { ready: true } | { ready: false; error: string } | { id: number; faces: FaceBox[] } | { id: number; error: string };
 
 export class FaceDetectionError extends Error {
   constructor(message: string) {

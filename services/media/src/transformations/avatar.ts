@@ -52,7 +52,12 @@ export function avatarCropBox(width: number, height: number, faces: readonly Fac
  * Faces in the coordinates of the `width` x `height` image entering the step, found on a
  * reduced copy (exported so tests can see what the avatar step sees).
  */
-export async function findFaces(image: sharp.Sharp, detector: FaceDetector, width: number, height: number): Promise<FaceBox[]> {
+export async function findFaces(
+  image: sharp.Sharp,
+  detector: FaceDetector,
+  width: number,
+  height: number,
+): Promise<FaceBox[]> {
   const probe = await toRaw(
     image
       .clone()
@@ -85,7 +90,9 @@ function cropToSquare(image: sharp.Sharp, box: Region, size: number, width: numb
 }
 
 const svg = (size: number, body: string) =>
-  Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}" viewBox="0 0 ${size} ${size}">${body}</svg>`);
+  Buffer.from(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}" viewBox="0 0 ${size} ${size}">${body}</svg>`,
+  );
 
 export const avatar = defineTransformation({
   name: "avatar",
@@ -111,7 +118,9 @@ export const avatar = defineTransformation({
         overlays.push({ input: svg(size, `<circle cx="${c}" cy="${c}" r="${c}" fill="#fff"/>`), blend: "dest-in" });
       } else {
         const hole = `M0 ${c}a${c} ${c} 0 1 0 ${size} 0a${c} ${c} 0 1 0 ${-size} 0Z`;
-        overlays.push({ input: svg(size, `<path fill="#fff" fill-rule="evenodd" d="M0 0H${size}V${size}H0Z${hole}"/>`) });
+        overlays.push({
+          input: svg(size, `<path fill="#fff" fill-rule="evenodd" d="M0 0H${size}V${size}H0Z${hole}"/>`),
+        });
       }
     }
     if (params.border !== undefined) {

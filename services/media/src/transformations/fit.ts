@@ -23,7 +23,8 @@ export function assertOutputPixels(path: string, width: number, height: number, 
  * avatar circle uses for its outside.
  */
 function paddingColour(colour: Rgba, format: OutputFormat): sharp.Color {
-  if (formatHasAlpha(format) || colour.alpha >= 1) return { r: colour.r, g: colour.g, b: colour.b, alpha: colour.alpha };
+  if (formatHasAlpha(format) || colour.alpha >= 1)
+    return { r: colour.r, g: colour.g, b: colour.b, alpha: colour.alpha };
   const over = (c: number) => Math.round(c * colour.alpha + 255 * (1 - colour.alpha));
   return { r: over(colour.r), g: over(colour.g), b: over(colour.b), alpha: 1 };
 }

@@ -1,7 +1,13 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import sharp from "sharp";
-import { defaultMediaLimits, formatStep, parseMediaPath, type MediaLimits, type TransformationStep } from "@media-platform/contracts";
+import {
+  defaultMediaLimits,
+  formatStep,
+  parseMediaPath,
+  type MediaLimits,
+  type TransformationStep,
+} from "@media-platform/contracts";
 import { createFaceDetector, type ManagedFaceDetector } from "../../src/faces";
 import type { RawImage } from "../../src/pipeline/raw";
 import { render, type RenderDeps, type Rendition } from "../../src/pipeline/render";
@@ -109,7 +115,10 @@ export async function renderImage(
 /** Decodes an image to 8-bit sRGB pixels (3 or 4 channels), as tests compare them. */
 export async function decodePixels(input: Buffer | sharp.Sharp): Promise<RawImage> {
   const image = Buffer.isBuffer(input) ? sharp(input) : input;
-  const { data, info } = await image.toColourspace("srgb").raw({ depth: "uchar" }).toBuffer({ resolveWithObject: true });
+  const { data, info } = await image
+    .toColourspace("srgb")
+    .raw({ depth: "uchar" })
+    .toBuffer({ resolveWithObject: true });
   if (info.channels !== 3 && info.channels !== 4) throw new Error(`decoded ${info.channels} channels`);
   return { data, width: info.width, height: info.height, channels: info.channels };
 }
