@@ -11,6 +11,15 @@ export const uuidSchema = z
   .transform((s) => s.toLowerCase())
   .describe("Identifier: a random UUIDv4");
 
+/** Postgres text cannot hold NUL; other C0 controls are refused in names and tags too. */
+// eslint-disable-next-line no-control-regex
+const NO_NUL = /^[^\u0000]*$/;
+// eslint-disable-next-line no-control-regex
+const NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/;
+const userText = () => z.string({ message: "must be a string" }).regex(NO_NUL, "must not contain NUL characters");
+const singleLine = () =>
+  z.string({ message: "must be a string" }).regex(NO_CONTROL, "must not contain control characters");
+
 export const MAX_TAGS = 50;
 export const MAX_TAG_LENGTH = 64;
 export const MAX_TEXT_LENGTH = 10_000;
@@ -86,8 +95,7 @@ export const uploadFieldsSchema = z
 export type UploadFields = z.infer<typeof uploadFieldsSchema>;
 
 const nullableText = (max: number, what: string) =>
-  z
-    .string()
+  userText()
     .trim()
     .max(max, `must be at most ${max} characters`)
     .transform((s) => (s.length === 0 ? null : s))
@@ -96,8 +104,7 @@ const nullableText = (max: number, what: string) =>
 
 export const userTagsSchema = z
   .array(
-    z
-      .string()
+    singleLine()
       .trim()
       .min(1, "tags must not be empty")
       .max(MAX_TAG_LENGTH, `tags must be at most ${MAX_TAG_LENGTH} characters`),
@@ -143,14 +150,13 @@ const isoDate = (what: string) =>
 
 export const listAssetsQuerySchema = z
   .object({
-    search: z
-      .string()
+    search: userText()
       .trim()
       .max(200)
       .optional()
       .describe("Case-insensitive substring of title, tags, caption, description or filename"),
     collectionId: uuidSchema.optional().describe("Only assets of this collection"),
-    tag: z.string().trim().min(1).max(MAX_TAG_LENGTH).optional().describe("Only assets carrying this exact tag"),
+    tag: singleLine().trim().min(1).max(MAX_TAG_LENGTH).optional().describe("Only assets carrying this exact tag"),
     format: assetFormatSchema.optional(),
     createdAfter: isoDate("Only assets created at or after this time").optional(),
     createdBefore: isoDate("Only assets created before this time").optional(),
@@ -179,8 +185,7 @@ export type ListAssetsResponse = z.infer<typeof listAssetsResponseSchema>;
 
 export const fullTextQuerySchema = z
   .object({
-    q: z
-      .string()
+    q: userText()
       .trim()
       .min(1, "must not be empty")
       .max(200)
@@ -220,8 +225,7 @@ export type CollectionDto = z.infer<typeof collectionSchema>;
 
 export const createCollectionSchema = z
   .object({
-    name: z
-      .string({ message: "must be a string" })
+    name: singleLine()
       .trim()
       .min(1, "must not be empty")
       .max(MAX_COLLECTION_NAME_LENGTH, `must be at most ${MAX_COLLECTION_NAME_LENGTH} characters`)

@@ -2,6 +2,8 @@ import type { ErrorRequestHandler, RequestHandler, Response } from "express";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { PROBLEM_CONTENT_TYPE, type Problem } from "@media-platform/contracts";
+import { StorageUnavailableError } from "@media-platform/storage";
+import { Prisma } from "./generated/prisma/client";
 
 export interface FieldError {
   path: string;
@@ -100,6 +102,16 @@ interface HttpLikeError {
   expose?: unknown;
 }
 
+/** Database or blob storage unreachable: a 503 the client may retry, not a 500. */
+function isUnavailable(err: unknown): boolean {
+  if (err instanceof StorageUnavailableError) return true;
+  if (err instanceof Prisma.PrismaClientInitializationError) return true;
+  if (err instanceof Prisma.PrismaClientKnownRequestError)
+    return ["P1001", "P1002", "P1008", "P1017", "P2024"].includes(err.code);
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === "ECONNREFUSED" || code === "ECONNRESET" || code === "ETIMEDOUT";
+}
+
 /** Maps every error to problem+json. Never leaks stack traces or internal messages. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
@@ -118,6 +130,21 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
       };
       if (err.errors) body.errors = err.errors;
       sendProblem(res, body, err.headers);
+      return;
+    }
+    if (isUnavailable(err)) {
+      log.error({ err, method: req.method, path: instance }, "backing service unavailable");
+      sendProblem(
+        res,
+        {
+          type: problemType(503),
+          title: TITLES[503]!,
+          status: 503,
+          detail: "A backing service (database or blob storage) is unavailable; retry later",
+          instance,
+        },
+        { "Retry-After": "5" },
+      );
       return;
     }
     const e = (typeof err === "object" && err !== null ? err : {}) as HttpLikeError;

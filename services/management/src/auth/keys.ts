@@ -122,11 +122,15 @@ export function createVerifier(
           }
           const claims = payload as Record<string, unknown>;
           const ws = claims[options.workspaceClaim];
-          if (typeof ws !== "string" || ws.length === 0 || ws.length > 200) {
+          // eslint-disable-next-line no-control-regex
+          if (typeof ws !== "string" || ws.length === 0 || ws.length > 200 || /[\u0000-\u001f\u007f]/.test(ws)) {
             reject(new AuthError(`token lacks the ${options.workspaceClaim} claim`));
             return;
           }
-          resolve({ workspaceId: ws, userId: typeof claims.sub === "string" ? claims.sub : null });
+          const sub = claims.sub;
+          // eslint-disable-next-line no-control-regex
+          const userId = typeof sub === "string" && sub.length <= 255 && !/[\u0000]/.test(sub) ? sub : null;
+          resolve({ workspaceId: ws, userId });
         });
       });
     },
