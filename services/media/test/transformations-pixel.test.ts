@@ -354,6 +354,7 @@ describe("clahe", () => {
     ["clahe-camera-grey-c3-t16.png", 3, 16],
     ["clahe-camera-grey-c2-t24.png", 2, 24],
     ["clahe-camera-grey-c40-t2.png", 40, 2],
+    ["clahe-camera-grey-c2-t3.png", 2, 3],
   ])("the tiled algorithm equals OpenCV createCLAHE bit for bit (%s)", async (file, clipLimit, tileSize) => {
     const { data, info } = await sharp(path.join(FIXTURES, "camera.png")).extractChannel(0).raw().toBuffer({ resolveWithObject: true });
     const { tilesX, tilesY } = claheGrid(info.width, info.height, tileSize);

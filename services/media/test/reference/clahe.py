@@ -38,7 +38,9 @@ if __name__ == "__main__":
     # camera.png is 512x512: tile 16 divides it (32x32 grid), tile 24 does not (22x22, padded).
     grey_case("camera.png", 3.0, 16, "clahe-camera-grey-c3-t16.png")
     grey_case("camera.png", 2.0, 24, "clahe-camera-grey-c2-t24.png")
+    # Tiles under 16 px take the kernel's small-tile path: 2x2 (256x256 grid) and 3x3 (171x171, padded).
     grey_case("camera.png", 40.0, 2, "clahe-camera-grey-c40-t2.png")
+    grey_case("camera.png", 2.0, 3, "clahe-camera-grey-c2-t3.png")
     # coffee.png is 600x400: tile 20 divides it (30x20 grid), tile 16 does not (38x25, padded).
     lab_case("coffee.png", 3.0, 20, "clahe-coffee-lab-c3-t20.png")
     lab_case("coffee.png", 3.0, 16, "clahe-coffee-lab-c3-t16.png")

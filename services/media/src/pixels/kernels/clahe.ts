@@ -45,7 +45,9 @@ function saturateByte(v: number): number {
  * - LUT = saturate(cumulative count * 255 / tileArea), in float as OpenCV computes it;
  * - each pixel bilinearly interpolates the LUTs of the 4 nearest tile centres.
  * Tile LUTs are built one row of tiles at a time and only two rows are kept, so memory is
- * O(tilesX) whatever the tile count (tileSize 2 on 12 MP means 3 M tiles).
+ * O(tilesX) whatever the tile count (tileSize 2 on 12 MP means 3 M tiles). Tiles of fewer
+ * than 16 pixels skip the 256-entry LUTs (most bins are empty) and evaluate the same
+ * clipped cumulative count at the looked-up level from the tile's few distinct values.
  */
 export function claheChannel(
   src: Uint8Array,
@@ -65,6 +67,7 @@ export function claheChannel(
   const clip = clipLimit > 0 ? max(1, trunc((clipLimit * tileArea) / 256)) : 0;
 
   // Histogram bin base (tile index * 256) and source column of every column of the extended image.
+  // (The histogram and LUT rows below are only built on the dense path.)
   const colBin = new Int32Array(extWidth);
   const colSrc = new Int32Array(extWidth);
   for (let x = 0; x < extWidth; x++) {
@@ -125,6 +128,10 @@ export function claheChannel(
   }
 
   const dst = new Uint8Array(width * height);
+  if (tileArea < SPARSE_TILE_AREA) {
+    sparseInterpolation(src, dst, width, height, extWidth, tilesX, tilesY, tileW, tileH, clip, lutScale, colSrc, ind1, ind2, xa, xa1, invTh);
+    return dst;
+  }
   for (let y = 0; y < height; y++) {
     const tyf = f32(f32(y * invTh) - 0.5);
     const ty = floor(tyf);
@@ -150,6 +157,129 @@ export function claheChannel(
   return dst;
 }
 
+/** Below this many pixels per tile, per-level evaluation beats building 256-entry LUTs. */
+const SPARSE_TILE_AREA = 16;
+
+/**
+ * The small-tile path of claheChannel: identical results. Per tile it keeps the sorted
+ * distinct levels with the running sum of their clipped counts, plus the redistribution
+ * (batch per bin, residual bins every `step`), and computes the cumulative count at a level
+ * v as: clipped counts of levels <= v + batch * (v + 1) + min(residual, floor(v / step) + 1).
+ */
+function sparseInterpolation(
+  src: Uint8Array,
+  dst: Uint8Array,
+  width: number,
+  height: number,
+  extWidth: number,
+  tilesX: number,
+  tilesY: number,
+  tileW: number,
+  tileH: number,
+  clip: number,
+  lutScale: number,
+  colSrc: Int32Array,
+  ind1: Int32Array,
+  ind2: Int32Array,
+  xa: Float32Array,
+  xa1: Float32Array,
+  invTh: number,
+): void {
+  const area = tileW * tileH;
+  const rows = [0, 1].map(() => ({
+    levels: new Uint8Array(tilesX * area),
+    cumulative: new Int32Array(tilesX * area),
+    distinct: new Int32Array(tilesX),
+    batch: new Int32Array(tilesX),
+    residual: new Int32Array(tilesX),
+    step: new Int32Array(tilesX),
+  }));
+  const colTile = new Int32Array(extWidth);
+  for (let x = 0; x < extWidth; x++) colTile[x] = floor(x / tileW);
+  const filled = new Int32Array(tilesX);
+  let builtRows = 0;
+  const buildRow = (ty: number): void => {
+    const row = rows[ty & 1]!;
+    const { levels, cumulative, distinct, batch, residual, step } = row;
+    filled.fill(0);
+    for (let y = ty * tileH; y < (ty + 1) * tileH; y++) {
+      const srcRow = reflect101(y, height) * width;
+      for (let x = 0; x < extWidth; x++) {
+        const t = colTile[x]!;
+        levels[t * area + filled[t]!++] = src[srcRow + colSrc[x]!]!;
+      }
+    }
+    for (let t = 0; t < tilesX; t++) {
+      const base = t * area;
+      // Insertion sort: at most 15 values.
+      for (let i = base + 1; i < base + area; i++) {
+        const v = levels[i]!;
+        let j = i - 1;
+        while (j >= base && levels[j]! > v) {
+          levels[j + 1] = levels[j]!;
+          j--;
+        }
+        levels[j + 1] = v;
+      }
+      let k = 0;
+      let sum = 0;
+      let clipped = 0;
+      for (let i = base; i < base + area; ) {
+        const v = levels[i]!;
+        let count = 0;
+        while (i < base + area && levels[i] === v) {
+          count++;
+          i++;
+        }
+        const kept = clip > 0 && count > clip ? clip : count;
+        clipped += count - kept;
+        sum += kept;
+        levels[base + k] = v;
+        cumulative[base + k] = sum;
+        k++;
+      }
+      distinct[t] = k;
+      const b = trunc(clipped / 256);
+      const r = clipped - b * 256;
+      batch[t] = b;
+      residual[t] = r;
+      step[t] = r !== 0 ? max(trunc(256 / r), 1) : 1;
+    }
+  };
+  const mapping = (row: (typeof rows)[number], t: number, v: number): number => {
+    const base = t * area;
+    const end = base + row.distinct[t]!;
+    let sum = 0;
+    for (let i = base; i < end && row.levels[i]! <= v; i++) sum = row.cumulative[i]!;
+    sum += row.batch[t]! * (v + 1);
+    const r = row.residual[t]!;
+    if (r > 0) sum += min(r, floor(v / row.step[t]!) + 1);
+    return saturateByte(f32(sum * lutScale));
+  };
+  for (let y = 0; y < height; y++) {
+    const tyf = f32(f32(y * invTh) - 0.5);
+    const ty = floor(tyf);
+    const ya = f32(tyf - ty);
+    const ya1 = f32(1 - ya);
+    const ty1 = max(ty, 0);
+    const ty2 = min(ty + 1, tilesY - 1);
+    while (builtRows <= ty2) buildRow(builtRows++);
+    const row1 = rows[ty1 & 1]!;
+    const row2 = rows[ty2 & 1]!;
+    const offset = y * width;
+    for (let x = 0; x < width; x++) {
+      const v = src[offset + x]!;
+      const t1 = ind1[x]! >> 8;
+      const t2 = ind2[x]! >> 8;
+      const wa = xa[x]!;
+      const wa1 = xa1[x]!;
+      const top = f32(f32(f32(mapping(row1, t1, v) * wa1) + f32(mapping(row1, t2, v) * wa)) * ya1);
+      const bottom = f32(f32(f32(mapping(row2, t1, v) * wa1) + f32(mapping(row2, t2, v) * wa)) * ya);
+      dst[offset + x] = saturateByte(f32(top + bottom));
+    }
+  }
+}
+
 // sRGB (D65) <-> XYZ, the matrix and white point OpenCV's cvtColor uses for Lab.
 const M = [0.412453, 0.35758, 0.180423, 0.212671, 0.71516, 0.072169, 0.019334, 0.119193, 0.950227] as const;
 const XN = 0.950456;
@@ -158,7 +288,6 @@ const MI = invert3x3(M);
 const EPSILON = 216 / 24389;
 const KAPPA = 24389 / 27;
 const labF = (t: number): number => (t > EPSILON ? cbrt(t) : (KAPPA * t + 16) / 116);
-const labFInverse = (f: number): number => (f > 6 / 29 ? f * f * f : (116 * f - 16) / KAPPA);
 
 /**
  * OpenCV's 8-bit Lab lightness (cvtColor COLOR_RGB2Lab on CV_8U, bit-exact fixed point:
@@ -168,7 +297,8 @@ const labFInverse = (f: number): number => (f > 6 / 29 ? f * f * f : (116 * f - 
  */
 const opencvLightness = (() => {
   const gamma = new Int32Array(256);
-  for (let i = 0; i < 256; i++) gamma[i] = round(255 * 8 * SRGB_TO_LINEAR[i]!);
+  const toLinear = SRGB_TO_LINEAR;
+  for (let i = 0; i < 256; i++) gamma[i] = round(255 * 8 * toLinear[i]!);
   const cubeRoot = new Int32Array(3072);
   for (let i = 0; i < cubeRoot.length; i++) {
     const x = i / 2040;
@@ -181,11 +311,22 @@ const opencvLightness = (() => {
   };
 })();
 
+/** Resolution of the Lab f(t) table: the step moves L* by under 0.02 even at the knee. */
+const LAB_F_STEPS = 65535;
+let labFTable: Float64Array | undefined;
+function labFTableOnce(): Float64Array {
+  if (!labFTable) {
+    labFTable = new Float64Array(LAB_F_STEPS + 1);
+    for (let i = 0; i <= LAB_F_STEPS; i++) labFTable[i] = labF(i / LAB_F_STEPS);
+  }
+  return labFTable;
+}
+
 /**
  * CLAHE on the L channel of CIE Lab (L scaled to 0..255 as OpenCV's 8-bit Lab), so hue and
  * chroma are kept. L is OpenCV's own 8-bit value; the way back keeps each pixel's a and b in
- * float (OpenCV would round them to 8 bits) and only moves L to the equalised level. The conversion lives here, in the
- * worker, to keep the main thread free. Alpha is untouched.
+ * float (OpenCV would round them to 8 bits) and only moves L to the equalised level. The
+ * conversion lives here, in the worker, to keep the main thread free. Alpha is untouched.
  */
 export const clahe: PixelKernel<ClaheParams> = (image: RawImage, { clipLimit, tileSize }) => {
   assertRawImage(image);
@@ -193,35 +334,41 @@ export const clahe: PixelKernel<ClaheParams> = (image: RawImage, { clipLimit, ti
   const { data, width, height, channels } = image;
   const pixels = width * height;
   const lightness = new Uint8Array(pixels);
-  for (let p = 0, i = 0; p < pixels; p++, i += channels) {
-    lightness[p] = opencvLightness(data[i]!, data[i + 1]!, data[i + 2]!);
-  }
+  for (let p = 0, i = 0; p < pixels; p++, i += channels) lightness[p] = opencvLightness(data[i]!, data[i + 1]!, data[i + 2]!);
   const { tilesX, tilesY } = claheGrid(width, height, tileSize);
   const equalised = claheChannel(lightness, width, height, clipLimit, tilesX, tilesY);
 
+  // Locals, not the imported bindings: module re-exports compile to getters, too slow per pixel.
+  const toLinear = SRGB_TO_LINEAR;
   const encode = linearToSrgbTable();
+  const steps = LINEAR_STEPS;
+  const fTable = labFTableOnce();
+  const fyOfLevel = new Float64Array(256);
+  for (let l = 0; l < 256; l++) fyOfLevel[l] = (l / 2.55 + 16) / 116;
+  const [m0, m1, m2, m3, m4, m5, m6, m7, m8] = M;
+  const [i0, i1, i2, i3, i4, i5, i6, i7, i8] = MI as [number, number, number, number, number, number, number, number, number];
+  const fIndex = (t: number): number => (t <= 0 ? 0 : t >= 1 ? LAB_F_STEPS : (t * LAB_F_STEPS + 0.5) | 0);
+  const fInverse = (f: number): number => (f > 6 / 29 ? f * f * f : (116 * f - 16) / KAPPA);
+  const encodeIndex = (v: number): number => (v <= 0 ? 0 : v >= 1 ? steps : (v * steps + 0.5) | 0);
   for (let p = 0, i = 0; p < pixels; p++, i += channels) {
-    if (equalised[p] === lightness[p]) continue;
-    const r = SRGB_TO_LINEAR[data[i]!]!;
-    const g = SRGB_TO_LINEAR[data[i + 1]!]!;
-    const b = SRGB_TO_LINEAR[data[i + 2]!]!;
-    const fy = labF(M[3] * r + M[4] * g + M[5] * b);
-    const fx = labF((M[0] * r + M[1] * g + M[2] * b) / XN);
-    const fz = labF((M[6] * r + M[7] * g + M[8] * b) / ZN);
-    const fy2 = (equalised[p]! / 2.55 + 16) / 116;
-    const X = XN * labFInverse(fy2 + fx - fy);
-    const Y = labFInverse(fy2);
-    const Z = ZN * labFInverse(fy2 + fz - fy);
-    data[i] = encode[toLinearIndex(MI[0] * X + MI[1] * Y + MI[2] * Z)]!;
-    data[i + 1] = encode[toLinearIndex(MI[3] * X + MI[4] * Y + MI[5] * Z)]!;
-    data[i + 2] = encode[toLinearIndex(MI[6] * X + MI[7] * Y + MI[8] * Z)]!;
+    const level = equalised[p]!;
+    if (level === lightness[p]) continue;
+    const r = toLinear[data[i]!]!;
+    const g = toLinear[data[i + 1]!]!;
+    const b = toLinear[data[i + 2]!]!;
+    const fy = fTable[fIndex(m3 * r + m4 * g + m5 * b)]!;
+    const fx = fTable[fIndex((m0 * r + m1 * g + m2 * b) / XN)]!;
+    const fz = fTable[fIndex((m6 * r + m7 * g + m8 * b) / ZN)]!;
+    const fy2 = fyOfLevel[level]!;
+    const X = XN * fInverse(fy2 + fx - fy);
+    const Y = fInverse(fy2);
+    const Z = ZN * fInverse(fy2 + fz - fy);
+    data[i] = encode[encodeIndex(i0 * X + i1 * Y + i2 * Z)]!;
+    data[i + 1] = encode[encodeIndex(i3 * X + i4 * Y + i5 * Z)]!;
+    data[i + 2] = encode[encodeIndex(i6 * X + i7 * Y + i8 * Z)]!;
   }
   return image;
 };
-
-function toLinearIndex(v: number): number {
-  return v <= 0 ? 0 : v >= 1 ? LINEAR_STEPS : round(v * LINEAR_STEPS);
-}
 
 function invert3x3(m: readonly number[]): number[] {
   const [a, b, c, d, e, f, g, h, i] = m as [number, number, number, number, number, number, number, number, number];

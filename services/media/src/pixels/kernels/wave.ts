@@ -32,40 +32,45 @@ export const wave: PixelKernel<WaveParams> = (image: RawImage, { amplitude, wave
   const { data, width, height, channels } = image;
   const outHeight = waveHeight(height, amplitude);
   const out = Buffer.allocUnsafe(width * outHeight * channels);
-  const shift = new Float64Array(width);
+  // y - s(x) has the same fractional part on every row of a column: row offset and weight per column.
+  const rowOffset = new Int32Array(width);
+  const weight = new Float64Array(width);
   for (let x = 0; x < width; x++) {
-    shift[x] = Math.fround(Math.abs(amplitude) + amplitude * Math.sin((2 * Math.PI * x) / wavelength));
+    const shift = Math.fround(Math.abs(amplitude) + amplitude * Math.sin((2 * Math.PI * x) / wavelength));
+    rowOffset[x] = Math.floor(-shift);
+    weight[x] = -shift - rowOffset[x]!;
   }
   const stride = width * channels;
-  const bgAlpha = channels === 4 ? background[3] : 255;
-  for (let y = 0; y < outHeight; y++) {
-    for (let x = 0; x < width; x++) {
-      const sy = y - shift[x]!;
-      const y0 = Math.floor(sy);
-      const t = sy - y0;
+  const [bgR, bgG, bgB] = background;
+  const bgA = channels === 4 ? background[3] : 255;
+  for (let y = 0, o = 0; y < outHeight; y++) {
+    for (let x = 0; x < width; x++, o += channels) {
+      const y0 = y + rowOffset[x]!;
+      const t = weight[x]!;
       const inside0 = y0 >= 0 && y0 < height;
       const inside1 = y0 + 1 >= 0 && y0 + 1 < height;
       const i0 = y0 * stride + x * channels;
       const i1 = i0 + stride;
-      const o = (y * width + x) * channels;
+      const r0 = inside0 ? data[i0]! : bgR;
+      const g0 = inside0 ? data[i0 + 1]! : bgG;
+      const b0 = inside0 ? data[i0 + 2]! : bgB;
+      const r1 = inside1 ? data[i1]! : bgR;
+      const g1 = inside1 ? data[i1 + 1]! : bgG;
+      const b1 = inside1 ? data[i1 + 2]! : bgB;
       if (channels === 3) {
-        for (let c = 0; c < 3; c++) {
-          const v0 = inside0 ? data[i0 + c]! : background[c]!;
-          const v1 = inside1 ? data[i1 + c]! : background[c]!;
-          out[o + c] = Math.round(v0 + (v1 - v0) * t);
-        }
+        // Values stay within 0..255, so (v + 0.5) | 0 is Math.round.
+        out[o] = (r0 + (r1 - r0) * t + 0.5) | 0;
+        out[o + 1] = (g0 + (g1 - g0) * t + 0.5) | 0;
+        out[o + 2] = (b0 + (b1 - b0) * t + 0.5) | 0;
       } else {
-        const a0 = inside0 ? data[i0 + 3]! : bgAlpha;
-        const a1 = inside1 ? data[i1 + 3]! : bgAlpha;
-        const w0 = (1 - t) * a0;
-        const w1 = t * a1;
+        const w0 = (1 - t) * (inside0 ? data[i0 + 3]! : bgA);
+        const w1 = t * (inside1 ? data[i1 + 3]! : bgA);
         const alpha = w0 + w1;
-        for (let c = 0; c < 3; c++) {
-          const v0 = inside0 ? data[i0 + c]! : background[c]!;
-          const v1 = inside1 ? data[i1 + c]! : background[c]!;
-          out[o + c] = alpha > 0 ? Math.round((v0 * w0 + v1 * w1) / alpha) : 0;
-        }
-        out[o + 3] = Math.round(alpha);
+        const k = alpha > 0 ? 1 / alpha : 0;
+        out[o] = ((r0 * w0 + r1 * w1) * k + 0.5) | 0;
+        out[o + 1] = ((g0 * w0 + g1 * w1) * k + 0.5) | 0;
+        out[o + 2] = ((b0 * w0 + b1 * w1) * k + 0.5) | 0;
+        out[o + 3] = (alpha + 0.5) | 0;
       }
     }
   }
