@@ -105,6 +105,11 @@ describe("buildOpenApiDocument", () => {
     expect(
       resolveResponse(op("get", "/v1/assets/{assetId}").responses["401"]).headers["WWW-Authenticate"],
     ).toBeDefined();
+    for (const response of Object.values(doc.components.responses) as Json[]) {
+      const example = response.content[PROBLEM_CONTENT_TYPE].example;
+      expect(problemSchema.safeParse(example).error).toBeUndefined();
+      expect(response.description.startsWith(`${example.status}: `)).toBe(true);
+    }
   });
 
   it("lists the status codes DESIGN §5 fixes for each operation", () => {

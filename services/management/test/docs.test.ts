@@ -6,7 +6,13 @@ import path from "node:path";
 import express, { type Express, type Router } from "express";
 import request from "supertest";
 import { problemSchema } from "@media-platform/contracts";
-import { managementRoutes, toOpenApiPath, type ApiRoute } from "@media-platform/contracts/src/openapi";
+import {
+  PROBLEM_RESPONSES,
+  PROBLEM_TYPE_BASE,
+  managementRoutes,
+  toOpenApiPath,
+  type ApiRoute,
+} from "@media-platform/contracts/src/openapi";
 import { DOCS_CSP, docsRouter } from "../src/docs";
 import { createTestApp, fixture, type TestApp } from "./helpers";
 
@@ -230,7 +236,6 @@ describe("route table vs the management app", () => {
 
   it("documents the problem statuses the app actually sends for bad input", async () => {
     const agent = t.as("ws-docs-errors");
-    const statusOf = async (req: request.Test) => (await req).status;
     const cases: [string, number, request.Test][] = [
       [
         "POST /v1/assets/upload",
@@ -256,9 +261,16 @@ describe("route table vs the management app", () => {
     cases.push(["POST /v1/asset-collections", 409, agent.post("/v1/asset-collections").send({ name: "Twice" })]);
     for (const [key, status, req] of cases) {
       const r = managementRoutes.find((x) => routeKey(x) === key)!;
-      expect([key, await statusOf(req)]).toEqual([key, status]);
+      const res = await req;
+      expect([key, res.status]).toEqual([key, status]);
       expect([key, r.problems]).toEqual([key, expect.arrayContaining([status])]);
+      // the documented example carries the type URI and title the service really sends
+      const example = PROBLEM_RESPONSES[status as keyof typeof PROBLEM_RESPONSES].example;
+      expect([key, res.body.type, res.body.title]).toEqual([key, `${PROBLEM_TYPE_BASE}${example.slug}`, example.title]);
     }
+    // 401 too
+    const anonymous = await request(app).get("/v1/assets");
+    expect(anonymous.body).toMatchObject({ type: `${PROBLEM_TYPE_BASE}unauthorized`, title: "Unauthorized" });
   });
 });
 

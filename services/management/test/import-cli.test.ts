@@ -61,7 +61,11 @@ class Capture extends Writable {
 /** Environment of a shell with nothing but the service's DATA_DIR: the CLI finds the embedded secret there, as `pnpm token` does. */
 function cliEnv(server: RunningTestManagement): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...process.env, DATA_DIR: server.dataDir };
-  for (const key of Object.keys(env)) if (key.startsWith("AUTH_") || key === "MEDIA_PLATFORM_TOKEN") delete env[key];
+  // Only DATA_DIR matters to the CLI; drop whatever else the test run carries (CI's Postgres/S3 settings, AUTH_*).
+  for (const key of Object.keys(env)) {
+    if (/^(AUTH_|S3_|STORAGE_|DATABASE_URL$|PGLITE_DIR$|MEDIA_PLATFORM_TOKEN$|MANAGEMENT_PORT$)/.test(key))
+      delete env[key];
+  }
   return env;
 }
 

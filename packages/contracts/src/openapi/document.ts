@@ -46,32 +46,81 @@ const inputComponents: Record<string, z.ZodType> = {
   CollectionCreate: createCollectionSchema,
 };
 
-const PROBLEM_RESPONSES: Record<ProblemStatus | 500, { name: string; description: string }> = {
+/** Base of the problem `type` URIs the management service sends. */
+export const PROBLEM_TYPE_BASE = "https://media-platform.dev/problems/";
+
+interface ProblemResponseSpec {
+  name: string;
+  description: string;
+  /** Example body shown by the reference (type slug, title and a typical detail). */
+  example: { slug: string; title: string; detail: string; errors?: { path: string; message: string }[] };
+}
+
+export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec> = {
   400: {
     name: "BadRequest",
     description: "Validation failed: `errors` lists each offending field with its path and message",
+    example: {
+      slug: "validation-error",
+      title: "Bad Request",
+      detail: "Invalid query",
+      errors: [{ path: "query.limit", message: "must be an integer 1-100" }],
+    },
   },
   401: {
     name: "Unauthorized",
     description:
       "Missing, malformed, expired or badly signed bearer token, or no workspace claim (WWW-Authenticate: Bearer)",
+    example: { slug: "unauthorized", title: "Unauthorized", detail: "token expired" },
   },
-  404: { name: "NotFound", description: "Unknown id, or a resource of another workspace" },
-  409: { name: "Conflict", description: "A collection with this name already exists in the workspace" },
+  404: {
+    name: "NotFound",
+    description: "Unknown id, or a resource of another workspace",
+    example: { slug: "not-found", title: "Not Found", detail: "Asset not found" },
+  },
+  409: {
+    name: "Conflict",
+    description: "A collection with this name already exists in the workspace",
+    example: {
+      slug: "conflict",
+      title: "Conflict",
+      detail: 'A collection named "Trip" already exists in this workspace',
+      errors: [{ path: "body.name", message: "must be unique within the workspace" }],
+    },
+  },
   413: {
     name: "ContentTooLarge",
     description: "The file exceeds the upload limit (MAX_UPLOAD_BYTES, 50 MB by default)",
+    example: {
+      slug: "payload-too-large",
+      title: "Content Too Large",
+      detail: "The file exceeds the upload limit of 52428800 bytes",
+    },
   },
   415: {
     name: "UnsupportedMediaType",
     description:
       "Upload: not a supported image (JPEG, PNG, WebP, GIF, AVIF, TIFF; SVG is refused). JSON endpoints: the body is not application/json",
+    example: {
+      slug: "unsupported-media-type",
+      title: "Unsupported Media Type",
+      detail: "The file is not a supported image (accepted: JPEG, PNG, WebP, GIF, AVIF, TIFF)",
+    },
   },
   422: {
     name: "UnprocessableContent",
     description: "A recognised image format whose bytes cannot be decoded (truncated or corrupt)",
+    example: {
+      slug: "undecodable-image",
+      title: "Unprocessable Content",
+      detail: "The image could not be decoded (truncated or corrupt)",
+    },
   },
-  500: { name: "InternalError", description: "Unexpected server error (never carries internal details)" },
+  500: {
+    name: "InternalError",
+    description: "Unexpected server error (never carries internal details)",
+    example: { slug: "internal-error", title: "Internal Server Error", detail: "An unexpected error occurred" },
+  },
 };
 
 const componentRef = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -234,10 +283,16 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
   }
 
   const responses: Record<string, JsonObject> = {};
-  for (const [status, { name, description }] of Object.entries(PROBLEM_RESPONSES)) {
+  for (const [status, { name, description, example }] of Object.entries(PROBLEM_RESPONSES)) {
+    const { slug, ...rest } = example;
     const response: JsonObject = {
       description: `${status}: ${description}`,
-      content: { [PROBLEM_CONTENT_TYPE]: { schema: componentRef("Problem") } },
+      content: {
+        [PROBLEM_CONTENT_TYPE]: {
+          schema: componentRef("Problem"),
+          example: { type: `${PROBLEM_TYPE_BASE}${slug}`, status: Number(status), ...rest },
+        },
+      },
     };
     if (status === "401") {
       response.headers = {
