@@ -196,9 +196,11 @@ export const fullTextQuerySchema = z
   .describe("GET /v1/assets/search/full-text query");
 export type FullTextQuery = z.infer<typeof fullTextQuerySchema>;
 
-export const scoredAssetSchema = assetSchema.extend({
-  score: z.number().describe("Relevance, higher is better"),
-});
+export const scoredAssetSchema = assetSchema
+  .extend({
+    score: z.number().describe("Relevance, higher is better"),
+  })
+  .describe("Asset with its full-text relevance score");
 export const fullTextResponseSchema = z
   .object({
     count: z.number().int().describe("Number of assets returned"),

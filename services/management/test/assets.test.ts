@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import sharp from "sharp";
-import { originalKey } from "@media-platform/storage";
+import { assetSchema, listAssetsResponseSchema, uploadResponseSchema } from "@media-platform/contracts";
+import { StorageUnavailableError, originalKey } from "@media-platform/storage";
 import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./helpers";
 
 let t: TestApp;
@@ -47,6 +48,7 @@ describe("POST /v1/assets/upload", () => {
       mediaUrl: `http://media.test/thumbnail:size=256/${res.body.id}.png`,
     });
     expect(res.body.duplicates).toBeUndefined();
+    expect(uploadResponseSchema.strict().parse(res.body)).toEqual(res.body);
     const info = await t.blobStore.head(originalKey(res.body.id));
     expect(info).toMatchObject({ contentType: "image/png", size: bytes.length });
     expect((await blobBytes(originalKey(res.body.id)))!.equals(bytes)).toBe(true);
@@ -184,6 +186,25 @@ describe("POST /v1/assets/upload", () => {
   });
 });
 
+describe("storage outage", () => {
+  it("503 with Retry-After when the blob store is unreachable; no row", async () => {
+    const realPut = t.blobStore.put.bind(t.blobStore);
+    t.blobStore.put = async () => {
+      throw new StorageUnavailableError("down for the test");
+    };
+    try {
+      const before = await t.db.prisma.asset.count();
+      const res = await upload(t.as(WS), fixture("palette_color.png"), "p.png");
+      expectProblem(res, 503);
+      expect(res.headers["retry-after"]).toBeDefined();
+      expect(res.body.detail).not.toMatch(/down for the test/);
+      expect(await t.db.prisma.asset.count()).toBe(before);
+    } finally {
+      t.blobStore.put = realPut;
+    }
+  });
+});
+
 describe("413 upload limit", () => {
   let small: TestApp;
   beforeAll(async () => {
@@ -211,6 +232,46 @@ describe("413 upload limit", () => {
     expect(await small.db.prisma.asset.count()).toBe(0);
   });
 
+  it("413 for a multi-megabyte body, declared or chunked, without reading it into memory", async () => {
+    const big = Buffer.alloc(5 * 1024 * 1024, 7);
+    const declared = await upload(small.as(WS), big, "big.png");
+    expectProblem(declared, 413);
+    // Chunked (no Content-Length): multer's fileSize limit stops it.
+    const { Readable } = await import("node:stream");
+    const boundary = "----mgmtboundary";
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`);
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    const http = await import("node:http");
+    const server = http.createServer(small.app);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const port = (server.address() as import("node:net").AddressInfo).port;
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = http.request(
+          {
+            host: "127.0.0.1",
+            port,
+            method: "POST",
+            path: "/v1/assets/upload",
+            headers: { Authorization: `Bearer ${small.token(WS)}`, "Content-Type": `multipart/form-data; boundary=${boundary}` },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on("error", reject);
+        Readable.from([head, big, tail]).pipe(req);
+      });
+      expect(status).toBe(413);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+    expect(await small.db.prisma.asset.count()).toBe(0);
+    expect(await listBlobKeys(small)).toEqual([]);
+  });
+
   it("accepts a file under the limit", async () => {
     const res = await upload(small.as(WS), fixture("no_time_for_that_tiny.gif"), "g.gif");
     expect(res.status).toBe(201);
@@ -232,6 +293,8 @@ describe("GET /v1/assets/:id", () => {
     const res = await t.as(WS).get(`/v1/assets/${created.body.id}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual(created.body);
+    assetSchema.strict().parse(res.body);
+    listAssetsResponseSchema.parse((await t.as(WS).get("/v1/assets")).body);
     expectProblem(await t.as(WS).get("/v1/assets/00000000-0000-4000-8000-000000000000"), 404);
     expectProblem(await t.as(WS).get("/v1/assets/not-a-uuid"), 404);
   });
