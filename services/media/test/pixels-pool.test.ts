@@ -145,7 +145,9 @@ describe("pixel worker pool", () => {
 
   it("clones (and counts) buffers V8 cannot detach, such as sharp's output, leaving them intact", async () => {
     const p = pool();
-    const raw = await toRaw(sharp({ create: { width: 16, height: 16, channels: 3, background: { r: 200, g: 100, b: 50 } } }));
+    const raw = await toRaw(
+      sharp({ create: { width: 16, height: 16, channels: 3, background: { r: 200, g: 100, b: 50 } } }),
+    );
     const out = await p.run("solarize", raw, { threshold: 128 });
     expect([out.data[0], out.data[1], out.data[2]]).toEqual([55, 100, 50]);
     expect(raw.data[0]).toBe(200);

@@ -58,11 +58,14 @@ async function renderUrl(
   return { ...rendition, pixels: await toRaw(sharp(rendition.data)) };
 }
 
-const decode = async (file: string, dir = FIXTURES): Promise<RawImage> => toRaw(sharp(path.join(dir, file), { autoOrient: true }));
+const decode = async (file: string, dir = FIXTURES): Promise<RawImage> =>
+  toRaw(sharp(path.join(dir, file), { autoOrient: true }));
 
 /** A flat PNG original of one grey level. */
 const flatPng = async (width: number, height: number, grey: number): Promise<{ data: Buffer; type: string }> => ({
-  data: await sharp({ create: { width, height, channels: 3, background: { r: grey, g: grey, b: grey } } }).png().toBuffer(),
+  data: await sharp({ create: { width, height, channels: 3, background: { r: grey, g: grey, b: grey } } })
+    .png()
+    .toBuffer(),
   type: "image/png",
 });
 
@@ -115,23 +118,31 @@ const stdDev = (values: ArrayLike<number>): number => {
 };
 const sameAlpha = (a: RawImage, b: RawImage): boolean => channelValues(a, 3).equals(channelValues(b, 3));
 
-function expectShape(r: Rendition & { pixels: RawImage }, fixture: Fixture, width = fixture.width, height = fixture.height): void {
+function expectShape(
+  r: Rendition & { pixels: RawImage },
+  fixture: Fixture,
+  width = fixture.width,
+  height = fixture.height,
+): void {
   expect(r.contentType).toBe(fixture.type);
   expect([r.width, r.height]).toEqual([width, height]);
   expect([r.pixels.width, r.pixels.height]).toEqual([width, height]);
 }
 
 describe("solarize", () => {
-  it.each([128, 64])("matches ImageMagick -solarize exactly on coffee.png (threshold %i) and inverts only values above it", async (t) => {
-    const r = await renderUrl(COFFEE, t === 128 ? "solarize" : `solarize:threshold=${t}`);
-    expectShape(r, COFFEE);
-    const source = await decode(COFFEE.file);
-    for (let i = 0; i < source.data.length; i++) {
-      const v = source.data[i]!;
-      if (r.pixels.data[i] !== (v > t ? 255 - v : v)) throw new Error(`byte ${i}: ${v} -> ${r.pixels.data[i]}`);
-    }
-    expect(diffs(r.pixels, await decode(`solarize-coffee-${t}.png`, REFERENCE)).percentile(1)).toBe(0);
-  });
+  it.each([128, 64])(
+    "matches ImageMagick -solarize exactly on coffee.png (threshold %i) and inverts only values above it",
+    async (t) => {
+      const r = await renderUrl(COFFEE, t === 128 ? "solarize" : `solarize:threshold=${t}`);
+      expectShape(r, COFFEE);
+      const source = await decode(COFFEE.file);
+      for (let i = 0; i < source.data.length; i++) {
+        const v = source.data[i]!;
+        if (r.pixels.data[i] !== (v > t ? 255 - v : v)) throw new Error(`byte ${i}: ${v} -> ${r.pixels.data[i]}`);
+      }
+      expect(diffs(r.pixels, await decode(`solarize-coffee-${t}.png`, REFERENCE)).percentile(1)).toBe(0);
+    },
+  );
 
   it("leaves alpha untouched on logo.png and matches ImageMagick", async () => {
     const r = await renderUrl(LOGO, "solarize:threshold=128");
@@ -224,7 +235,10 @@ describe("add-noise", () => {
   it("uniform: values spread evenly over +-amount % of 255", async () => {
     const r = await renderUrl(await flatPng(256, 256, 128), "add-noise:type=uniform:amount=10");
     const values = channelValues(r.pixels, 1);
-    const [lowest, highest] = [values.reduce((m, v) => Math.min(m, v), 255), values.reduce((m, v) => Math.max(m, v), 0)];
+    const [lowest, highest] = [
+      values.reduce((m, v) => Math.min(m, v), 255),
+      values.reduce((m, v) => Math.max(m, v), 0),
+    ];
     expect(lowest).toBeGreaterThanOrEqual(128 - 26);
     expect(highest).toBeLessThanOrEqual(128 + 26);
     expect(lowest).toBeLessThanOrEqual(128 - 24);
@@ -326,7 +340,9 @@ describe("color-balance", () => {
   });
 
   it("targets only its tonal range: highlights leave dark pixels alone", async () => {
-    const ramp = await sharp(Buffer.from(Array.from({ length: 256 }, (_, i) => [i, i, i]).flat()), { raw: { width: 256, height: 1, channels: 3 } })
+    const ramp = await sharp(Buffer.from(Array.from({ length: 256 }, (_, i) => [i, i, i]).flat()), {
+      raw: { width: 256, height: 1, channels: 3 },
+    })
       .png()
       .toBuffer();
     const r = await renderUrl({ data: ramp, type: "image/png" }, "color-balance:cyan=-100:target=highlights");
@@ -356,7 +372,10 @@ describe("clahe", () => {
     ["clahe-camera-grey-c40-t2.png", 40, 2],
     ["clahe-camera-grey-c2-t3.png", 2, 3],
   ])("the tiled algorithm equals OpenCV createCLAHE bit for bit (%s)", async (file, clipLimit, tileSize) => {
-    const { data, info } = await sharp(path.join(FIXTURES, "camera.png")).extractChannel(0).raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharp(path.join(FIXTURES, "camera.png"))
+      .extractChannel(0)
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     const { tilesX, tilesY } = claheGrid(info.width, info.height, tileSize);
     const ours = claheChannel(data, info.width, info.height, clipLimit, tilesX, tilesY);
     const opencv = await sharp(path.join(REFERENCE, file)).extractChannel(0).raw().toBuffer();
@@ -368,15 +387,22 @@ describe("clahe", () => {
   it.each([
     [COFFEE, "clahe", "clahe-coffee-lab-c3-t16.png"],
     [COFFEE, "clahe:clipLimit=3:tileSize=20", "clahe-coffee-lab-c3-t20.png"],
-    [{ file: "camera.png", type: "image/png", width: 512, height: 512 }, "clahe:tileSize=16", "clahe-camera-lab-c3-t16.png"],
-  ])("on Lab lightness matches OpenCV within mean |diff| < 1 and p99 <= 2 (%#: %s)", async (fixture, steps, reference) => {
-    const r = await renderUrl(fixture, steps);
-    expectShape(r, fixture);
-    const d = diffs(r.pixels, await decode(reference, REFERENCE), 3);
-    expect(d.mean).toBeLessThan(1);
-    expect(d.percentile(0.99)).toBeLessThanOrEqual(2);
-    expect(d.percentile(1)).toBeLessThanOrEqual(6);
-  });
+    [
+      { file: "camera.png", type: "image/png", width: 512, height: 512 },
+      "clahe:tileSize=16",
+      "clahe-camera-lab-c3-t16.png",
+    ],
+  ])(
+    "on Lab lightness matches OpenCV within mean |diff| < 1 and p99 <= 2 (%#: %s)",
+    async (fixture, steps, reference) => {
+      const r = await renderUrl(fixture, steps);
+      expectShape(r, fixture);
+      const d = diffs(r.pixels, await decode(reference, REFERENCE), 3);
+      expect(d.mean).toBeLessThan(1);
+      expect(d.percentile(0.99)).toBeLessThanOrEqual(2);
+      expect(d.percentile(1)).toBeLessThanOrEqual(6);
+    },
+  );
 
   it("raises local contrast on rocket.jpg, keeps grey pixels grey and alpha untouched", async () => {
     const r = await renderUrl(ROCKET, "clahe:clipLimit=4:tileSize=32");
@@ -386,7 +412,11 @@ describe("clahe", () => {
     const camera = await renderUrl({ file: "camera.png", type: "image/png", width: 512, height: 512 }, "clahe");
     let spread = 0;
     for (let i = 0; i < camera.pixels.data.length; i += 3) {
-      spread = Math.max(spread, Math.abs(camera.pixels.data[i]! - camera.pixels.data[i + 1]!), Math.abs(camera.pixels.data[i + 1]! - camera.pixels.data[i + 2]!));
+      spread = Math.max(
+        spread,
+        Math.abs(camera.pixels.data[i]! - camera.pixels.data[i + 1]!),
+        Math.abs(camera.pixels.data[i + 1]! - camera.pixels.data[i + 2]!),
+      );
     }
     expect(spread).toBe(0);
     const logo = await renderUrl(LOGO, "clahe");
@@ -400,13 +430,16 @@ describe("wave", () => {
     ["coffee.png", COFFEE, 4.5, 33, "wave-coffee-4.5x33.png"],
     ["logo.png (alpha)", LOGO, 10, 60, "wave-logo-10x60.png"],
     ["logo.png (alpha)", LOGO, 4.5, 33, "wave-logo-4.5x33.png"],
-  ])("matches ImageMagick -wave within 1 level on %s, %f x %f", async (_name, fixture, amplitude, wavelength, reference) => {
-    const r = await renderUrl(fixture, `wave:amplitude=${amplitude}:wavelength=${wavelength}`);
-    expectShape(r, fixture, fixture.width, fixture.height + Math.floor(2 * amplitude));
-    const d = diffs(r.pixels, await decode(reference, REFERENCE));
-    expect(d.percentile(1)).toBeLessThanOrEqual(1);
-    expect(d.mean).toBeLessThan(0.5);
-  });
+  ])(
+    "matches ImageMagick -wave within 1 level on %s, %f x %f",
+    async (_name, fixture, amplitude, wavelength, reference) => {
+      const r = await renderUrl(fixture, `wave:amplitude=${amplitude}:wavelength=${wavelength}`);
+      expectShape(r, fixture, fixture.width, fixture.height + Math.floor(2 * amplitude));
+      const d = diffs(r.pixels, await decode(reference, REFERENCE));
+      expect(d.percentile(1)).toBeLessThanOrEqual(1);
+      expect(d.mean).toBeLessThan(0.5);
+    },
+  );
 
   it("grows rocket.jpg by 2 x amplitude, stays JPEG, and its pixels match ImageMagick's", async () => {
     const r = await renderUrl(ROCKET, "wave:amplitude=10:wavelength=60");
@@ -414,7 +447,11 @@ describe("wave", () => {
     // Column 0 is shifted by exactly the amplitude: the rows above it are ImageMagick's white background.
     for (let y = 0; y < 8; y++) expect(r.pixels.data[y * 640 * 3]).toBeGreaterThan(245);
     // Before JPEG encoding: only the two JPEG decoders (libvips vs ImageMagick's) differ.
-    const waved = await pixels.run("wave", await decode(ROCKET.file), { amplitude: 10, wavelength: 60, background: [255, 255, 255, 255] });
+    const waved = await pixels.run("wave", await decode(ROCKET.file), {
+      amplitude: 10,
+      wavelength: 60,
+      background: [255, 255, 255, 255],
+    });
     const d = diffs(waved, await decode("wave-rocket-10x60.png", REFERENCE));
     expect(d.mean).toBeLessThan(0.5);
     expect(d.percentile(0.99)).toBeLessThanOrEqual(2);

@@ -119,7 +119,9 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
       if (!slot.task || reply.id !== slot.task.id) return;
       if (reply.ok) {
         const { data, width, height, channels } = reply.image;
-        settle(slot, { image: { data: Buffer.from(data.buffer, data.byteOffset, data.byteLength), width, height, channels } });
+        settle(slot, {
+          image: { data: Buffer.from(data.buffer, data.byteOffset, data.byteLength), width, height, channels },
+        });
       } else {
         settle(slot, { error: new PixelKernelError(slot.task.kernel, reply.error.message, reply.error.name) });
       }
@@ -133,7 +135,9 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
     worker.on("exit", (code) => {
       slots.delete(slot);
       const kernel = slot.task?.kernel ?? "(none)";
-      settle(slot, { error: new PixelKernelError(kernel, `pixel worker exited (code ${code}) while running "${kernel}"`) });
+      settle(slot, {
+        error: new PixelKernelError(kernel, `pixel worker exited (code ${code}) while running "${kernel}"`),
+      });
       if (!closed) {
         counters.replaced++;
         // Replacement is lazy: a new worker starts when a queued task needs one.
@@ -148,7 +152,9 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
     if (options.taskTimeoutMs === undefined) return;
     task.timer = setTimeout(() => {
       slot.retiring = true;
-      settle(slot, { error: new PixelKernelError(task.kernel, `pixel kernel "${task.kernel}" exceeded ${options.taskTimeoutMs} ms`) });
+      settle(slot, {
+        error: new PixelKernelError(task.kernel, `pixel kernel "${task.kernel}" exceeded ${options.taskTimeoutMs} ms`),
+      });
       void slot.worker.terminate();
     }, options.taskTimeoutMs);
   };
@@ -161,11 +167,14 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
     // A view into a larger buffer (e.g. Node's small-buffer pool) is copied so that
     // transferring it does not detach memory that belongs to someone else.
     const own =
-      data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : Uint8Array.prototype.slice.call(data);
+      data.byteOffset === 0 && data.byteLength === data.buffer.byteLength
+        ? data
+        : Uint8Array.prototype.slice.call(data);
     try {
-      slot.worker.postMessage({ id: task.id, kernel: task.kernel, image: { data: own, width, height, channels }, params: task.params }, [
-        own.buffer as ArrayBuffer,
-      ]);
+      slot.worker.postMessage(
+        { id: task.id, kernel: task.kernel, image: { data: own, width, height, channels }, params: task.params },
+        [own.buffer as ArrayBuffer],
+      );
     } catch (error) {
       settle(slot, { error: error instanceof Error ? error : new Error(String(error)) });
       return;

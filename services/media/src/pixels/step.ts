@@ -6,7 +6,12 @@ import type { StepContext } from "../transformations/transformation";
  * The body of every raw-pixel transformation: materialise the pending pipeline to 8-bit
  * pixels, run the named kernel in a pixel worker, continue from its result.
  */
-export async function runPixelKernel<P>(image: sharp.Sharp, ctx: StepContext, kernel: string, params: P): Promise<sharp.Sharp> {
+export async function runPixelKernel<P>(
+  image: sharp.Sharp,
+  ctx: StepContext,
+  kernel: string,
+  params: P,
+): Promise<sharp.Sharp> {
   const raw = await toRaw(image);
   return fromRaw(await ctx.pixels.run(kernel, raw, params));
 }

@@ -12,6 +12,11 @@ export const colorBalance = defineTransformation({
     const magenta = params.magenta ?? 0;
     const yellow = params.yellow ?? 0;
     if (cyan === 0 && magenta === 0 && yellow === 0) return image;
-    return runPixelKernel<ColorBalanceParams>(image, ctx, "color-balance", { cyan, magenta, yellow, target: params.target });
+    return runPixelKernel<ColorBalanceParams>(image, ctx, "color-balance", {
+      cyan,
+      magenta,
+      yellow,
+      target: params.target,
+    });
   },
 });

@@ -7,5 +7,6 @@ import { defineTransformation } from "./transformation";
 export const solarize = defineTransformation({
   name: "solarize",
   params: transformationSpecs.solarize.params,
-  apply: (image, params, ctx) => runPixelKernel<SolarizeParams>(image, ctx, "solarize", { threshold: params.threshold }),
+  apply: (image, params, ctx) =>
+    runPixelKernel<SolarizeParams>(image, ctx, "solarize", { threshold: params.threshold }),
 });

@@ -24,7 +24,9 @@ async function timed<T>(label: string, runs: number, work: () => Promise<T>): Pr
   }
   times.sort((a, b) => a - b);
   const median = times[Math.floor(times.length / 2)]!;
-  console.log(`${label.padEnd(58)} median ${median.toFixed(0).padStart(6)} ms  (runs: ${times.map((t) => t.toFixed(0)).join(", ")})`);
+  console.log(
+    `${label.padEnd(58)} median ${median.toFixed(0).padStart(6)} ms  (runs: ${times.map((t) => t.toFixed(0)).join(", ")})`,
+  );
   return median;
 }
 
@@ -33,19 +35,32 @@ async function main(): Promise<void> {
   const big = path.join(dir, "rocket-12mp.jpg");
   await sharp(ROCKET).resize(4240, 2832, { fit: "fill" }).jpeg({ quality: 90 }).toFile(big);
   const original = readFileSync(big);
-  console.log(`input: 4240x2832 JPEG (${(4240 * 2832 / 1e6).toFixed(1)} MP), ${os.availableParallelism()} cores, node ${process.version}, sharp ${sharp.versions.sharp}, vips ${sharp.versions.vips}`);
+  console.log(
+    `input: 4240x2832 JPEG (${((4240 * 2832) / 1e6).toFixed(1)} MP), ${os.availableParallelism()} cores, node ${process.version}, sharp ${sharp.versions.sharp}, vips ${sharp.versions.vips}`,
+  );
   const pixels = createPixelWorkers({ size: 2 });
   const deps = { pixels, faces: { detect: async () => [] }, limits: defaultMediaLimits, limitInputPixels: 100_000_000 };
   const ours = (steps: string) => () =>
-    render({ original, contentType: "image/jpeg", steps: parseMediaPath(`/${steps}/${ASSET}.jpg`).steps, cacheKey: steps }, deps);
+    render(
+      { original, contentType: "image/jpeg", steps: parseMediaPath(`/${steps}/${ASSET}.jpg`).steps, cacheKey: steps },
+      deps,
+    );
   try {
     const clahe = await timed("clahe (tiled, worker, default clip 3 tile 16) decode->JPEG", 3, ours("clahe"));
     const vips = await timed("sharp.clahe({ width: 16, height: 16 }) decode->JPEG", 1, () =>
       sharp(original).clahe({ width: 16, height: 16 }).jpeg({ quality: 82 }).toBuffer(),
     );
-    const copy = await timed("baseline: sharp decode->JPEG, no operation", 3, () => sharp(original).jpeg({ quality: 82 }).toBuffer());
-    console.log(`  clahe: ours ${(vips / clahe).toFixed(1)}x faster than sharp.clahe; decode+encode alone ${copy.toFixed(0)} ms`);
-    const wave = await timed("wave amplitude 10 wavelength 60 (worker) decode->JPEG", 3, ours("wave:amplitude=10:wavelength=60"));
+    const copy = await timed("baseline: sharp decode->JPEG, no operation", 3, () =>
+      sharp(original).jpeg({ quality: 82 }).toBuffer(),
+    );
+    console.log(
+      `  clahe: ours ${(vips / clahe).toFixed(1)}x faster than sharp.clahe; decode+encode alone ${copy.toFixed(0)} ms`,
+    );
+    const wave = await timed(
+      "wave amplitude 10 wavelength 60 (worker) decode->JPEG",
+      3,
+      ours("wave:amplitude=10:wavelength=60"),
+    );
     const out = path.join(dir, "im.jpg");
     const magick = await timed("ImageMagick 6 convert -wave 10x60 (JPEG -> JPEG)", 3, async () =>
       execFileSync("/usr/bin/convert", [big, "-wave", "10x60", "-quality", "82", out]),

@@ -129,7 +129,25 @@ export function claheChannel(
 
   const dst = new Uint8Array(width * height);
   if (tileArea < SPARSE_TILE_AREA) {
-    sparseInterpolation(src, dst, width, height, extWidth, tilesX, tilesY, tileW, tileH, clip, lutScale, colSrc, ind1, ind2, xa, xa1, invTh);
+    sparseInterpolation(
+      src,
+      dst,
+      width,
+      height,
+      extWidth,
+      tilesX,
+      tilesY,
+      tileW,
+      tileH,
+      clip,
+      lutScale,
+      colSrc,
+      ind1,
+      ind2,
+      xa,
+      xa1,
+      invTh,
+    );
     return dst;
   }
   for (let y = 0; y < height; y++) {
@@ -224,7 +242,7 @@ function sparseInterpolation(
       let k = 0;
       let sum = 0;
       let clipped = 0;
-      for (let i = base; i < base + area; ) {
+      for (let i = base; i < base + area;) {
         const v = levels[i]!;
         let count = 0;
         while (i < base + area && levels[i] === v) {
@@ -334,7 +352,8 @@ export const clahe: PixelKernel<ClaheParams> = (image: RawImage, { clipLimit, ti
   const { data, width, height, channels } = image;
   const pixels = width * height;
   const lightness = new Uint8Array(pixels);
-  for (let p = 0, i = 0; p < pixels; p++, i += channels) lightness[p] = opencvLightness(data[i]!, data[i + 1]!, data[i + 2]!);
+  for (let p = 0, i = 0; p < pixels; p++, i += channels)
+    lightness[p] = opencvLightness(data[i]!, data[i + 1]!, data[i + 2]!);
   const { tilesX, tilesY } = claheGrid(width, height, tileSize);
   const equalised = claheChannel(lightness, width, height, clipLimit, tilesX, tilesY);
 
@@ -346,7 +365,17 @@ export const clahe: PixelKernel<ClaheParams> = (image: RawImage, { clipLimit, ti
   const fyOfLevel = new Float64Array(256);
   for (let l = 0; l < 256; l++) fyOfLevel[l] = (l / 2.55 + 16) / 116;
   const [m0, m1, m2, m3, m4, m5, m6, m7, m8] = M;
-  const [i0, i1, i2, i3, i4, i5, i6, i7, i8] = MI as [number, number, number, number, number, number, number, number, number];
+  const [i0, i1, i2, i3, i4, i5, i6, i7, i8] = MI as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const fIndex = (t: number): number => (t <= 0 ? 0 : t >= 1 ? LAB_F_STEPS : (t * LAB_F_STEPS + 0.5) | 0);
   const fInverse = (f: number): number => (f > 6 / 29 ? f * f * f : (116 * f - 16) / KAPPA);
   const encodeIndex = (v: number): number => (v <= 0 ? 0 : v >= 1 ? steps : (v * steps + 0.5) | 0);
@@ -376,7 +405,15 @@ function invert3x3(m: readonly number[]): number[] {
   const B = -(d * i - f * g);
   const C = d * h - e * g;
   const det = a * A + b * B + c * C;
-  return [A, -(b * i - c * h), b * f - c * e, B, a * i - c * g, -(a * f - c * d), C, -(a * h - b * g), a * e - b * d].map(
-    (v) => v / det,
-  );
+  return [
+    A,
+    -(b * i - c * h),
+    b * f - c * e,
+    B,
+    a * i - c * g,
+    -(a * f - c * d),
+    C,
+    -(a * h - b * g),
+    a * e - b * d,
+  ].map((v) => v / det);
 }

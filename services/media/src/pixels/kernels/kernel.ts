@@ -22,7 +22,9 @@ export function assertRawImage(image: RawImage): void {
   }
   if (channels !== 3 && channels !== 4) throw new KernelInputError(`expected 3 or 4 channels, got ${channels}`);
   if (data.length !== width * height * channels) {
-    throw new KernelInputError(`pixel buffer holds ${data.length} bytes, ${width}x${height}x${channels} needs ${width * height * channels}`);
+    throw new KernelInputError(
+      `pixel buffer holds ${data.length} bytes, ${width}x${height}x${channels} needs ${width * height * channels}`,
+    );
   }
 }
 
