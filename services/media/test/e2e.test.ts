@@ -1,0 +1,140 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import sharp from "sharp";
+import { FIXTURES_DIR } from "./support/memory-store";
+
+/**
+ * End to end on the embedded defaults: both services as real processes (`node --import tsx`),
+ * sharing one temp DATA_DIR (PGlite + filesystem blobs). Upload through the management API,
+ * then fetch a transformation URL from the media service: MISS, then HIT with the same bytes.
+ */
+
+const ROOT = path.resolve(__dirname, "..", "..", "..");
+const STARTUP_MS = 90_000;
+
+interface Service {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+}
+
+function startService(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<Service> {
+  const child = spawn(process.execPath, ["--import", "tsx", entry], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  return new Promise<Service>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`${entry} did not start within ${STARTUP_MS} ms`)), STARTUP_MS);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(new Error(`${err.message}\n--- output ---\n${output}`));
+    };
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = ready.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1]!, output: () => output });
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => fail(new Error(`${entry} exited with code ${code} before it was ready`)));
+  });
+}
+
+async function stop(service: Service | undefined): Promise<void> {
+  const child = service?.child;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const force = setTimeout(() => child.kill("SIGKILL"), 10_000);
+  await exited;
+  clearTimeout(force);
+}
+
+describe("end to end: management upload -> media MISS -> HIT", () => {
+  let dataDir: string;
+  let env: NodeJS.ProcessEnv;
+  let media: Service | undefined;
+  let management: Service | undefined;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), "media-e2e-"));
+    env = {
+      ...process.env,
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDir,
+      PGLITE_DIR: path.join(dataDir, "pg"),
+      STORAGE_DRIVER: "fs",
+      STORAGE_DIR: path.join(dataDir, "blobs"),
+      DATABASE_URL: "",
+      REDIS_URL: "",
+      MEDIA_SIGNING_KEY: "",
+      AUTH_JWKS_URL: "",
+      AUTH_PUBLIC_KEY: "",
+      AUTH_JWT_SECRET: `e2e-${randomUUID()}`,
+      LOG_LEVEL: "warn",
+      MEDIA_PORT: "0",
+      MANAGEMENT_PORT: "0",
+    };
+    media = await startService("services/media/src/index.ts", env, /media service listening on (http:\/\/\S+)/);
+    management = await startService(
+      "services/management/src/index.ts",
+      { ...env, MEDIA_PUBLIC_URL: media.url },
+      /Management API: (http:\/\/\S+)/,
+    );
+  }, 2 * STARTUP_MS);
+
+  afterAll(async () => {
+    await Promise.all([stop(media), stop(management)]);
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("uploads astronaut.png and serves /thumbnail:size=256/<id>.png as MISS, then HIT", async () => {
+    const workspace = randomUUID();
+    const tokenRun = spawnSync(
+      process.execPath,
+      ["--import", "tsx", "services/management/src/cli/token.ts", "--workspace", workspace],
+      { cwd: ROOT, env, encoding: "utf8" },
+    );
+    expect(tokenRun.stderr).toBe("");
+    expect(tokenRun.status).toBe(0);
+    const token = tokenRun.stdout.trim();
+
+    const form = new FormData();
+    const original = await readFile(path.join(FIXTURES_DIR, "astronaut.png"));
+    form.append("file", new Blob([original], { type: "image/png" }), "astronaut.png");
+    const upload = await fetch(`${management!.url}/v1/assets/upload`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}` },
+      body: form,
+    });
+    const asset = (await upload.json()) as { id: string; mimeType?: string };
+    expect(upload.status).toBe(201);
+    expect(asset.id).toMatch(/^[0-9a-f-]{36}$/);
+
+    const url = `${media!.url}/thumbnail:size=256/${asset.id}.png`;
+    const miss = await fetch(url);
+    const missBody = Buffer.from(await miss.arrayBuffer());
+    expect(miss.status).toBe(200);
+    expect(miss.headers.get("x-cache")).toBe("MISS");
+    expect(miss.headers.get("content-type")).toBe("image/png");
+    const meta = await sharp(missBody).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(["png", 256, 256]);
+
+    const hit = await fetch(url);
+    const hitBody = Buffer.from(await hit.arrayBuffer());
+    expect(hit.status).toBe(200);
+    expect(hit.headers.get("x-cache")).toBe("HIT");
+    expect(hit.headers.get("etag")).toBe(miss.headers.get("etag"));
+    expect(hitBody.equals(missBody)).toBe(true);
+
+    // An id that was never uploaded is a 404 problem from the media service.
+    const unknown = await fetch(`${media!.url}/thumbnail:size=256/${randomUUID()}.png`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+  });
+});
