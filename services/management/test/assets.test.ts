@@ -207,8 +207,15 @@ describe("storage outage", () => {
 
 describe("413 upload limit", () => {
   let small: TestApp;
+  const puts: string[] = [];
   beforeAll(async () => {
     small = await createTestApp({ maxUploadBytes: 50_000 });
+    // Records every blob write, whatever the driver: a refused upload must write none.
+    const realPut = small.blobStore.put.bind(small.blobStore);
+    small.blobStore.put = async (key, body, type) => {
+      puts.push(key);
+      return realPut(key, body, type);
+    };
   });
   afterAll(async () => {
     await small.close();
@@ -222,6 +229,7 @@ describe("413 upload limit", () => {
     expect(await small.db.prisma.asset.count()).toBe(0);
     const keys = await listBlobKeys(small);
     expect(keys).toEqual([]);
+    expect(puts).toEqual([]);
   });
 
   it("413 also when the body streams without Content-Length just over the limit", async () => {
@@ -270,11 +278,13 @@ describe("413 upload limit", () => {
     }
     expect(await small.db.prisma.asset.count()).toBe(0);
     expect(await listBlobKeys(small)).toEqual([]);
+    expect(puts).toEqual([]);
   });
 
   it("accepts a file under the limit", async () => {
     const res = await upload(small.as(WS), fixture("no_time_for_that_tiny.gif"), "g.gif");
     expect(res.status).toBe(201);
+    expect(puts).toEqual([`originals/${res.body.id}`]);
   });
 });
 
