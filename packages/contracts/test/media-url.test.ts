@@ -39,8 +39,38 @@ describe("parseMediaPath on random input (fast-check)", () => {
 
   it("never throws anything but MediaUrlError on URL-shaped strings", () => {
     const token = fc.oneof(
-      fc.constantFrom(...transformationNames, "/", ":", "=", ".", "%", "%2", "%zz", "%3A", "?", "png", "jpg", ID, "-", "+", "e5", "0x1"),
-      fc.constantFrom("size", "width", "height", "value", "x", "y", "gravity", "background", "border", "border_color", "quality"),
+      fc.constantFrom(
+        ...transformationNames,
+        "/",
+        ":",
+        "=",
+        ".",
+        "%",
+        "%2",
+        "%zz",
+        "%3A",
+        "?",
+        "png",
+        "jpg",
+        ID,
+        "-",
+        "+",
+        "e5",
+        "0x1",
+      ),
+      fc.constantFrom(
+        "size",
+        "width",
+        "height",
+        "value",
+        "x",
+        "y",
+        "gravity",
+        "background",
+        "border",
+        "border_color",
+        "quality",
+      ),
       fc.integer({ min: -1e6, max: 1e6 }).map(String),
       fc.double({ noNaN: false }).map(String),
       fc.string({ maxLength: 8 }),
@@ -87,7 +117,11 @@ function stepArbitrary(name: TransformationName): fc.Arbitrary<TransformationSte
     record[key] = valueArbitrary(spec);
     if (spec.required && spec.default === undefined) requiredKeys.push(key);
   }
-  const check = (transformationSpecs[name] as { check?: (p: Record<string, number | string>, l: typeof defaultMediaLimits) => string | undefined }).check;
+  const check = (
+    transformationSpecs[name] as {
+      check?: (p: Record<string, number | string>, l: typeof defaultMediaLimits) => string | undefined;
+    }
+  ).check;
   return fc
     .record(record, { requiredKeys })
     .filter((params) => !check?.(params as Record<string, number | string>, defaultMediaLimits))
@@ -270,7 +304,9 @@ describe("spec rules beyond ranges", () => {
 
   it("enumerations take exactly the spec's values", () => {
     for (const g of ["center", "north", "south", "east", "west"]) {
-      expect(parseMediaPath(`/crop:width=1:height=1:gravity=${g}/${ID}.png`).steps[0]!.params).toMatchObject({ gravity: g });
+      expect(parseMediaPath(`/crop:width=1:height=1:gravity=${g}/${ID}.png`).steps[0]!.params).toMatchObject({
+        gravity: g,
+      });
     }
     expect(() => parseMediaPath(`/crop:width=1:height=1:gravity=top/${ID}.png`)).toThrow(MediaUrlError);
     for (const type of ["gaussian", "uniform", "salt-pepper"]) {

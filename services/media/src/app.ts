@@ -55,9 +55,11 @@ export function createMediaApp(deps: MediaAppDeps): Express {
     const path = instanceOf(target);
     if (!looksLikeMediaPath(path)) return next();
     if (req.method !== "GET" && req.method !== "HEAD") {
-      return next(new HttpProblem(405, "method-not-allowed", `${req.method} is not allowed; media URLs answer GET and HEAD`, {
-        headers: { Allow: "GET, HEAD" },
-      }));
+      return next(
+        new HttpProblem(405, "method-not-allowed", `${req.method} is not allowed; media URLs answer GET and HEAD`, {
+          headers: { Allow: "GET, HEAD" },
+        }),
+      );
     }
     try {
       if (signer) {
@@ -127,7 +129,10 @@ export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixe
       413,
       "input-pixel-limit",
       `The stored original has more pixels than this deployment processes (LIMIT_INPUT_PIXELS = ${deps.limitInputPixels})`,
-      { title: "Original too large to process", errors: [{ path: "LIMIT_INPUT_PIXELS", message: `at most ${deps.limitInputPixels} pixels` }] },
+      {
+        title: "Original too large to process",
+        errors: [{ path: "LIMIT_INPUT_PIXELS", message: `at most ${deps.limitInputPixels} pixels` }],
+      },
     );
   }
   if (err instanceof UndecodableOriginalError || err instanceof UnsupportedOriginalError) {

@@ -4,7 +4,8 @@ import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts"
 import { parseStorageEnv, storageEnvSchema, StorageConfigError, type StorageConfig } from "@media-platform/storage";
 
 // Env files and compose often set a variable to "" to mean "unset".
-const blankAsUnset = (value: unknown): unknown => (typeof value === "string" && value.trim() === "" ? undefined : value);
+const blankAsUnset = (value: unknown): unknown =>
+  typeof value === "string" && value.trim() === "" ? undefined : value;
 
 const int = (min: number, max: number, fallback: number, what: string) =>
   z.preprocess(
@@ -19,7 +20,11 @@ const int = (min: number, max: number, fallback: number, what: string) =>
 const num = (min: number, max: number, fallback: number, what: string) =>
   z.preprocess(
     blankAsUnset,
-    z.coerce.number({ error: `must be ${what}` }).min(min, `must be ${what}`).max(max, `must be ${what}`).default(fallback),
+    z.coerce
+      .number({ error: `must be ${what}` })
+      .min(min, `must be ${what}`)
+      .max(max, `must be ${what}`)
+      .default(fallback),
   );
 const optionalString = z.preprocess(blankAsUnset, z.string().min(1).optional());
 
@@ -33,13 +38,20 @@ const MiB = 1024 * 1024;
 export const mediaEnvSchema = z.object({
   ...storageEnvSchema.shape,
   STORAGE_DIR: optionalString.describe("Filesystem blob root when STORAGE_DRIVER=fs (default <DATA_DIR>/blobs)"),
-  MEDIA_PORT: int(0, 65535, 3001, "a port number from 0 to 65535").describe("HTTP port of the media service (0 = any free port)"),
+  MEDIA_PORT: int(0, 65535, 3001, "a port number from 0 to 65535").describe(
+    "HTTP port of the media service (0 = any free port)",
+  ),
   HOST: z.preprocess(blankAsUnset, z.string().min(1).default("0.0.0.0")).describe("Interface to listen on"),
-  DATA_DIR: z.preprocess(blankAsUnset, z.string().min(1).default("./.data")).describe("Embedded-mode data folder (blobs under <DATA_DIR>/blobs)"),
+  DATA_DIR: z
+    .preprocess(blankAsUnset, z.string().min(1).default("./.data"))
+    .describe("Embedded-mode data folder (blobs under <DATA_DIR>/blobs)"),
   REDIS_URL: z
     .preprocess(
       blankAsUnset,
-      z.string().regex(/^rediss?:\/\/\S+$/, "must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379").optional(),
+      z
+        .string()
+        .regex(/^rediss?:\/\/\S+$/, "must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379")
+        .optional(),
     )
     .describe("Redis for the shared result cache and cross-replica locks; unset = in-process cache only"),
   REDIS_KEY_PREFIX: z
@@ -48,9 +60,12 @@ export const mediaEnvSchema = z.object({
   REDIS_COMMAND_TIMEOUT_MS: int(10, 60_000, 500, "a whole number of milliseconds from 10 to 60000").describe(
     "Redis connect and command timeout; a slower Redis counts as down",
   ),
-  CACHE_MEMORY_BYTES: int(0, 64 * 1024 * MiB, 256 * MiB, "a whole number of bytes (0 disables the in-process cache)").describe(
-    "Byte budget of the in-process LRU result cache",
-  ),
+  CACHE_MEMORY_BYTES: int(
+    0,
+    64 * 1024 * MiB,
+    256 * MiB,
+    "a whole number of bytes (0 disables the in-process cache)",
+  ).describe("Byte budget of the in-process LRU result cache"),
   CACHE_TTL_SECONDS: int(1, 10 * 365 * 86400, 7 * 86400, "a whole number of seconds from 1 to 315360000").describe(
     "Lifetime of results in Redis",
   ),
@@ -66,20 +81,27 @@ export const mediaEnvSchema = z.object({
   MEDIA_MAX_DIMENSION: int(1, 100_000, defaultMediaLimits.maxDimension, "a whole number from 1 to 100000").describe(
     "Largest width/height/size/border a URL may ask for",
   ),
-  MEDIA_MAX_OUTPUT_PIXELS: int(1, 10_000_000_000, defaultMediaLimits.maxOutputPixels, "a whole number from 1 to 10000000000").describe(
-    "Largest image (width x height) any step may produce",
-  ),
+  MEDIA_MAX_OUTPUT_PIXELS: int(
+    1,
+    10_000_000_000,
+    defaultMediaLimits.maxOutputPixels,
+    "a whole number from 1 to 10000000000",
+  ).describe("Largest image (width x height) any step may produce"),
   MEDIA_MAX_MULTIPLIER: num(1, 1000, defaultMediaLimits.maxMultiplier, "a number from 1 to 1000").describe(
     "Cap for saturation, brightness and channelManipulation multipliers",
   ),
-  MEDIA_MAX_NOISE_AMOUNT: num(0.1, 100, defaultMediaLimits.maxNoiseAmount, "a number from 0.1 to 100").describe("Cap for add-noise amount"),
+  MEDIA_MAX_NOISE_AMOUNT: num(0.1, 100, defaultMediaLimits.maxNoiseAmount, "a number from 0.1 to 100").describe(
+    "Cap for add-noise amount",
+  ),
   MEDIA_MAX_WAVE_AMPLITUDE: num(1, 100_000, defaultMediaLimits.maxWaveAmplitude, "a number from 1 to 100000").describe(
     "Cap for wave amplitude (pixels)",
   ),
   MEDIA_MAX_WAVE_LENGTH: num(5, 1_000_000, defaultMediaLimits.maxWaveLength, "a number from 5 to 1000000").describe(
     "Cap for wave wavelength (pixels)",
   ),
-  MEDIA_MAX_SHARPEN: num(0, 1000, defaultMediaLimits.maxSharpen, "a number from 0 to 1000").describe("Cap for sharpen intensity"),
+  MEDIA_MAX_SHARPEN: num(0, 1000, defaultMediaLimits.maxSharpen, "a number from 0 to 1000").describe(
+    "Cap for sharpen intensity",
+  ),
   MEDIA_REQUEST_TIMEOUT_MS: int(100, 600_000, 30_000, "a whole number of milliseconds from 100 to 600000").describe(
     "Longest a request may wait for its transformation (queue + read + render); then 503",
   ),
@@ -144,8 +166,14 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     port: e.MEDIA_PORT,
     host: e.HOST,
     dataDir,
-    redis: e.REDIS_URL ? { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX, timeoutMs: e.REDIS_COMMAND_TIMEOUT_MS } : undefined,
-    cache: { memoryBytes: e.CACHE_MEMORY_BYTES, ttlSeconds: e.CACHE_TTL_SECONDS, maxEntryBytes: e.CACHE_MAX_ENTRY_BYTES },
+    redis: e.REDIS_URL
+      ? { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX, timeoutMs: e.REDIS_COMMAND_TIMEOUT_MS }
+      : undefined,
+    cache: {
+      memoryBytes: e.CACHE_MEMORY_BYTES,
+      ttlSeconds: e.CACHE_TTL_SECONDS,
+      maxEntryBytes: e.CACHE_MAX_ENTRY_BYTES,
+    },
     signingKey: e.MEDIA_SIGNING_KEY,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
     limits: {

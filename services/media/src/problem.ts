@@ -26,7 +26,12 @@ export class HttpProblem extends Error {
   }
 
   toBody(instance?: string): Problem {
-    const body: Problem = { type: problemType(this.slug), title: this.title, status: this.status, detail: this.message };
+    const body: Problem = {
+      type: problemType(this.slug),
+      title: this.title,
+      status: this.status,
+      detail: this.message,
+    };
     if (instance !== undefined) body.instance = instance;
     if (this.options.errors) body.errors = this.options.errors;
     return body;

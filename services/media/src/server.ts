@@ -172,11 +172,9 @@ export async function startMedia(
   let render = overrides.render;
   if (!render) {
     // Loaded here, not at module load, so in-process tests with an injected render never start workers.
-    /* eslint-disable @typescript-eslint/no-require-imports */
     const pipeline = require("./pipeline/render") as typeof import("./pipeline/render");
     const { createPixelWorkers } = require("./pixels/pool") as typeof import("./pixels/pool");
     const { createFaceDetector } = require("./faces/index") as typeof import("./faces/index");
-    /* eslint-enable @typescript-eslint/no-require-imports */
     pipeline.configureSharp();
     const pixels = createPixelWorkers({
       size: config.workers > 0 ? config.workers : undefined,
@@ -192,7 +190,12 @@ export async function startMedia(
   const media = createMediaServer({ store, render, logger, options: config, onClose });
   const url = await media.listen(config.port, config.host);
   logger.info(
-    { url, redis: config.redis ? "on" : "off", signing: config.signingKey ? "on" : "off", storage: config.storage.STORAGE_DRIVER },
+    {
+      url,
+      redis: config.redis ? "on" : "off",
+      signing: config.signingKey ? "on" : "off",
+      storage: config.storage.STORAGE_DRIVER,
+    },
     "media service listening",
   );
   return { url, media, close: () => media.close() };

@@ -22,7 +22,11 @@ interface Service {
 }
 
 function startService(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<Service> {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+    cwd: ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   return new Promise<Service>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error(`${entry} did not start within ${STARTUP_MS} ms`)), STARTUP_MS);

@@ -42,7 +42,9 @@ describe("transformation concurrency limit", () => {
     const never: RenderFn = (_input, { signal }) => {
       calls++;
       // A render that only ends when aborted (as render.ts does at its next step boundary).
-      return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+      return new Promise((_resolve, reject) =>
+        signal.addEventListener("abort", () => reject(signal.reason), { once: true }),
+      );
     };
     media = await startTestMedia({ render: never, requestTimeoutMs: 200 });
     const id = await media.store.putFixture("astronaut.png");

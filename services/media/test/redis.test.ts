@@ -92,7 +92,9 @@ describeWithRedis("Redis result tier", () => {
     const gated = gatedRender();
     const a = await start({ render: gated.render });
     const b = await start({ render: gated.render });
-    const requests = [...Array(10).fill(a.url), ...Array(10).fill(b.url)].map((base: string) => fetchBytes(`${base}${path}`));
+    const requests = [...Array(10).fill(a.url), ...Array(10).fill(b.url)].map((base: string) =>
+      fetchBytes(`${base}${path}`),
+    );
     // Both instances have a flight for the URL and one of them is transforming.
     await gated.started(1);
     while (a.service.inFlight < 1 || b.service.inFlight < 1) await new Promise((r) => setImmediate(r));
@@ -174,7 +176,11 @@ describeWithRedis("Redis result tier", () => {
     const url = await closedPortUrl();
     const { logger, lines } = capturingLogger();
     const counting = countingRender();
-    const media = await start({ render: counting.render, logger, redis: { url, keyPrefix: prefix, timeoutMs: TIMEOUT_MS } });
+    const media = await start({
+      render: counting.render,
+      logger,
+      redis: { url, keyPrefix: prefix, timeoutMs: TIMEOUT_MS },
+    });
     const id = await store.putFixture("camera.png");
     const first = await fetch(`${media.url}/thumbnail:size=64/${id}.png`);
     expect(first.status).toBe(200);
@@ -189,7 +195,9 @@ describeWithRedis("Redis result tier", () => {
 
 describe("Redis unreachable needs no Redis at all", () => {
   it("serves every request (MISS) with REDIS_URL at a closed port", async () => {
-    const media = await startTestMedia({ redis: { url: await closedPortUrl(), keyPrefix: "x:", timeoutMs: TIMEOUT_MS } });
+    const media = await startTestMedia({
+      redis: { url: await closedPortUrl(), keyPrefix: "x:", timeoutMs: TIMEOUT_MS },
+    });
     try {
       const id = await media.store.putFixture("astronaut.png");
       const statuses: string[] = [];

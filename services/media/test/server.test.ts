@@ -146,7 +146,13 @@ describe("media errors are problem+json, never cached", () => {
     expect(res.headers["x-cache"]).toBeUndefined();
     if (method === "get") {
       expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
-      const body = JSON.parse(res.text) as { status: number; type: string; title: string; detail: string; errors?: Array<{ path: string; message: string }> };
+      const body = JSON.parse(res.text) as {
+        status: number;
+        type: string;
+        title: string;
+        detail: string;
+        errors?: Array<{ path: string; message: string }>;
+      };
       expect(body.status).toBe(status);
       expect(body.type).toMatch(/^https:\/\/media-platform\.dev\/problems\//);
       return body;
@@ -156,14 +162,44 @@ describe("media errors are problem+json, never cached", () => {
 
   const cases: Array<[string, (id: string) => string, string, RegExp]> = [
     ["unknown transformation", (id) => `/blur:radius=3/${id}.png`, "blur", /unknown transformation/],
-    ["unknown parameter", (id) => `/thumbnail:size=100:width=3/${id}.png`, "thumbnail.width", /unknown parameter; thumbnail accepts size, quality/],
+    [
+      "unknown parameter",
+      (id) => `/thumbnail:size=100:width=3/${id}.png`,
+      "thumbnail.width",
+      /unknown parameter; thumbnail accepts size, quality/,
+    ],
     ["repeated parameter", (id) => `/thumbnail:size=100:size=200/${id}.png`, "thumbnail.size", /repeated/],
     ["missing required parameter", (id) => `/crop:width=10/${id}.png`, "crop.height", /required/],
-    ["wrong type", (id) => `/thumbnail:size=big/${id}.png`, "thumbnail.size", /not a number; allowed: an integer from 50 to 8192/],
-    ["decimal where the spec says integer", (id) => `/solarize:threshold=12.5/${id}.png`, "solarize.threshold", /whole number; allowed: an integer from 0 to 255/],
-    ["out of range (below)", (id) => `/thumbnail:size=49/${id}.png`, "thumbnail.size", /below the allowed range; allowed: an integer from 50 to 8192/],
-    ["out of range (above)", (id) => `/clahe:clipLimit=40.5/${id}.png`, "clahe.clipLimit", /above the allowed range; allowed: a number from 1 to 40/],
-    ["bad enum value", (id) => `/crop:width=10:height=10:gravity=up/${id}.png`, "crop.gravity", /one of center, north, south, east, west/],
+    [
+      "wrong type",
+      (id) => `/thumbnail:size=big/${id}.png`,
+      "thumbnail.size",
+      /not a number; allowed: an integer from 50 to 8192/,
+    ],
+    [
+      "decimal where the spec says integer",
+      (id) => `/solarize:threshold=12.5/${id}.png`,
+      "solarize.threshold",
+      /whole number; allowed: an integer from 0 to 255/,
+    ],
+    [
+      "out of range (below)",
+      (id) => `/thumbnail:size=49/${id}.png`,
+      "thumbnail.size",
+      /below the allowed range; allowed: an integer from 50 to 8192/,
+    ],
+    [
+      "out of range (above)",
+      (id) => `/clahe:clipLimit=40.5/${id}.png`,
+      "clahe.clipLimit",
+      /above the allowed range; allowed: a number from 1 to 40/,
+    ],
+    [
+      "bad enum value",
+      (id) => `/crop:width=10:height=10:gravity=up/${id}.png`,
+      "crop.gravity",
+      /one of center, north, south, east, west/,
+    ],
     ["bad asset id", () => `/thumbnail:size=100/not-a-uuid.png`, "assetId", /UUID/],
     ["bad extension", (id) => `/thumbnail:size=100/${id}.bmp`, "extension", /extension must be one of/],
     ["9 steps", (id) => `${"/grayscale".repeat(9)}/${id}.png`, "path", /at most 8/],
@@ -171,7 +207,9 @@ describe("media errors are problem+json, never cached", () => {
 
   it.each(cases)("400 for %s, naming the parameter and its range", async (_name, build, param, message) => {
     const body = await expectProblem(build(asset), 400);
-    expect(body!.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: param, message: expect.stringMatching(message) })]));
+    expect(body!.errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: param, message: expect.stringMatching(message) })]),
+    );
     expect(body!.detail).toContain(param);
   });
 

@@ -44,7 +44,12 @@ describe("signed media URLs (MEDIA_SIGNING_KEY)", () => {
 
   it("403 problem when the signature is missing or wrong, before any validation or work", async () => {
     const path = `/thumbnail:size=100/${id}.jpg`;
-    for (const target of [path, `${path}?sig=${signMediaPath(path, "wrong-key-0123456789")}`, `${path}?sig=abc`, `/thumbnail:size=1/${id}.jpg`]) {
+    for (const target of [
+      path,
+      `${path}?sig=${signMediaPath(path, "wrong-key-0123456789")}`,
+      `${path}?sig=abc`,
+      `/thumbnail:size=1/${id}.jpg`,
+    ]) {
       const res = await request(media.server).get(target);
       expect(res.status).toBe(403);
       expect(res.headers["cache-control"]).toBe("no-store");

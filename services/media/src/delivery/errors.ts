@@ -18,7 +18,10 @@ export class UndecodableOriginalError extends Error {
 
 /** The original has more pixels than LIMIT_INPUT_PIXELS allows. */
 export class InputPixelLimitError extends Error {
-  constructor(readonly limitInputPixels: number, options?: { cause?: unknown }) {
+  constructor(
+    readonly limitInputPixels: number,
+    options?: { cause?: unknown },
+  ) {
     super(`the original exceeds LIMIT_INPUT_PIXELS (${limitInputPixels} pixels)`, options);
     this.name = "InputPixelLimitError";
   }

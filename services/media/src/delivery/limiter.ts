@@ -1,6 +1,9 @@
 /** The transformation queue is full: answered 503 with Retry-After. */
 export class QueueFullError extends Error {
-  constructor(readonly concurrency: number, readonly queueLimit: number) {
+  constructor(
+    readonly concurrency: number,
+    readonly queueLimit: number,
+  ) {
     super(`all ${concurrency} transformation slots are busy and ${queueLimit} requests are already waiting`);
     this.name = "QueueFullError";
   }
@@ -36,7 +39,8 @@ export class Limiter {
   run<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.running < this.concurrency) return this.execute(task);
-    if (this.queue.length >= this.queueLimit) return Promise.reject(new QueueFullError(this.concurrency, this.queueLimit));
+    if (this.queue.length >= this.queueLimit)
+      return Promise.reject(new QueueFullError(this.concurrency, this.queueLimit));
     return new Promise<T>((resolve, reject) => {
       const onAbort = () => {
         const i = this.queue.indexOf(waiter);

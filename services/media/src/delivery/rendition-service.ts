@@ -95,7 +95,12 @@ export class RenditionService {
     }
   }
 
-  private async resolve(key: string, request: MediaRequest, signal: AbortSignal, deadline: number): Promise<FlightResult> {
+  private async resolve(
+    key: string,
+    request: MediaRequest,
+    signal: AbortSignal,
+    deadline: number,
+  ): Promise<FlightResult> {
     const { redis } = this.deps;
     if (!redis) return this.compute(key, request, signal, deadline, undefined);
 
@@ -151,7 +156,9 @@ export class RenditionService {
         signal.throwIfAborted();
         const blob = await this.deps.store.get(originalKey(request.assetId));
         if (!blob) {
-          throw new HttpProblem(404, "asset-not-found", `No asset ${request.assetId} exists`, { title: "Asset not found" });
+          throw new HttpProblem(404, "asset-not-found", `No asset ${request.assetId} exists`, {
+            title: "Asset not found",
+          });
         }
         const original = await buffer(blob.body);
         signal.throwIfAborted();

@@ -32,7 +32,7 @@ export class UrlSigner {
     const query = requestTarget.slice(q + 1);
     if (!query.startsWith("sig=")) return query.includes("sig=") ? "invalid" : "missing";
     const given = query.slice(4);
-    if (given === "" ) return "missing";
+    if (given === "") return "missing";
     // Only base64url characters: anything else (a second parameter, padding) cannot match.
     if (!/^[A-Za-z0-9_-]+$/.test(given)) return "invalid";
     const expected = createHmac("sha256", this.key).update(requestTarget.slice(0, q), "utf8").digest();

@@ -3,7 +3,13 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
-import { originalKey, StorageUnavailableError, type BlobInfo, type BlobObject, type BlobStore } from "@media-platform/storage";
+import {
+  originalKey,
+  StorageUnavailableError,
+  type BlobInfo,
+  type BlobObject,
+  type BlobStore,
+} from "@media-platform/storage";
 
 /** The repository's fixture images (fixtures/images at the workspace root). */
 export const FIXTURES_DIR = path.join(__dirname, "..", "..", "..", "..", "fixtures", "images");
@@ -61,7 +67,10 @@ export class MemoryBlobStore implements BlobStore {
   }
 
   /** Stores a fixture at originals/<new uuid> with its content type; returns the asset id. */
-  async putFixture(file: string, contentType = TYPES[path.extname(file).toLowerCase()] ?? "application/octet-stream"): Promise<string> {
+  async putFixture(
+    file: string,
+    contentType = TYPES[path.extname(file).toLowerCase()] ?? "application/octet-stream",
+  ): Promise<string> {
     const id = randomUUID();
     await this.put(originalKey(id), await readFile(path.join(FIXTURES_DIR, file)), contentType);
     return id;
