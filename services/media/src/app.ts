@@ -17,6 +17,36 @@ import { catalogRouter } from "./catalog";
 import { HttpProblem, instanceOf, writeProblem } from "./problem";
 import { TransformationInputError } from "./transformations/transformation";
 
+/*
+ * HTTP contract of the media service (DESIGN §6), for the docs:
+ *
+ *   GET|HEAD /<step>[/<step>...]/<assetId>.<ext>[?sig=<signature>]
+ *
+ * Cache key: the request-target exactly as received (`req.url`: path AND query string, byte
+ * for byte, no normalisation), so any different URL string is a separate entry and a MISS
+ * (`?v=2` works as a cache buster). With signing on, the query must be exactly `sig=...`, so
+ * the key is effectively the signed path. Stored per key: bytes, content type, strong ETag.
+ *
+ * 200  image; Content-Type of the stored original; ETag "<base64url sha256>";
+ *      Cache-Control: public, max-age=31536000, immutable; X-Cache: MISS (this request ran the
+ *      transformation) or HIT (in-process LRU, Redis, or joined a running transformation)
+ * 304  If-None-Match matches the ETag (hot path and Express path)
+ * 400  invalid-media-url: grammar, unknown transformation/parameter, repeated, missing,
+ *      wrong type, out of range, > 8 steps, bad asset id or extension; errors[] name the
+ *      parameter (`<transformation>.<param>`) and the allowed range. Also a valid step that
+ *      cannot apply to this image (crop outside it, output above MEDIA_MAX_OUTPUT_PIXELS)
+ * 403  invalid-signature: MEDIA_SIGNING_KEY set and sig missing or wrong (checked first)
+ * 404  asset-not-found (no originals/<assetId>), not-found (other routes)
+ * 405  method-not-allowed on a media URL (Allow: GET, HEAD)
+ * 413  input-pixel-limit: the original has more pixels than LIMIT_INPUT_PIXELS; 413 because
+ *      the content the URL names is larger than this deployment processes (errors[0].path
+ *      is "LIMIT_INPUT_PIXELS")
+ * 422  undecodable-original: the stored original is corrupt or not a supported image
+ * 503  overloaded (queue full, Retry-After: 1), timeout (MEDIA_REQUEST_TIMEOUT_MS,
+ *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5)
+ * Every error is application/problem+json with Cache-Control: no-store and is never cached.
+ */
+
 /** Retry-After (seconds) of the 503s. */
 export const RETRY_AFTER = { queueFull: 1, timeout: 2, storage: 5 } as const;
 

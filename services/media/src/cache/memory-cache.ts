@@ -10,12 +10,14 @@ const ENTRY_OVERHEAD = 512;
  */
 export class MemoryCache {
   private readonly lru: LRUCache<string, CacheEntry> | undefined;
+  private readonly maxEntryBytes: number;
 
   constructor(options: { maxBytes: number; maxEntryBytes: number }) {
+    this.maxEntryBytes = options.maxEntryBytes;
     if (options.maxBytes > 0) {
       this.lru = new LRUCache<string, CacheEntry>({
         maxSize: options.maxBytes,
-        maxEntrySize: Math.min(options.maxBytes, options.maxEntryBytes + ENTRY_OVERHEAD),
+        // An entry larger than the whole budget is refused by lru-cache itself.
         sizeCalculation: (entry, key) => entry.body.length + key.length + ENTRY_OVERHEAD,
       });
     }
@@ -25,7 +27,9 @@ export class MemoryCache {
     return this.lru?.get(key);
   }
 
+  /** Keeps the entry unless its body is above maxEntryBytes (CACHE_MAX_ENTRY_BYTES). */
   set(key: string, entry: CacheEntry): void {
+    if (entry.body.length > this.maxEntryBytes) return;
     this.lru?.set(key, entry);
   }
 

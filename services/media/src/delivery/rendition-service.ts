@@ -2,7 +2,7 @@ import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { MediaRequest } from "@media-platform/contracts";
-import { originalKey, type BlobStore } from "@media-platform/storage";
+import { originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
 import { makeEntry, type CacheEntry } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
@@ -160,7 +160,13 @@ export class RenditionService {
             title: "Asset not found",
           });
         }
-        const original = await buffer(blob.body);
+        let original: Buffer;
+        try {
+          original = await buffer(blob.body);
+        } catch (err) {
+          // The store answered but the body broke off (connection reset, file vanished).
+          throw new StorageUnavailableError(`reading ${originalKey(request.assetId)} failed`, { cause: err });
+        }
         signal.throwIfAborted();
         this.deps.counters.inc("transformations");
         return this.deps.render(

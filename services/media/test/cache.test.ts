@@ -1,0 +1,101 @@
+import { createHash } from "node:crypto";
+import { Readable } from "node:stream";
+import request from "supertest";
+import { originalKey } from "@media-platform/storage";
+import { etagOf, ifNoneMatchMatches, makeEntry } from "../src/cache/entry";
+import { MemoryCache } from "../src/cache/memory-cache";
+import { startTestMedia } from "./support/media-server";
+
+describe("cache entries", () => {
+  it("carry a strong ETag (quoted base64url sha256) and precomputed HIT headers", () => {
+    const body = Buffer.from("hello image");
+    const entry = makeEntry(body, "image/png");
+    expect(entry.etag).toBe(`"${createHash("sha256").update(body).digest("base64url")}"`);
+    expect(etagOf(body)).toBe(entry.etag);
+    expect(entry.hitHeaders).toEqual({
+      "Content-Type": "image/png",
+      "Content-Length": body.length,
+      ETag: entry.etag,
+      "Cache-Control": "public, max-age=31536000, immutable",
+      "X-Cache": "HIT",
+    });
+  });
+
+  it("If-None-Match: exact, list, weak and * match; others do not", () => {
+    const etag = '"abc"';
+    expect(ifNoneMatchMatches(undefined, etag)).toBe(false);
+    expect(ifNoneMatchMatches('"abc"', etag)).toBe(true);
+    expect(ifNoneMatchMatches('"x", "abc"', etag)).toBe(true);
+    expect(ifNoneMatchMatches('W/"abc"', etag)).toBe(true);
+    expect(ifNoneMatchMatches("*", etag)).toBe(true);
+    expect(ifNoneMatchMatches('"abcd"', etag)).toBe(false);
+    expect(ifNoneMatchMatches("abc", etag)).toBe(false);
+  });
+});
+
+describe("MemoryCache", () => {
+  const entry = (bytes: number) => makeEntry(Buffer.alloc(bytes, 1), "image/png");
+
+  it("evicts the least recently used entries to stay within its byte budget", () => {
+    const cache = new MemoryCache({ maxBytes: 10_000, maxEntryBytes: 5000 });
+    cache.set("a", entry(3000));
+    cache.set("b", entry(3000));
+    expect(cache.get("a")).toBeDefined(); // a is now more recent than b
+    cache.set("c", entry(3000));
+    expect(cache.get("b")).toBeUndefined();
+    expect(cache.get("a")).toBeDefined();
+    expect(cache.get("c")).toBeDefined();
+    expect(cache.bytes).toBeLessThanOrEqual(10_000);
+  });
+
+  it("does not keep entries above maxEntryBytes, and a budget of 0 disables it", () => {
+    const cache = new MemoryCache({ maxBytes: 1_000_000, maxEntryBytes: 1000 });
+    cache.set("big", entry(1001));
+    expect(cache.get("big")).toBeUndefined();
+    cache.set("small", entry(1000));
+    expect(cache.get("small")).toBeDefined();
+    const off = new MemoryCache({ maxBytes: 0, maxEntryBytes: 1000 });
+    off.set("x", entry(10));
+    expect(off.get("x")).toBeUndefined();
+    expect(off.size).toBe(0);
+  });
+});
+
+describe("the in-process tier in the service", () => {
+  it("with CACHE_MEMORY_BYTES=0 every request is computed (MISS)", async () => {
+    const media = await startTestMedia({ cache: { memoryBytes: 0, ttlSeconds: 60, maxEntryBytes: 1 << 20 } });
+    try {
+      const id = await media.store.putFixture("rocket.jpg");
+      const a = await request(media.server).get(`/thumbnail:size=50/${id}.jpg`);
+      const b = await request(media.server).get(`/thumbnail:size=50/${id}.jpg`);
+      expect([a.headers["x-cache"], b.headers["x-cache"]]).toEqual(["MISS", "MISS"]);
+      expect(b.body.equals(a.body)).toBe(true);
+    } finally {
+      await media.close();
+    }
+  });
+
+  it("a blob body that breaks off mid-read is a 503 (storage), not a 500", async () => {
+    const media = await startTestMedia();
+    try {
+      const id = await media.store.putFixture("rocket.jpg");
+      const store = media.store;
+      const get = store.get.bind(store);
+      store.get = async (key: string) => {
+        const blob = await get(key);
+        if (!blob || key !== originalKey(id)) return blob;
+        const body = new Readable({
+          read() {
+            this.destroy(new Error("ECONNRESET"));
+          },
+        });
+        return { ...blob, body };
+      };
+      const res = await request(media.server).get(`/thumbnail:size=50/${id}.jpg`);
+      expect(res.status).toBe(503);
+      expect(res.headers["retry-after"]).toBe("5");
+    } finally {
+      await media.close();
+    }
+  });
+});
