@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath } from "@media-platform/contracts";
+import { toRaw } from "../../src/pipeline/raw";
 import { render } from "../../src/pipeline/render";
 import { createPixelWorkers } from "../../src/pixels/pool";
 
@@ -55,6 +56,20 @@ async function main(): Promise<void> {
     );
     console.log(
       `  clahe: ours ${(vips / clahe).toFixed(1)}x faster than sharp.clahe; decode+encode alone ${copy.toFixed(0)} ms`,
+    );
+    const raw = await toRaw(sharp(original));
+    const kernelOnly = (kernel: string, params: unknown) => () =>
+      pixels.run(kernel, { ...raw, data: Buffer.from(raw.data) }, params);
+    await timed(
+      "  kernel only: clahe in a worker (12 MP raw in, raw out)",
+      3,
+      kernelOnly("clahe", { clipLimit: 3, tileSize: 16 }),
+    );
+    await timed("  kernel only: clahe tileSize 2 (3 M tiles)", 1, kernelOnly("clahe", { clipLimit: 3, tileSize: 2 }));
+    await timed(
+      "  kernel only: wave 10x60",
+      3,
+      kernelOnly("wave", { amplitude: 10, wavelength: 60, background: [255, 255, 255, 255] }),
     );
     const wave = await timed(
       "wave amplitude 10 wavelength 60 (worker) decode->JPEG",
