@@ -382,6 +382,33 @@ describe("clahe", () => {
     expect(Buffer.from(ours).equals(opencv)).toBe(true);
   });
 
+  const randomCases = ["37x23", "40x21", "33x30", "1x9"].flatMap((size) =>
+    [
+      [1.5, 2],
+      [4, 3],
+      [2, 5],
+      [40, 8],
+      [3, 64],
+    ].map(([clipLimit, tileSize]) => [size, clipLimit!, tileSize!] as const),
+  );
+  it.each(randomCases)(
+    "equals OpenCV on %s noise (clip %f, tile %i): padding, tiny tiles, tiles larger than the image",
+    async (size, clipLimit, tileSize) => {
+      const input = await sharp(path.join(REFERENCE, `clahe-random-${size}.png`))
+        .extractChannel(0)
+        .raw()
+        .toBuffer({ resolveWithObject: true });
+      const { width, height } = input.info;
+      const { tilesX, tilesY } = claheGrid(width, height, tileSize);
+      const ours = claheChannel(input.data, width, height, clipLimit, tilesX, tilesY);
+      const opencv = await sharp(path.join(REFERENCE, `clahe-random-${size}-c${clipLimit}-t${tileSize}.png`))
+        .extractChannel(0)
+        .raw()
+        .toBuffer();
+      expect(Buffer.from(ours).equals(opencv)).toBe(true);
+    },
+  );
+
   // Tolerance for the Lab path: L is OpenCV's bit-exact 8-bit lightness, but OpenCV rounds a
   // and b to 8 bits and converts back in fixed point, we keep them in float.
   it.each([

@@ -33,6 +33,20 @@ def lab_case(fixture, clip_limit, tile_size, out):
     cv2.imwrite(os.path.join(HERE, out), cv2.cvtColor(lab, cv2.COLOR_LAB2BGR))
 
 
+def random_cases():
+    """Odd-sized noise with every padding case: the grid divides neither, one or both sides."""
+    import numpy as np
+
+    rng = np.random.default_rng(20261122)
+    for width, height in ((37, 23), (40, 21), (33, 30), (1, 9)):
+        grey = rng.integers(0, 256, size=(height, width), dtype=np.uint8)
+        name = f"clahe-random-{width}x{height}"
+        cv2.imwrite(os.path.join(HERE, f"{name}.png"), grey)
+        for clip_limit, tile_size in ((1.5, 2), (4.0, 3), (2.0, 5), (40.0, 8), (3.0, 64)):
+            out = clahe_for(grey.shape, clip_limit, tile_size).apply(grey)
+            cv2.imwrite(os.path.join(HERE, f"{name}-c{clip_limit:g}-t{tile_size}.png"), out)
+
+
 if __name__ == "__main__":
     print("OpenCV", cv2.__version__, file=sys.stderr)
     # camera.png is 512x512: tile 16 divides it (32x32 grid), tile 24 does not (22x22, padded).
@@ -45,3 +59,4 @@ if __name__ == "__main__":
     lab_case("coffee.png", 3.0, 20, "clahe-coffee-lab-c3-t20.png")
     lab_case("coffee.png", 3.0, 16, "clahe-coffee-lab-c3-t16.png")
     lab_case("camera.png", 3.0, 16, "clahe-camera-lab-c3-t16.png")
+    random_cases()
