@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { loadMediaConfig, mediaEnvSchema, MediaConfigError } from "../src/config";
 import { startMedia } from "../src/server";
@@ -129,6 +130,21 @@ describe("media configuration", () => {
         "S3_BUCKET",
       ]),
     );
+  });
+});
+
+describe("start-up with a bad environment", () => {
+  it("exits 1 and names the variable", () => {
+    const run = spawnSync(process.execPath, ["--import", "tsx", "services/media/src/index.ts"], {
+      cwd: path.resolve(__dirname, "..", "..", ".."),
+      env: { ...process.env, MEDIA_PORT: "not-a-port", CACHE_TTL_SECONDS: "0" },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain("MEDIA_PORT: must be a port number from 0 to 65535");
+    expect(run.stderr).toContain("CACHE_TTL_SECONDS: ");
+    expect(run.stdout).not.toContain("listening");
   });
 });
 
