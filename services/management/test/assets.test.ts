@@ -23,6 +23,11 @@ async function blobBytes(key: string): Promise<Buffer | null> {
 }
 
 describe("POST /v1/assets/upload", () => {
+  it("runs on the configured backends (PGlite + filesystem by default; Postgres / S3 when env says so)", () => {
+    expect(t.db.kind).toBe(process.env.DATABASE_URL ? "postgres" : "pglite");
+    expect(t.blobStore.constructor.name).toBe(process.env.STORAGE_DRIVER === "s3" ? "S3BlobStore" : "FilesystemBlobStore");
+  });
+
   it("stores a PNG: 201, Location, asset JSON, blob at originals/<id> with its content type", async () => {
     const bytes = fixture("astronaut.png");
     const res = await upload(t.as(WS), bytes, "astronaut.png");
