@@ -248,6 +248,11 @@ describe("media errors are problem+json, never cached", () => {
     await media.store.put(originalKey(id), await readFile(path.join(FIXTURES_DIR, "truncated.jpg")), "image/jpeg");
     const body = await expectProblem(`/thumbnail:size=100/${id}.jpg`, 422);
     expect(body!.detail).toMatch(/cannot be decoded/);
+    // A JPEG cut mid-stream: the header decodes, the pixels do not.
+    const half = randomUUID();
+    const rocket = await readFile(path.join(FIXTURES_DIR, "rocket.jpg"));
+    await media.store.put(originalKey(half), rocket.subarray(0, 50_000), "image/jpeg");
+    expect((await expectProblem(`/thumbnail:size=100/${half}.jpg`, 422))!.detail).toMatch(/premature end/);
     const text = await readFile(path.join(FIXTURES_DIR, "README.md"));
     const other = randomUUID();
     await media.store.put(originalKey(other), text, "text/markdown");

@@ -71,12 +71,11 @@ export function configureSharp(options: { cache?: boolean; threads?: number } = 
 // libvips reports a bad original with these message shapes (seen: "Input file has corrupt
 // header: ...", "Input buffer contains unsupported image format", "VipsJpeg: premature end ...").
 const DECODE_ERROR =
-  /^(Input (file|buffer|image)|Vips\w*:)|corrupt|premature end|truncated|unsupported image format|bad (huffman|seek)|not a (png|jpeg|gif|tiff)/i;
+  /^Input (file|buffer|image)\b|\bVips(Jpeg|Png|Spng|Gif|Tiff|Webp|Heif|ForeignLoad\w*)\b|\b(jpeg|png|gif|tiff|webp|heif)load\b|corrupt|premature end|truncated|unsupported image format/i;
 
 function mapSharpError(err: unknown, limitInputPixels: number): unknown {
   if (!(err instanceof Error) || err instanceof TransformationInputError) return err;
   if (/exceeds pixel limit/i.test(err.message)) return new InputPixelLimitError(limitInputPixels, { cause: err });
-  if (/timeout/i.test(err.message) && /vips|sharp|processing/i.test(err.message)) return err;
   if (DECODE_ERROR.test(err.message))
     return new UndecodableOriginalError(err.message.split("\n", 1)[0]!, { cause: err });
   return err;
