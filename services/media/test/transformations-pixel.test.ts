@@ -19,6 +19,7 @@ const ASSET = "00000000-0000-4000-8000-000000000000";
 const ROCKET = { file: "rocket.jpg", type: "image/jpeg", width: 640, height: 427 } as const;
 const COFFEE = { file: "coffee.png", type: "image/png", width: 600, height: 400 } as const;
 const LOGO = { file: "logo.png", type: "image/png", width: 500, height: 500 } as const;
+const CAMERA = { file: "camera.png", type: "image/png", width: 512, height: 512 } as const;
 type Fixture = { file: string; type: string; width: number; height: number };
 
 let pixels: PixelWorkerPool;
@@ -412,16 +413,12 @@ describe("clahe", () => {
   // Tolerance for the Lab path: L is OpenCV's bit-exact 8-bit lightness, but OpenCV rounds a
   // and b to 8 bits and converts back in fixed point, we keep them in float.
   it.each([
-    [COFFEE, "clahe", "clahe-coffee-lab-c3-t16.png"],
-    [COFFEE, "clahe:clipLimit=3:tileSize=20", "clahe-coffee-lab-c3-t20.png"],
-    [
-      { file: "camera.png", type: "image/png", width: 512, height: 512 },
-      "clahe:tileSize=16",
-      "clahe-camera-lab-c3-t16.png",
-    ],
+    ["clahe", COFFEE, "clahe-coffee-lab-c3-t16.png"],
+    ["clahe:clipLimit=3:tileSize=20", COFFEE, "clahe-coffee-lab-c3-t20.png"],
+    ["clahe:tileSize=16", CAMERA, "clahe-camera-lab-c3-t16.png"],
   ])(
-    "on Lab lightness matches OpenCV within mean |diff| < 1 and p99 <= 2 (%#: %s)",
-    async (fixture, steps, reference) => {
+    "on Lab lightness matches OpenCV within mean |diff| < 1 and p99 <= 2: %s on %p",
+    async (steps, fixture, reference) => {
       const r = await renderUrl(fixture, steps);
       expectShape(r, fixture);
       const d = diffs(r.pixels, await decode(reference, REFERENCE), 3);
@@ -436,7 +433,7 @@ describe("clahe", () => {
     expectShape(r, ROCKET);
     const source = await decode(ROCKET.file);
     expect(stdDev(channelValues(r.pixels, 1))).toBeGreaterThan(stdDev(channelValues(source, 1)) * 1.05);
-    const camera = await renderUrl({ file: "camera.png", type: "image/png", width: 512, height: 512 }, "clahe");
+    const camera = await renderUrl(CAMERA, "clahe");
     let spread = 0;
     for (let i = 0; i < camera.pixels.data.length; i += 3) {
       spread = Math.max(
@@ -453,20 +450,19 @@ describe("clahe", () => {
 
 describe("wave", () => {
   it.each([
-    ["coffee.png", COFFEE, 10, 60, "wave-coffee-10x60.png"],
-    ["coffee.png", COFFEE, 4.5, 33, "wave-coffee-4.5x33.png"],
-    ["logo.png (alpha)", LOGO, 10, 60, "wave-logo-10x60.png"],
-    ["logo.png (alpha)", LOGO, 4.5, 33, "wave-logo-4.5x33.png"],
-  ])(
-    "matches ImageMagick -wave within 1 level on %s, %f x %f",
-    async (_name, fixture, amplitude, wavelength, reference) => {
-      const r = await renderUrl(fixture, `wave:amplitude=${amplitude}:wavelength=${wavelength}`);
-      expectShape(r, fixture, fixture.width, fixture.height + Math.floor(2 * amplitude));
-      const d = diffs(r.pixels, await decode(reference, REFERENCE));
-      expect(d.percentile(1)).toBeLessThanOrEqual(1);
-      expect(d.mean).toBeLessThan(0.5);
-    },
-  );
+    ["wave-coffee-10x60.png", COFFEE, 10, 60],
+    ["wave-coffee-4.5x33.png", COFFEE, 4.5, 33],
+    ["wave-logo-10x60.png", LOGO, 10, 60],
+    ["wave-logo-4.5x33.png", LOGO, 4.5, 33],
+  ])("matches ImageMagick -wave: %s", async (reference, fixture, amplitude, wavelength) => {
+    const r = await renderUrl(fixture, `wave:amplitude=${amplitude}:wavelength=${wavelength}`);
+    expectShape(r, fixture, fixture.width, fixture.height + Math.floor(2 * amplitude));
+    const d = diffs(r.pixels, await decode(reference, REFERENCE));
+    // Same sine map, bilinear blend and Q16 quantisation as ImageMagick: a handful of bytes
+    // (under 1 in 10,000, float rounding at quantum boundaries) differ, by 1.
+    expect(d.percentile(1)).toBeLessThanOrEqual(1);
+    expect(d.percentile(0.9999)).toBe(0);
+  });
 
   it("grows rocket.jpg by 2 x amplitude, stays JPEG, and its pixels match ImageMagick's", async () => {
     const r = await renderUrl(ROCKET, "wave:amplitude=10:wavelength=60");
@@ -480,7 +476,7 @@ describe("wave", () => {
       background: [255, 255, 255, 255],
     });
     const d = diffs(waved, await decode("wave-rocket-10x60.png", REFERENCE));
-    expect(d.mean).toBeLessThan(0.5);
+    expect(d.mean).toBeLessThan(0.25);
     expect(d.percentile(0.99)).toBeLessThanOrEqual(2);
   });
 
