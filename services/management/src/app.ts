@@ -68,6 +68,11 @@ export function createApp(deps: AppDeps): Express {
   });
 
   const v1 = express.Router();
+  // Workspace data: never stored by shared caches, whatever the status.
+  v1.use((_req, res, next) => {
+    res.setHeader("Cache-Control", "no-store");
+    next();
+  });
   v1.use(requireAuth(deps.verifier));
   v1.use(express.json({ limit: "100kb", strict: true, type: ["application/json", "application/*+json"] }));
   v1.use("/assets", assetsRouter(deps));

@@ -25,7 +25,9 @@ async function blobBytes(key: string): Promise<Buffer | null> {
 describe("POST /v1/assets/upload", () => {
   it("runs on the configured backends (PGlite + filesystem by default; Postgres / S3 when env says so)", () => {
     expect(t.db.kind).toBe(process.env.DATABASE_URL ? "postgres" : "pglite");
-    expect(t.blobStore.constructor.name).toBe(process.env.STORAGE_DRIVER === "s3" ? "S3BlobStore" : "FilesystemBlobStore");
+    expect(t.blobStore.constructor.name).toBe(
+      process.env.STORAGE_DRIVER === "s3" ? "S3BlobStore" : "FilesystemBlobStore",
+    );
   });
 
   it("stores a PNG: 201, Location, asset JSON, blob at originals/<id> with its content type", async () => {
@@ -252,7 +254,9 @@ describe("413 upload limit", () => {
     // Chunked (no Content-Length): multer's fileSize limit stops it.
     const { Readable } = await import("node:stream");
     const boundary = "----mgmtboundary";
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`);
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`,
+    );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     const http = await import("node:http");
     const server = http.createServer(small.app);
@@ -266,7 +270,10 @@ describe("413 upload limit", () => {
             port,
             method: "POST",
             path: "/v1/assets/upload",
-            headers: { Authorization: `Bearer ${small.token(WS)}`, "Content-Type": `multipart/form-data; boundary=${boundary}` },
+            headers: {
+              Authorization: `Bearer ${small.token(WS)}`,
+              "Content-Type": `multipart/form-data; boundary=${boundary}`,
+            },
           },
           (res) => {
             res.resume();
