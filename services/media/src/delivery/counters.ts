@@ -11,6 +11,7 @@ export const counterHelp = {
   hits_redis: "Results found in Redis (filled into the in-process LRU)",
   hits_shared: "Requests that joined an in-flight transformation of the same URL (single-flight followers)",
   hits_peer: "Results another replica computed while this one waited for its Redis lock",
+  lock_waits: "Times this replica found another replica's Redis lock on a URL and waited for its result",
   misses: "Responses answered X-Cache: MISS",
   transformations: "Transformations run (blob read + render)",
   not_modified: "304 responses",

@@ -123,6 +123,7 @@ export class RenditionService {
         return this.compute(key, request, signal, deadline, lock.token);
       }
       // Another replica is computing this URL: wait for its result (bounded).
+      this.deps.counters.inc("lock_waits");
       while (Date.now() < waitUntil) {
         signal.throwIfAborted();
         await sleep(pollMs, undefined, { signal });
@@ -169,10 +170,16 @@ export class RenditionService {
         }
         signal.throwIfAborted();
         this.deps.counters.inc("transformations");
-        return this.deps.render(
+        const started = performance.now();
+        const result = await this.deps.render(
           { original, contentType: blob.contentType, steps: request.steps, cacheKey: key },
           { signal, deadline },
         );
+        this.deps.logger.debug(
+          { key, ms: Math.round(performance.now() - started), bytes: result.data.length },
+          "transformed",
+        );
+        return result;
       }, signal);
       const entry = makeEntry(rendition.data, rendition.contentType);
       if (rendition.data.length <= this.deps.maxEntryBytes) this.deps.memory.set(key, entry);
