@@ -163,6 +163,16 @@ describe("solarize", () => {
   });
 });
 
+describe("raw-pixel steps", () => {
+  it("run in the pixel workers and hand their pixels over by transfer, not by structured clone", async () => {
+    const before = pixels.stats();
+    await renderUrl(COFFEE, "solarize/exposure:value=1/wave:amplitude=2:wavelength=50");
+    const after = pixels.stats();
+    expect(after.completed - before.completed).toBe(3);
+    expect(after.cloned).toBe(before.cloned);
+  });
+});
+
 describe("exposure", () => {
   it("0 EV leaves PNG pixels identical and JPEG pixels unchanged within re-encoding noise", async () => {
     const png = await renderUrl(COFFEE, "exposure:value=0");
