@@ -30,7 +30,8 @@ describe(".github/workflows/ci.yml", () => {
   test("a second job builds the images and brings the compose stack up healthy", () => {
     const compose = load().jobs.compose;
     const runs = compose.steps.map((s: Json) => String(s.run ?? ""));
-    expect(runs.some((r: string) => /docker compose up --build[^\n]*--wait/.test(r))).toBe(true);
+    expect(runs.some((r: string) => /docker compose up --build/.test(r))).toBe(true);
+    expect(runs.some((r: string) => /State\.Health\.Status.*management/.test(r) && /exit 1\s*$/.test(r))).toBe(true);
     expect(runs.some((r: string) => /localhost:3000\/readyz/.test(r) && /localhost:3001\/readyz/.test(r))).toBe(true);
   });
 
