@@ -1,0 +1,60 @@
+/**
+ * pnpm bench [media] [management]
+ * Runs the selected benchmark sections (all when none is named), prints them and writes them to
+ * bench/results/latest.md.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { benchManagement } from "./management";
+import { benchMedia } from "./media";
+
+const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = {
+  media: { title: "Media service", run: benchMedia },
+  management: { title: "Management service", run: benchManagement },
+};
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2).filter((a) => a !== "--");
+  const unknown = args.filter((a) => !(a in SECTIONS));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown section(s): ${unknown.join(", ")}; expected: ${Object.keys(SECTIONS).join(", ")}\n`);
+    return 2;
+  }
+  const selected = args.length > 0 ? [...new Set(args)] : Object.keys(SECTIONS);
+  const cpu = os.cpus()[0]?.model ?? "unknown CPU";
+  const header = [
+    "# Benchmark results",
+    "",
+    `${new Date().toISOString()}, Node ${process.version}, ${os.cpus().length} x ${cpu}, ${os.platform()} ${os.release()}`,
+    "Only the ratios are meant to be compared across machines (see bench/README.md).",
+  ].join("\n");
+  process.stdout.write(`${header}\n`);
+  const out: string[] = [header];
+  let failed = false;
+  for (const name of selected) {
+    const section = SECTIONS[name]!;
+    let body: string;
+    try {
+      body = await section.run();
+    } catch (err) {
+      failed = true;
+      body = `FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
+    }
+    const text = `\n## ${section.title}\n\n${body}\n`;
+    process.stdout.write(text);
+    out.push(text);
+  }
+  const dir = path.join(__dirname, "results");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, "latest.md"), `${out.join("\n")}\n`);
+  return failed ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
