@@ -1,17 +1,31 @@
 import express, { type Express } from "express";
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import {
+  createMetrics,
+  healthRouter,
+  metricsRouter,
+  requestContext,
+  type Metrics,
+} from "@media-platform/observability";
 import { assetsRouter } from "./assets/routes";
 import type { TokenVerifier } from "./auth/keys";
 import { requireAuth } from "./auth/middleware";
 import { collectionsRouter } from "./collections/routes";
 import type { AppContext } from "./context";
+import { docsRouter } from "./docs";
 import { errorHandler, notFoundHandler } from "./problem";
 
 export interface AppDeps extends AppContext {
   verifier: TokenVerifier;
-  /** Prometheus registry for /metrics; a fresh one per app when omitted. */
-  metrics?: Registry;
+  /** Prometheus metrics served at /metrics; a fresh registry per app when omitted. */
+  metrics?: Metrics;
+  /** True while shutting down: /readyz answers 503 `draining` (wired to gracefulShutdown by the server). */
+  isDraining?: () => boolean;
+  /** Per-check timeout of /readyz. Default 2000 ms. */
+  readinessTimeoutMs?: number;
 }
+
+/** The service's own metrics registry (label service="management"). */
+export const createManagementMetrics = (): Metrics => createMetrics({ service: "management" });
 
 /** The Express app without a listener: supertest drives it directly. */
 export function createApp(deps: AppDeps): Express {
@@ -19,53 +33,32 @@ export function createApp(deps: AppDeps): Express {
   app.disable("x-powered-by");
   app.set("query parser", "simple");
 
-  const registry = deps.metrics ?? new Registry();
-  if (!deps.metrics) collectDefaultMetrics({ register: registry });
-  const requests = new Counter({
-    name: "management_http_requests_total",
-    help: "HTTP requests by method, route and status",
-    labelNames: ["method", "route", "status"],
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: "management_http_request_duration_seconds",
-    help: "HTTP request duration",
-    labelNames: ["method", "route"],
-    registers: [registry],
-  });
+  const metrics = deps.metrics ?? createManagementMetrics();
+  // Registered up front so /metrics shows them from zero, before the first upload or outage.
+  void metrics.uploadBytes;
+  for (const dependency of ["database", "storage"]) metrics.dependencyErrors.inc({ dependency }, 0);
+  const ctx: AppContext = { ...deps, metrics };
 
-  // Access log + metrics. Only method, path (no query string, no headers: tokens never reach the log).
-  app.use((req, res, next) => {
-    const start = process.hrtime.bigint();
-    res.on("finish", () => {
-      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      const route = (req.route as { path?: string } | undefined)?.path;
-      const routeLabel = route ? `${req.baseUrl}${route}` : "unmatched";
-      requests.inc({ method: req.method, route: routeLabel, status: String(res.statusCode) });
-      duration.observe({ method: req.method, route: routeLabel }, seconds);
-      deps.log.info(
-        { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) },
-        "request",
-      );
-    });
-    next();
-  });
+  // Request id (X-Request-Id accepted or generated, echoed), req.log, access line, latency histogram.
+  // The access line carries method, route pattern, redacted URL, status, duration: never headers.
+  app.use(requestContext({ logger: deps.log, metrics }));
 
-  app.get("/healthz", (_req, res) => {
-    res.json({ status: "ok" });
-  });
-  app.get("/readyz", async (_req, res) => {
-    try {
-      await deps.prisma.$queryRaw`SELECT 1`;
-      await deps.blobStore.ping();
-      res.json({ status: "ready" });
-    } catch {
-      res.status(503).json({ status: "unavailable" });
-    }
-  });
-  app.get("/metrics", async (_req, res) => {
-    res.type(registry.contentType).send(await registry.metrics());
-  });
+  // Operations: no authentication, no Cache-Control from the /v1 router.
+  app.use(metricsRouter(metrics));
+  app.use(
+    healthRouter({
+      checks: {
+        database: () => deps.prisma.$queryRaw`SELECT 1`,
+        storage: () => deps.blobStore.ping(),
+      },
+      timeoutMs: deps.readinessTimeoutMs ?? 2000,
+      logger: deps.log,
+      isDraining: deps.isDraining,
+    }),
+  );
+
+  // GET /v1/openapi.json and GET /docs: public, so mounted before the authenticated /v1 router.
+  app.use(docsRouter({ mediaUrl: deps.mediaPublicUrl }));
 
   const v1 = express.Router();
   // Workspace data: never stored by shared caches, whatever the status.
@@ -75,11 +68,11 @@ export function createApp(deps: AppDeps): Express {
   });
   v1.use(requireAuth(deps.verifier));
   v1.use(express.json({ limit: "100kb", strict: true, type: ["application/json", "application/*+json"] }));
-  v1.use("/assets", assetsRouter(deps));
-  v1.use("/asset-collections", collectionsRouter(deps));
+  v1.use("/assets", assetsRouter(ctx));
+  v1.use("/asset-collections", collectionsRouter(ctx));
   app.use("/v1", v1);
 
   app.use(notFoundHandler);
-  app.use(errorHandler(deps.log));
+  app.use(errorHandler({ log: deps.log, metrics }));
   return app;
 }

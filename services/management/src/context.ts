@@ -1,3 +1,4 @@
+import type { Metrics } from "@media-platform/observability";
 import type { BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { PrismaClient } from "./generated/prisma/client";
@@ -11,4 +12,6 @@ export interface AppContext {
   maxUploadBytes: number;
   limitInputPixels: number;
   duplicateHammingThreshold: number;
+  /** Prometheus metrics (upload bytes, dependency errors); createApp fills it in when omitted. */
+  metrics?: Metrics;
 }

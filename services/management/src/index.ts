@@ -17,20 +17,15 @@ async function main(): Promise<void> {
     throw err;
   }
   const running = await startManagement(config);
+  // SIGTERM/SIGINT: stop accepting, finish in-flight requests (30 s at most), close the database, exit 0.
+  running.shutdownOnSignals({ deadlineMs: 30_000 });
   process.stdout.write(
     `Management API: ${running.url}\n` +
-      `Get a token:    pnpm token --workspace <workspace-id>\n` +
+      `API reference:  ${running.url}/docs\n` +
+      // `pnpm token` alone runs pnpm's built-in token command, not this script.
+      `Get a token:    pnpm run token --workspace <workspace-id>\n` +
       `Then:           curl -H "Authorization: Bearer <token>" ${running.url}/v1/assets\n`,
   );
-  const stop = (signal: string) => {
-    process.stdout.write(`management: ${signal}, shutting down\n`);
-    running.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once("SIGINT", () => stop("SIGINT"));
-  process.once("SIGTERM", () => stop("SIGTERM"));
 }
 
 if (require.main === module) {

@@ -1,13 +1,10 @@
-import pino, { type Logger } from "pino";
+import { createLogger as createServiceLogger, type Logger } from "@media-platform/observability";
 
+/**
+ * The management service's JSON logger (pino via the shared observability package): ISO time,
+ * level labels, `service: "management"`, and credentials scrubbed from every line (tokens,
+ * Authorization headers, signatures). Nothing here logs request headers.
+ */
 export function createLogger(level: string): Logger {
-  return pino({
-    level,
-    base: { service: "management" },
-    // Defence in depth: nothing should log headers, but if it does, no token leaks.
-    redact: {
-      paths: ["req.headers.authorization", "headers.authorization", "authorization", "token"],
-      censor: "[redacted]",
-    },
-  });
+  return createServiceLogger({ service: "management", level });
 }

@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from "express";
+import type { Metrics } from "@media-platform/observability";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { PROBLEM_CONTENT_TYPE, type Problem } from "@media-platform/contracts";
@@ -102,23 +103,38 @@ interface HttpLikeError {
   expose?: unknown;
 }
 
-/** Database or blob storage unreachable: a 503 the client may retry, not a 500. */
-function isUnavailable(err: unknown): boolean {
-  if (err instanceof StorageUnavailableError) return true;
-  if (err instanceof Prisma.PrismaClientInitializationError) return true;
+/**
+ * Database or blob storage unreachable: a 503 the client may retry, not a 500. Returns which one
+ * (for `dependency_errors_total`), or null for any other error.
+ */
+export function unavailableDependency(err: unknown): "database" | "storage" | null {
+  if (err instanceof StorageUnavailableError) return "storage";
+  if (err instanceof Prisma.PrismaClientInitializationError) return "database";
   if (err instanceof Prisma.PrismaClientKnownRequestError)
-    return ["P1001", "P1002", "P1008", "P1017", "P2024"].includes(err.code);
+    return ["P1001", "P1002", "P1008", "P1017", "P2024"].includes(err.code) ? "database" : null;
+  // Raw socket errors only come from the database driver: the blob stores wrap theirs in
+  // StorageUnavailableError.
   const code = (err as { code?: unknown } | null)?.code;
-  return code === "ECONNREFUSED" || code === "ECONNRESET" || code === "ETIMEDOUT";
+  return code === "ECONNREFUSED" || code === "ECONNRESET" || code === "ETIMEDOUT" ? "database" : null;
+}
+
+export interface ErrorHandlerOptions {
+  /** Fallback when the request has no request-scoped logger (requestContext not mounted). */
+  log: Logger;
+  /** Counts 503s caused by a dependency in `dependency_errors_total{dependency}`. */
+  metrics?: Pick<Metrics, "dependencyError">;
 }
 
 /** Maps every error to problem+json. Never leaks stack traces or internal messages. */
-export function errorHandler(log: Logger): ErrorRequestHandler {
+export function errorHandler(options: ErrorHandlerOptions): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;
     }
+    // Request-scoped child logger (carries requestId) set by requestContext(). Only the error and
+    // method/path are logged: never headers, so no token reaches the log.
+    const log: Logger = (req as { log?: Logger }).log ?? options.log;
     const instance = req.originalUrl.split("?")[0];
     if (err instanceof HttpProblem) {
       const body: Problem = {
@@ -132,8 +148,10 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
       sendProblem(res, body, err.headers);
       return;
     }
-    if (isUnavailable(err)) {
-      log.error({ err, method: req.method, path: instance }, "backing service unavailable");
+    const dependency = unavailableDependency(err);
+    if (dependency) {
+      options.metrics?.dependencyError(dependency);
+      log.error({ err, dependency, method: req.method, path: instance }, `backing service unavailable: ${dependency}`);
       sendProblem(
         res,
         {

@@ -1,8 +1,15 @@
 import type { AddressInfo } from "node:net";
 import http from "node:http";
 import { createBlobStore, type BlobStore } from "@media-platform/storage";
-import type { Logger } from "pino";
-import { createApp } from "./app";
+import {
+  gracefulShutdown,
+  type CloseHook,
+  type Logger,
+  type Metrics,
+  type ShutdownController,
+  type ShutdownOptions,
+} from "@media-platform/observability";
+import { createApp, createManagementMetrics } from "./app";
 import { createVerifier, resolveKeySource } from "./auth/keys";
 import { loadConfig, type ManagementConfig } from "./config";
 import { openDatabase, type Database } from "./db/client";
@@ -13,6 +20,19 @@ export interface RunningManagement {
   /** Base URL, e.g. http://127.0.0.1:3000 */
   url: string;
   port: number;
+  /** The listening HTTP server (for gracefulShutdown or tests). */
+  server: http.Server;
+  log: Logger;
+  metrics: Metrics;
+  /** What to close once the server has drained, in order (the database, when this service opened it). */
+  closeHooks: CloseHook[];
+  /**
+   * Graceful shutdown on SIGTERM/SIGINT: stop accepting, let in-flight requests finish within
+   * `deadlineMs` (default 30 s), /readyz answers 503 `draining` meanwhile, then run `closeHooks`
+   * and exit 0 (1 if a hook failed).
+   */
+  shutdownOnSignals(options?: Omit<ShutdownOptions, "hooks" | "logger">): ShutdownController;
+  /** Immediate close (tests): cuts open connections, closes the database. */
   close(): Promise<void>;
 }
 
@@ -45,7 +65,11 @@ export async function startManagement(
       audience: config.auth.audience,
       workspaceClaim: config.auth.workspaceClaim,
     });
+    const metrics = createManagementMetrics();
+    let shutdown: ShutdownController | undefined;
     const app = createApp({
+      metrics,
+      isDraining: () => shutdown?.isShuttingDown() ?? false,
       prisma: db.prisma,
       blobStore,
       log,
@@ -75,18 +99,35 @@ export async function startManagement(
       },
       "management API listening",
     );
+    let dbClosed: Promise<void> | undefined;
+    const closeDatabase = (): Promise<void> => (dbClosed ??= overrides.database ? Promise.resolve() : db.close());
+    const closeHooks: CloseHook[] = [{ name: "database", close: closeDatabase }];
     let closed = false;
     return {
       url,
       port,
+      server,
+      log,
+      metrics,
+      closeHooks,
+      shutdownOnSignals(options = {}) {
+        shutdown ??= gracefulShutdown(server, {
+          deadlineMs: 30_000,
+          ...options,
+          logger: log,
+          hooks: closeHooks,
+        });
+        return shutdown;
+      },
       async close() {
         if (closed) return;
         closed = true;
+        shutdown?.dispose();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
         });
-        if (!overrides.database) await db.close();
+        await closeDatabase();
       },
     };
   } catch (err) {

@@ -28,6 +28,7 @@ export function assetsRouter(ctx: AppContext): Router {
       throw badRequest("Missing file part", [{ path: "body.file", message: "a file part named file is required" }]);
     const fields = parseOr400(uploadFieldsSchema, req.body ?? {}, "body");
     const created = await uploadAsset(ctx, principalOf(req), req.file, fields);
+    ctx.metrics?.observeUpload(created.bytes);
     res.status(201).location(`/v1/assets/${created.id}`).json(created);
   });
 
