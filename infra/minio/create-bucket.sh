@@ -46,9 +46,15 @@ if [ -n "${S3_ACCESS_KEY_ID:-}" ] && [ -n "${S3_SECRET_ACCESS_KEY:-}" ] && [ "$S
 POLICY
   mc admin user add local "$S3_ACCESS_KEY_ID" "$S3_SECRET_ACCESS_KEY"
   mc admin policy create local "$S3_BUCKET-rw" "$policy_file"
-  # Attaching an already attached policy fails; that is fine on a re-run.
-  mc admin policy attach local "$S3_BUCKET-rw" --user "$S3_ACCESS_KEY_ID" || \
-    mc admin user info local "$S3_ACCESS_KEY_ID" | grep -q "$S3_BUCKET-rw"
+  # Attaching an already attached policy fails; that is fine on a re-run (checked without grep:
+  # the mc image is minimal).
+  if ! mc admin policy attach local "$S3_BUCKET-rw" --user "$S3_ACCESS_KEY_ID"; then
+    info="$(mc admin user info local "$S3_ACCESS_KEY_ID")"
+    case "$info" in
+      *"$S3_BUCKET-rw"*) echo "minio-init: policy $S3_BUCKET-rw already attached" ;;
+      *) echo "minio-init: could not attach policy $S3_BUCKET-rw to $S3_ACCESS_KEY_ID" >&2; exit 1 ;;
+    esac
+  fi
   rm -f "$policy_file"
 fi
 

@@ -18,7 +18,10 @@ interface Run {
 }
 
 /** `failAliasTimes`: how many `mc alias set` calls fail first (MinIO still starting). `failOn`: a subcommand that fails. */
-function run(env: Record<string, string>, opts: { failAliasTimes?: number; failOn?: string } = {}): Run {
+function run(
+  env: Record<string, string>,
+  opts: { failAliasTimes?: number; failOn?: string; userInfo?: string } = {},
+): Run {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "minio-init-"));
   try {
     const log = path.join(dir, "calls.jsonl");
@@ -36,6 +39,7 @@ if (args[0] === "alias") {
   fs.writeFileSync(${JSON.stringify(counter)}, String(n));
   process.exit(n <= ${opts.failAliasTimes ?? 0} ? 1 : 0);
 }
+if (args.slice(0, 3).join(" ") === "admin user info") process.stdout.write(${JSON.stringify(opts.userInfo ?? "")});
 if (${JSON.stringify(opts.failOn ?? "")} && args.join(" ").startsWith(${JSON.stringify(opts.failOn ?? "")})) process.exit(1);
 `;
     fs.writeFileSync(path.join(dir, "mc"), fake, { mode: 0o755 });
@@ -107,6 +111,20 @@ describe("infra/minio/create-bucket.sh", () => {
       ],
     });
     expect(r.stdout).toContain("bucket media-assets ready");
+  });
+
+  test("a re-run where the policy is already attached succeeds; a failed attach otherwise fails the job", () => {
+    const env = { ...BASE, S3_ACCESS_KEY_ID: "svc", S3_SECRET_ACCESS_KEY: "svc-secret-123" };
+    const again = run(env, {
+      failOn: "admin policy attach",
+      userInfo: "AccessKey: svc\nStatus: enabled\nPolicyName: media-assets-rw\n",
+    });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("policy media-assets-rw already attached");
+    expect(again.calls[again.calls.length - 1]).toEqual(["admin", "user", "info", "local", "svc"]);
+    const broken = run(env, { failOn: "admin policy attach", userInfo: "AccessKey: svc\nPolicyName: readonly\n" });
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain("could not attach policy media-assets-rw to svc");
   });
 
   test("with the root credentials only (the GitHub workflow), creates just the bucket", () => {
