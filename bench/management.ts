@@ -42,6 +42,10 @@ const LIMIT = 25;
 const WEIGHTS = "{0.1,0.2,0.4,1.0}";
 const LIMIT_INPUT_PIXELS = 100_000_000;
 
+const progress = (msg: string): void => {
+  process.stderr.write(`[bench management] ${msg}\n`);
+};
+
 const adminUrl = (): string | undefined => process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || undefined;
 
 // ---------------------------------------------------------------------------------------------
@@ -147,6 +151,7 @@ async function createBenchDatabase(label: string, dataDir: string): Promise<Benc
       env: { DATABASE_URL: databaseUrl },
       async open() {
         const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+        pool.on("error", () => undefined);
         return {
           kind: "postgres",
           query: async <T>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as T[],
@@ -265,6 +270,7 @@ async function benchUploads(): Promise<string> {
     await store.put(originalKey(randomUUID()), buf, "image/jpeg");
   };
 
+  progress(`upload: ${images.length} images made`);
   const db = await createBenchDatabase("upload", dir);
   const service = await startService(path.join(dir, "service"), db);
   const auth = `Bearer ${token(WORKSPACE)}`;
@@ -296,6 +302,7 @@ async function benchUploads(): Promise<string> {
     const list = await fetch(`${service.base}/v1/assets?limit=1`, { headers: { authorization: auth } });
     rows = ((await list.json()) as { count: number }).count;
   } finally {
+    progress("upload: service measured, stopping");
     await service.stop();
     await db.drop();
   }
@@ -368,15 +375,18 @@ const wordsLiteral = `ARRAY[${WORDS.map((w) => `'${w}'`).join(",")}]::text[]`;
 /** One batch of generated rows for `workspace`, ids lo..hi. The trigger fills search_vector/search_text. */
 function seedSql(): string {
   const pick = "v.w[1 + floor(power(random(), 2) * v.n)::int]";
+  // "+ 0 * s.j": the aggregate must reference the subquery's own column, else Postgres treats
+  // string_agg (whose arguments would only use outer columns) as an aggregate of the outer query.
+  const inner = "v.w[1 + floor(power(random(), 2) * v.n)::int + 0 * s.j]";
   const phrase = (min: number, spread: number) =>
-    `(SELECT string_agg(${pick}, ' ') FROM generate_series(1, ${min} + g.i % ${spread}))`;
+    `(SELECT string_agg(${inner}, ' ') FROM generate_series(1, ${min} + g.i % ${spread}) AS s(j))`;
   return `
     INSERT INTO assets (id, workspace_id, user_title, user_tags, user_caption, user_description,
                         original_filename, mime_type, format, width, height, bytes, sha256, phash,
                         created_by, created_at, updated_at)
     SELECT gen_random_uuid(), $1::text,
            CASE WHEN g.i % 10 = 0 THEN NULL ELSE ${phrase(2, 3)} END,
-           ARRAY(SELECT ${pick} FROM generate_series(1, 1 + g.i % 4)),
+           ARRAY(SELECT ${inner} FROM generate_series(1, 1 + g.i % 4) AS s(j)),
            CASE WHEN g.i % 4 = 0 THEN NULL ELSE ${phrase(4, 5)} END
              || CASE WHEN g.i % 8191 = 7 THEN ' zeppelin over the hangar' ELSE '' END,
            CASE WHEN g.i % 3 = 0 THEN NULL ELSE ${phrase(8, 9)} END,
@@ -448,7 +458,7 @@ async function rawFullText(raw: RawDb, q: string): Promise<string[]> {
   }
   if (hits.length === 0) return [];
   const rows = await raw.query<{ id: string }>(
-    `SELECT *, id::text AS id FROM assets WHERE workspace_id = $1 AND id = ANY($2::uuid[])`,
+    `SELECT * FROM assets WHERE workspace_id = $1 AND id = ANY($2::uuid[])`,
     [WORKSPACE, hits.map((h) => h.id)],
   );
   if (rows.length !== hits.length) throw new Error("row fetch lost hits");
@@ -480,7 +490,7 @@ async function rawList(raw: RawDb, args: ListArgs): Promise<string[]> {
   const [, rows] = await Promise.all([
     raw.query(countSql, countParams),
     raw.query<{ id: string }>(
-      `SELECT *, id::text AS id FROM assets WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+      `SELECT * FROM assets WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
       params,
     ),
   ]);
@@ -523,175 +533,243 @@ async function benchSearch(): Promise<string> {
 async function benchSearchOn(dir: string, db: BenchDatabase): Promise<string> {
   const common = "mountains";
   const rare = "zeppelin";
-  const prefix = "moun";
+  const prefix = "sun";
   const typoCommon = "montain";
   const typoRare = "zepelin";
   const substring = "ount";
   const PAGES_BEFORE = 20;
 
   const raw = await db.open();
-  const seedMs = await seed(raw);
-  const ftsCount = (q: string) =>
-    raw
-      .query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_vector @@ websearch_to_tsquery('english', $2)`,
-        [WORKSPACE, q],
-      )
-      .then((r) => r[0]!.n);
-  const prefixCount = (q: string) =>
-    raw
-      .query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_vector @@ to_tsquery('english', $2)`,
-        [WORKSPACE, `${q}:*`],
-      )
-      .then((r) => r[0]!.n);
-  const trigramCount = (q: string) =>
-    raw
-      .transaction(async (tx) => {
-        await tx.query(`SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, [String(TRIGRAM_THRESHOLD)]);
-        return tx.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND $2 <% search_text`,
+  let rawOpen = true;
+  try {
+    progress(`search: seeding ${ASSETS} + ${OTHER_ASSETS} rows (${db.kind})`);
+    const seedMs = await seed(raw);
+    progress(`search: seeded in ${(seedMs / 1000).toFixed(1)} s`);
+    const ftsCount = (q: string) =>
+      raw
+        .query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_vector @@ websearch_to_tsquery('english', $2)`,
           [WORKSPACE, q],
-        );
-      })
-      .then((r) => r[0]!.n);
-  const likeCount = (s: string) =>
-    raw
-      .query<{ n: number }>(`SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_text LIKE $2`, [
-        WORKSPACE,
-        `%${s}%`,
-      ])
-      .then((r) => r[0]!.n);
-  const [total] = await raw.query<{ n: number }>(`SELECT count(*)::int AS n FROM assets`);
+        )
+        .then((r) => r[0]!.n);
+    const prefixCount = (q: string) =>
+      raw
+        .query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_vector @@ to_tsquery('english', $2)`,
+          [WORKSPACE, `${q}:*`],
+        )
+        .then((r) => r[0]!.n);
+    const trigramCount = (q: string) =>
+      raw
+        .transaction(async (tx) => {
+          await tx.query(`SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, [
+            String(TRIGRAM_THRESHOLD),
+          ]);
+          return tx.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND $2 <% search_text`,
+            [WORKSPACE, q],
+          );
+        })
+        .then((r) => r[0]!.n);
+    const likeCount = (s: string) =>
+      raw
+        .query<{ n: number }>(`SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_text LIKE $2`, [
+          WORKSPACE,
+          `%${s}%`,
+        ])
+        .then((r) => r[0]!.n);
+    const [total] = await raw.query<{ n: number }>(`SELECT count(*)::int AS n FROM assets`);
 
-  // The row after which the "later page" starts (PAGES_BEFORE pages of LIMIT in -createdAt order).
-  const [after] = await raw.query<AssetRow>(
-    `SELECT id::text AS id, created_at FROM assets WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
-    [WORKSPACE, PAGES_BEFORE * LIMIT - 1],
-  );
-  const afterArg = { createdAt: after!.created_at, id: after!.id };
+    // The row after which the "later page" starts (PAGES_BEFORE pages of LIMIT in -createdAt order).
+    const [after] = await raw.query<AssetRow>(
+      `SELECT id::text AS id, created_at FROM assets WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
+      [WORKSPACE, PAGES_BEFORE * LIMIT - 1],
+    );
+    const afterArg = { createdAt: after!.created_at, id: after!.id };
 
-  const fts = (q: string) => `/v1/assets/search/full-text?q=${encodeURIComponent(q)}`;
-  const cases: SearchCase[] = [
-    { name: `full-text common word "${common}"`, path: fts(common), raw: (r) => rawFullText(r, common), hits: await ftsCount(common) },
-    { name: `full-text rare word "${rare}"`, path: fts(rare), raw: (r) => rawFullText(r, rare), hits: await ftsCount(rare) },
-    { name: `full-text prefix "${prefix}"`, path: fts(prefix), raw: (r) => rawFullText(r, prefix), hits: await prefixCount(prefix) },
-    { name: `full-text typo "${typoCommon}" (trigram fallback)`, path: fts(typoCommon), raw: (r) => rawFullText(r, typoCommon), hits: await trigramCount(typoCommon) },
-    { name: `full-text typo "${typoRare}" (trigram fallback)`, path: fts(typoRare), raw: (r) => rawFullText(r, typoRare), hits: await trigramCount(typoRare) },
-    { name: `list search="${substring}" (substring)`, path: `/v1/assets?search=${substring}`, raw: (r) => rawList(r, { search: substring }), hits: await likeCount(substring) },
-    { name: "list first page (limit=25)", path: "/v1/assets?limit=25", raw: (r) => rawList(r, {}), hits: ASSETS },
-    { name: `list page ${PAGES_BEFORE + 1} via cursor`, path: "", raw: (r) => rawList(r, { after: afterArg }), hits: ASSETS },
-  ];
+    const fts = (q: string) => `/v1/assets/search/full-text?q=${encodeURIComponent(q)}`;
+    const cases: SearchCase[] = [
+      {
+        name: `full-text common word "${common}"`,
+        path: fts(common),
+        raw: (r) => rawFullText(r, common),
+        hits: await ftsCount(common),
+      },
+      {
+        name: `full-text rare word "${rare}"`,
+        path: fts(rare),
+        raw: (r) => rawFullText(r, rare),
+        hits: await ftsCount(rare),
+      },
+      {
+        name: `full-text prefix "${prefix}"`,
+        path: fts(prefix),
+        raw: (r) => rawFullText(r, prefix),
+        hits: await prefixCount(prefix),
+      },
+      {
+        name: `full-text typo "${typoCommon}" (trigram fallback)`,
+        path: fts(typoCommon),
+        raw: (r) => rawFullText(r, typoCommon),
+        hits: await trigramCount(typoCommon),
+      },
+      {
+        name: `full-text typo "${typoRare}" (trigram fallback)`,
+        path: fts(typoRare),
+        raw: (r) => rawFullText(r, typoRare),
+        hits: await trigramCount(typoRare),
+      },
+      {
+        name: `list search="${substring}" (substring)`,
+        path: `/v1/assets?search=${substring}`,
+        raw: (r) => rawList(r, { search: substring }),
+        hits: await likeCount(substring),
+      },
+      { name: "list first page (limit=25)", path: "/v1/assets?limit=25", raw: (r) => rawList(r, {}), hits: ASSETS },
+      {
+        name: `list page ${PAGES_BEFORE + 1} via cursor`,
+        path: "",
+        raw: (r) => rawList(r, { after: afterArg }),
+        hits: ASSETS,
+      },
+    ];
 
-  // Plans: the ranked full-text query (GIN on search_vector), the trigram fallback and the LIKE.
-  const ftsSql = (tsq: string) =>
-    `SELECT a.id, ts_rank_cd('${WEIGHTS}'::float4[], a.search_vector, q.tsq) AS score
+    // Plans: the ranked full-text query (GIN on search_vector), the trigram fallback and the LIKE.
+    const ftsSql = (tsq: string) =>
+      `SELECT a.id, ts_rank_cd('${WEIGHTS}'::float4[], a.search_vector, q.tsq) AS score
        FROM assets a, (SELECT ${tsq} AS tsq) q
       WHERE a.workspace_id = $1 AND a.search_vector @@ q.tsq
       ORDER BY score DESC, a.created_at DESC, a.id ASC LIMIT 25`;
-  const trgmSetup = `SET LOCAL pg_trgm.word_similarity_threshold = ${TRIGRAM_THRESHOLD}`;
-  const trgmSql = `SELECT a.id FROM assets a WHERE a.workspace_id = $1 AND $2 <% a.search_text
+    const trgmSetup = `SET LOCAL pg_trgm.word_similarity_threshold = ${TRIGRAM_THRESHOLD}`;
+    const trgmSql = `SELECT a.id FROM assets a WHERE a.workspace_id = $1 AND $2 <% a.search_text
       ORDER BY word_similarity($2, a.search_text) DESC, a.created_at DESC, a.id ASC LIMIT 25`;
-  cases[0]!.plan = await explainIndexes(raw, ftsSql(`websearch_to_tsquery('english', $2)`), [WORKSPACE, common]);
-  cases[1]!.plan = await explainIndexes(raw, ftsSql(`websearch_to_tsquery('english', $2)`), [WORKSPACE, rare]);
-  cases[2]!.plan = await explainIndexes(
-    raw,
-    ftsSql(`(websearch_to_tsquery('english', $2) || (websearch_to_tsquery('english', '') && to_tsquery('english', $3)))`),
-    [WORKSPACE, prefix, `${prefix}:*`],
-  );
-  cases[3]!.plan = await explainIndexes(raw, trgmSql, [WORKSPACE, typoCommon], trgmSetup);
-  cases[4]!.plan = await explainIndexes(raw, trgmSql, [WORKSPACE, typoRare], trgmSetup);
-  cases[5]!.plan = await explainIndexes(raw, `SELECT count(*) FROM assets WHERE workspace_id = $1 AND search_text LIKE $2`, [
-    WORKSPACE,
-    `%${substring}%`,
-  ]);
-  cases[6]!.plan = await explainIndexes(
-    raw,
-    `SELECT * FROM assets WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT 26`,
-    [WORKSPACE],
-  );
-  cases[7]!.plan = await explainIndexes(
-    raw,
-    `SELECT * FROM assets WHERE workspace_id = $1 AND (created_at < $2::timestamptz OR (created_at = $2::timestamptz AND id < $3::uuid))
+    cases[0]!.plan = await explainIndexes(raw, ftsSql(`websearch_to_tsquery('english', $2)`), [WORKSPACE, common]);
+    cases[1]!.plan = await explainIndexes(raw, ftsSql(`websearch_to_tsquery('english', $2)`), [WORKSPACE, rare]);
+    cases[2]!.plan = await explainIndexes(
+      raw,
+      ftsSql(
+        `(websearch_to_tsquery('english', $2) || (websearch_to_tsquery('english', '') && to_tsquery('english', $3)))`,
+      ),
+      [WORKSPACE, prefix, `${prefix}:*`],
+    );
+    cases[3]!.plan = await explainIndexes(raw, trgmSql, [WORKSPACE, typoCommon], trgmSetup);
+    cases[4]!.plan = await explainIndexes(raw, trgmSql, [WORKSPACE, typoRare], trgmSetup);
+    cases[5]!.plan = await explainIndexes(
+      raw,
+      `SELECT count(*) FROM assets WHERE workspace_id = $1 AND search_text LIKE $2`,
+      [WORKSPACE, `%${substring}%`],
+    );
+    cases[6]!.plan = await explainIndexes(
+      raw,
+      `SELECT * FROM assets WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT 26`,
+      [WORKSPACE],
+    );
+    cases[7]!.plan = await explainIndexes(
+      raw,
+      `SELECT * FROM assets WHERE workspace_id = $1 AND (created_at < $2::timestamptz OR (created_at = $2::timestamptz AND id < $3::uuid))
       ORDER BY created_at DESC, id DESC LIMIT 26`,
-    [WORKSPACE, afterArg.createdAt, afterArg.id],
-  );
-  const ginUsed = /assets_search_vector_idx/.test(cases[0]!.plan + cases[1]!.plan + cases[2]!.plan);
+      [WORKSPACE, afterArg.createdAt, afterArg.id],
+    );
+    const ginUsed = /assets_search_vector_idx/.test(cases[0]!.plan + cases[1]!.plan + cases[2]!.plan);
 
-  // Reference: the same SQL on a direct connection, before the service starts (PGlite is one
-  // process's database at a time).
-  for (const c of cases) {
-    c.rawIds = await c.raw(raw);
-    c.rawLat = await sample(REQUESTS, () => c.raw(raw));
-  }
-  const rawRate = await closedLoopRate(SECONDS, LOAD_CONNECTIONS, () => cases[0]!.raw(raw));
-  await raw.close();
-
-  const service = await startService(path.join(dir, "service"), db);
-  const auth = `Bearer ${token(WORKSPACE)}`;
-  const get = async (p: string): Promise<{ assets: Array<{ id: string }>; nextCursor?: string | null; count: number }> => {
-    const res = await fetch(`${service.base}${p}`, { headers: { authorization: auth } });
-    if (res.status !== 200) throw new Error(`${p}: ${res.status} ${await res.text()}`);
-    return (await res.json()) as { assets: Array<{ id: string }>; nextCursor?: string | null; count: number };
-  };
-  const rows: string[][] = [];
-  let load: autocannon.Result;
-  try {
-    // The later page: follow nextCursor like a client would.
-    let page = await get("/v1/assets?limit=25");
-    for (let i = 0; i < PAGES_BEFORE; i++) {
-      if (i === PAGES_BEFORE - 1) cases[7]!.path = `/v1/assets?limit=25&cursor=${page.nextCursor!}`;
-      page = await get(`/v1/assets?limit=25&cursor=${page.nextCursor!}`);
-    }
+    progress("search: plans done, measuring raw SQL");
+    // Reference: the same SQL on a direct connection, before the service starts (PGlite is one
+    // process's database at a time).
     for (const c of cases) {
-      const first = await get(c.path);
-      const same = JSON.stringify(first.assets.map((a) => a.id)) === JSON.stringify(c.rawIds);
-      const lat = await sample(REQUESTS, () => get(c.path));
-      const s50 = median(lat);
-      const r50 = median(c.rawLat!);
-      rows.push([
-        c.name,
-        String(c.hits),
-        ms(s50),
-        ms(percentile(lat, 0.99)),
-        ms(r50),
-        ms(percentile(c.rawLat!, 0.99)),
-        ratio(s50, r50),
-        same ? "yes" : "NO",
-        c.plan!,
-      ]);
+      c.rawIds = await c.raw(raw);
+      c.rawLat = await sample(REQUESTS, () => c.raw(raw));
     }
-    load = await autocannon({
-      url: `${service.base}${cases[0]!.path}`,
-      connections: LOAD_CONNECTIONS,
-      duration: SECONDS,
-      headers: { authorization: auth },
-    });
-    if (load.non2xx > 0 || load.errors > 0) throw new Error(`load: ${load.non2xx} non-2xx, ${load.errors} errors`);
-  } finally {
-    await service.stop();
-  }
-  const rps = load.requests.average;
+    const rawRate = await closedLoopRate(SECONDS, LOAD_CONNECTIONS, () => cases[0]!.raw(raw));
+    rawOpen = false;
+    await raw.close();
 
-  return [
-    `Search at ${ASSETS.toLocaleString("en")} assets (+${OTHER_ASSETS.toLocaleString("en")} of a second workspace, ${total!.n} rows), ${db.kind}, seeded in ${(seedMs / 1000).toFixed(1)} s.`,
-    `p50/p99 of ${REQUESTS} sequential requests each; reference = the same SQL on a direct ${db.kind === "postgres" ? "pg connection pool" : "PGlite connection"} (no HTTP, no Prisma); "same ids" = the service returned the reference's page:`,
-    table(
-      ["query", "matching rows", "service p50", "service p99", "raw SQL p50", "raw SQL p99", "p50 ratio", "same ids", "indexes (EXPLAIN ANALYZE)"],
-      rows,
-    ),
-    "",
-    `index used: ${ginUsed ? "yes" : "no"} (GIN assets_search_vector_idx in the full-text plans)`,
-    "",
-    `Throughput of full-text "${common}", ${SECONDS} s, ${LOAD_CONNECTIONS} connections:`,
-    table(
-      ["path", "req/s", "p50 latency", "p99 latency", "ratio"],
-      [
-        ["raw SQL, 10 concurrent callers", rawRate.toFixed(0), "", "", "1.00"],
-        ["service (autocannon)", rps.toFixed(0), `${load.latency.p50} ms`, `${load.latency.p99} ms`, (rps / rawRate).toFixed(2)],
-      ],
-    ),
-  ].join("\n");
+    progress("search: raw SQL measured, starting the service");
+    const service = await startService(path.join(dir, "service"), db);
+    const auth = `Bearer ${token(WORKSPACE)}`;
+    const get = async (
+      p: string,
+    ): Promise<{ assets: Array<{ id: string }>; nextCursor?: string | null; count: number }> => {
+      const res = await fetch(`${service.base}${p}`, { headers: { authorization: auth } });
+      if (res.status !== 200) throw new Error(`${p}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as { assets: Array<{ id: string }>; nextCursor?: string | null; count: number };
+    };
+    const rows: string[][] = [];
+    let load: autocannon.Result;
+    try {
+      // The later page: follow nextCursor like a client would.
+      let page = await get("/v1/assets?limit=25");
+      for (let i = 0; i < PAGES_BEFORE; i++) {
+        if (i === PAGES_BEFORE - 1) cases[7]!.path = `/v1/assets?limit=25&cursor=${page.nextCursor!}`;
+        page = await get(`/v1/assets?limit=25&cursor=${page.nextCursor!}`);
+      }
+      for (const c of cases) {
+        const first = await get(c.path);
+        const same = JSON.stringify(first.assets.map((a) => a.id)) === JSON.stringify(c.rawIds);
+        const lat = await sample(REQUESTS, () => get(c.path));
+        const s50 = median(lat);
+        const r50 = median(c.rawLat!);
+        rows.push([
+          c.name,
+          String(c.hits),
+          ms(s50),
+          ms(percentile(lat, 0.99)),
+          ms(r50),
+          ms(percentile(c.rawLat!, 0.99)),
+          ratio(s50, r50),
+          same ? "yes" : "NO",
+          c.plan!,
+        ]);
+      }
+      load = await autocannon({
+        url: `${service.base}${cases[0]!.path}`,
+        connections: LOAD_CONNECTIONS,
+        duration: SECONDS,
+        headers: { authorization: auth },
+      });
+      if (load.non2xx > 0 || load.errors > 0) throw new Error(`load: ${load.non2xx} non-2xx, ${load.errors} errors`);
+    } finally {
+      await service.stop();
+    }
+    const rps = load.requests.average;
+
+    return [
+      `Search at ${ASSETS.toLocaleString("en")} assets (+${OTHER_ASSETS.toLocaleString("en")} of a second workspace, ${total!.n} rows), ${db.kind}, seeded in ${(seedMs / 1000).toFixed(1)} s.`,
+      `p50/p99 of ${REQUESTS} sequential requests each; reference = the same SQL on a direct ${db.kind === "postgres" ? "pg connection pool" : "PGlite connection"} (no HTTP, no Prisma); "same ids" = the service returned the reference's page:`,
+      table(
+        [
+          "query",
+          "matching rows",
+          "service p50",
+          "service p99",
+          "raw SQL p50",
+          "raw SQL p99",
+          "p50 ratio",
+          "same ids",
+          "indexes (EXPLAIN ANALYZE)",
+        ],
+        rows,
+      ),
+      "",
+      `index used: ${ginUsed ? "yes" : "no"} (GIN assets_search_vector_idx in the full-text plans)`,
+      "",
+      `Throughput of full-text "${common}", ${SECONDS} s, ${LOAD_CONNECTIONS} connections:`,
+      table(
+        ["path", "req/s", "p50 latency", "p99 latency", "ratio"],
+        [
+          ["raw SQL, 10 concurrent callers", rawRate.toFixed(0), "", "", "1.00"],
+          [
+            "service (autocannon)",
+            rps.toFixed(0),
+            `${load.latency.p50} ms`,
+            `${load.latency.p99} ms`,
+            (rps / rawRate).toFixed(2),
+          ],
+        ],
+      ),
+    ].join("\n");
+  } finally {
+    if (rawOpen) await raw.close();
+  }
 }
 
 export async function benchManagement(): Promise<string> {
