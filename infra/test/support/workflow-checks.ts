@@ -5,7 +5,7 @@ import { repoPath, type Json } from "./files";
 export const WORKFLOW = ".github/workflows/ci.yml";
 
 /** Variables the test suite itself reads (besides the services' own). */
-export const TEST_VARIABLES = ["REQUIRE_SERVICES"];
+export const TEST_VARIABLES = ["REQUIRE_SERVICES", "CHROMIUM_PATH"];
 
 /** GitHub `${{ env.X }}` / `${{ secrets.X }}` are not evaluated here; plain values only. */
 const plain = (env: Record<string, unknown> = {}): Record<string, string> =>
