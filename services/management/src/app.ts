@@ -57,9 +57,10 @@ export function createApp(deps: AppDeps): Express {
     }),
   );
 
-  // GET /v1/openapi.json and GET /docs: public, so mounted before the authenticated /v1 router.
+  // GET /v1/openapi.json and GET /docs: public, so mounted before the /v1 auth middleware.
   app.use(docsRouter({ mediaUrl: deps.mediaPublicUrl }));
 
+  // Everything else under /v1: a bearer token, JSON bodies.
   const v1 = express.Router();
   // Workspace data: never stored by shared caches, whatever the status.
   v1.use((_req, res, next) => {
@@ -68,9 +69,11 @@ export function createApp(deps: AppDeps): Express {
   });
   v1.use(requireAuth(deps.verifier));
   v1.use(express.json({ limit: "100kb", strict: true, type: ["application/json", "application/*+json"] }));
-  v1.use("/assets", assetsRouter(ctx));
-  v1.use("/asset-collections", collectionsRouter(ctx));
   app.use("/v1", v1);
+  // Registered with their full paths (not mounted under a prefix) so every request, failed ones
+  // included, is labelled with its documented route pattern in the access log and the metrics.
+  app.use(assetsRouter(ctx));
+  app.use(collectionsRouter(ctx));
 
   app.use(notFoundHandler);
   app.use(errorHandler({ log: deps.log, metrics }));

@@ -6,17 +6,21 @@ import { notFound, parseOr400 } from "../problem";
 import { requireJson } from "../http";
 import { createCollection, deleteCollection, listCollections } from "./service";
 
+/** Where the routes live. Full paths, not a mount point (see assetsRouter). */
+export const COLLECTIONS_PATH = "/v1/asset-collections";
+
+/** The /v1/asset-collections routes, with their full paths: mount with `app.use(collectionsRouter(ctx))`. */
 export function collectionsRouter(ctx: AppContext): Router {
   const r = Router();
-  r.get("/", async (req, res) => {
+  r.get(COLLECTIONS_PATH, async (req, res) => {
     res.json(await listCollections(ctx, principalOf(req)));
   });
-  r.post("/", requireJson, async (req, res) => {
+  r.post(COLLECTIONS_PATH, requireJson, async (req, res) => {
     const input = parseOr400(createCollectionSchema, req.body, "body");
     const created = await createCollection(ctx, principalOf(req), input);
-    res.status(201).location(`/v1/asset-collections/${created.id}`).json(created);
+    res.status(201).location(`${COLLECTIONS_PATH}/${created.id}`).json(created);
   });
-  r.delete("/:id", async (req, res) => {
+  r.delete(`${COLLECTIONS_PATH}/:id`, async (req, res) => {
     const params = collectionIdParamsSchema.safeParse(req.params);
     if (!params.success) throw notFound("Collection not found");
     await deleteCollection(ctx, principalOf(req), params.data.id);
