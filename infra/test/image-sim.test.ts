@@ -7,6 +7,8 @@
 // the image's own healthcheck script, then upload -> media MISS -> HIT across the shared bucket.
 //
 // Slow (a full offline install and two deploys, ~1 GB of files, ~2 min): runs when INFRA_IMAGE_SIM=1.
+// INFRA_IMAGE_SIM_CONTEXT=<dir> uses a prepared build context instead of this checkout;
+// INFRA_IMAGE_SIM_READY_PATH (default /readyz) is the readiness path probed before the flow.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
