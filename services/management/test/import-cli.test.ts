@@ -58,7 +58,7 @@ class Capture extends Writable {
   }
 }
 
-/** Environment of a shell with nothing but the service's DATA_DIR: the CLI finds the embedded secret there, as `pnpm token` does. */
+/** Environment of a shell with nothing but the service's DATA_DIR: the CLI finds the embedded secret there, as `pnpm run token` does. */
 function cliEnv(server: RunningTestManagement): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...process.env, DATA_DIR: server.dataDir };
   // Only DATA_DIR matters to the CLI; drop whatever else the test run carries (CI's Postgres/S3 settings, AUTH_*).
@@ -160,7 +160,7 @@ describe("pnpm import", () => {
     expect(listed.assets.every((a) => a.collectionId === null)).toBe(true);
   });
 
-  it("runs as `pnpm import` (tsx): signs the token from DATA_DIR like pnpm token, prints the summary, exits 1 when files were rejected", async () => {
+  it("runs as `pnpm import` (tsx): signs the token from DATA_DIR like pnpm run token, prints the summary, exits 1 when files were rejected", async () => {
     const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
       const child = spawn(
         TSX,

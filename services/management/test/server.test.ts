@@ -84,7 +84,7 @@ describe("loadConfig", () => {
   });
 });
 
-describe("startManagement (embedded defaults) + pnpm token", () => {
+describe("startManagement (embedded defaults) + pnpm run token", () => {
   let dataDir: string;
   let running: RunningManagement | undefined;
   let dropDb: (() => Promise<void>) | undefined;
@@ -117,7 +117,7 @@ describe("startManagement (embedded defaults) + pnpm token", () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("starts, creates a 0600 secret, accepts a `pnpm token` token, survives a restart", async () => {
+  it("starts, creates a 0600 secret, accepts a `pnpm run token` token, survives a restart", async () => {
     running = await startManagement(loadConfig(env), { logger: pino({ level: "silent" }) });
     expect(running.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const secretFile = path.join(dataDir, EMBEDDED_SECRET_FILE);
@@ -168,7 +168,7 @@ describe("startManagement (embedded defaults) + pnpm token", () => {
     expect(again.status).toBe(200);
   });
 
-  it("`pnpm token` rejects bad arguments", async () => {
+  it("`pnpm run token` rejects bad arguments", async () => {
     await expect(
       run(TSX, ["services/management/src/cli/token.ts"], { cwd: ROOT, env: { ...process.env, ...env } }),
     ).rejects.toMatchObject({ code: 2 });

@@ -149,7 +149,7 @@ function describeJwtError(err: Error): string {
   return "invalid token";
 }
 
-/** Signs a token with an HS256 secret (embedded mode and AUTH_JWT_SECRET); used by `pnpm token`. */
+/** Signs a token with an HS256 secret (embedded mode and AUTH_JWT_SECRET); used by `pnpm run token`. */
 export function signToken(
   secret: string,
   claims: {

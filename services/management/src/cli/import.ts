@@ -7,7 +7,7 @@
  * rejected files with the API's reason. The server decides what is an image (it sniffs bytes),
  * so a .txt file is sent too and comes back as a 415.
  *
- * The token is signed like `pnpm token` does (AUTH_JWT_SECRET, or the embedded secret in DATA_DIR);
+ * The token is signed like `pnpm run token` does (AUTH_JWT_SECRET, or the embedded secret in DATA_DIR);
  * with an identity provider (AUTH_JWKS_URL / AUTH_PUBLIC_KEY) pass --token or MEDIA_PLATFORM_TOKEN.
  */
 import fs from "node:fs";
@@ -20,7 +20,7 @@ import { loadConfig } from "../config";
 export const USAGE = `usage: pnpm import <folder> --workspace <id> [--collection <name>] [--url <management URL>]
        [--token <bearer token>] [--concurrency <n>] [--json]
 
-  --workspace, -w    workspace to import into (signs a token like pnpm token)
+  --workspace, -w    workspace to import into (signs a token like pnpm run token)
   --collection, -c   put the assets into this collection (created when missing)
   --url, -u          management API base URL (default http://localhost:<MANAGEMENT_PORT or 3000>)
   --token, -t        use this bearer token instead of signing one (or MEDIA_PLATFORM_TOKEN)
@@ -292,7 +292,7 @@ export async function main(io: CliIo): Promise<number> {
       );
       return 1;
     }
-    // Same secret and claims as `pnpm token`.
+    // Same secret and claims as `pnpm run token`.
     const secret = config.auth.jwtSecret ?? embeddedSecret(config.dataDir)!;
     token = signToken(secret, {
       workspaceId: values.workspace,

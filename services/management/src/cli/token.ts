@@ -1,5 +1,6 @@
 /**
- * pnpm token --workspace <id> [--sub <user>] [--ttl 1h]
+ * pnpm run token --workspace <id> [--sub <user>] [--ttl 1h]
+ * (`pnpm run`: a bare `pnpm token` is pnpm's own built-in command, which never reaches this script.)
  * Prints a bearer token that the management service accepts: signed with AUTH_JWT_SECRET, or with
  * the embedded secret in DATA_DIR (created here if the service has not started yet).
  */
@@ -7,7 +8,7 @@ import { parseArgs } from "node:util";
 import { embeddedSecret, signToken } from "../auth/keys";
 import { loadConfig } from "../config";
 
-const USAGE = "usage: pnpm token --workspace <id> [--sub <user>] [--ttl <duration, e.g. 1h, 30m, 7d>]";
+const USAGE = "usage: pnpm run token --workspace <id> [--sub <user>] [--ttl <duration, e.g. 1h, 30m, 7d>]";
 
 function main(): number {
   let values;
