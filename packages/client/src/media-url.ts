@@ -1,10 +1,10 @@
-import { createHmac } from "node:crypto";
 import {
   MediaUrlError,
   defaultMediaLimits,
   formatMediaPath,
   isTransformationName,
   paramSpecsOf,
+  signedMediaUrl,
   transformationNames,
   validateMediaRequest,
   type GivenParams,
@@ -84,9 +84,7 @@ export function mediaUrl(
   const request = validateMediaRequest({ steps: list, assetId, extension: ext }, options.limits ?? defaultMediaLimits);
   const mediaPath = formatMediaPath(request);
   const base = baseUrl.replace(/\/+$/, "");
-  if (!options.signingKey) return `${base}${mediaPath}`;
-  const sig = createHmac("sha256", options.signingKey).update(mediaPath, "utf8").digest("base64url");
-  return `${base}${mediaPath}?sig=${sig}`;
+  return `${base}${options.signingKey ? signedMediaUrl(mediaPath, options.signingKey) : mediaPath}`;
 }
 
 /** Chaining form: `new MediaUrlBuilder(base, id, "jpg").add("crop", { width: 200, height: 100 }).add("grayscale").toString()`. */

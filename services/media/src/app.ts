@@ -1,5 +1,12 @@
 import express, { type Express, type NextFunction, type Request, type Response } from "express";
-import type { Logger } from "pino";
+import {
+  healthRouter,
+  metricsRouter,
+  requestContext,
+  type HealthCheck,
+  type Logger,
+  type Metrics,
+} from "@media-platform/observability";
 import { MediaUrlError, parseMediaPath, type MediaLimits } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
@@ -45,7 +52,18 @@ import { TransformationInputError } from "./transformations/transformation";
  * 503  overloaded (queue full, Retry-After: 1), timeout (MEDIA_REQUEST_TIMEOUT_MS,
  *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5)
  * Every error is application/problem+json with Cache-Control: no-store and is never cached.
+ *
+ * Operations (no signature, never cached):
+ *   GET /healthz   200 while the process answers
+ *   GET /readyz    200 when the blob store (and Redis, when configured) answer their ping;
+ *                  503 { status: "unavailable", failing: ["storage" | "redis"], checks } otherwise,
+ *                  503 { status: "draining" } during graceful shutdown
+ *   GET /metrics   Prometheus text format
+ * Every response carries X-Request-Id (the incoming one when sane, else a new UUID).
  */
+
+/** Route label of media URLs in `http_request_duration_seconds` (never the raw path: no asset ids in labels). */
+export const ROUTE_MEDIA = "/:steps/:assetId.:ext";
 
 /** Retry-After (seconds) of the 503s. */
 export const RETRY_AFTER = { queueFull: 1, timeout: 2, storage: 5 } as const;
@@ -56,7 +74,14 @@ export interface MediaAppDeps {
   limits: MediaLimits;
   limitInputPixels: number;
   counters: MediaCounters;
+  metrics: Metrics;
   logger: Logger;
+  /** /readyz checks by dependency name (`storage`, `redis`); unset entries are skipped. */
+  readiness: Record<string, HealthCheck | undefined>;
+  /** Per-check timeout of /readyz (ms). */
+  readinessTimeoutMs?: number;
+  /** True while shutting down: /readyz answers 503 `draining`. */
+  isDraining?: () => boolean;
 }
 
 /** A media URL has at least one step segment before the file: `/<step>/<id>.<ext>`. */
@@ -67,15 +92,28 @@ const looksLikeMediaPath = (path: string): boolean => /^\/[^/]*\/./.test(path);
  * HITs that need the signature refused, errors, health and unknown routes.
  */
 export function createMediaApp(deps: MediaAppDeps): Express {
-  const { service, signer, limits, counters, logger } = deps;
+  const { service, signer, limits, metrics, logger } = deps;
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
 
-  app.get("/healthz", (_req, res) => {
-    res.setHeader("Cache-Control", "no-store");
-    res.json({ status: "ok" });
-  });
+  // First: request id (reusing the one the hot path may have set), req.log, access line, latency.
+  app.use(
+    requestContext({
+      logger,
+      metrics,
+      routeLabel: (req) => (looksLikeMediaPath(instanceOf(req.originalUrl)) ? ROUTE_MEDIA : undefined),
+    }),
+  );
+  app.use(metricsRouter(metrics));
+  app.use(
+    healthRouter({
+      checks: deps.readiness,
+      timeoutMs: deps.readinessTimeoutMs,
+      logger,
+      isDraining: deps.isDraining,
+    }),
+  );
   // GET /transformations: the parameter table with the caps in force.
   app.use(catalogRouter(limits));
 
@@ -106,9 +144,8 @@ export function createMediaApp(deps: MediaAppDeps): Express {
         }
       }
       const request = parseMediaPath(path, limits);
-      const { entry, xCache } = await service.deliver(target, request);
+      const { entry, xCache } = await service.deliver(target, request, req.log);
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
-        counters.inc("not_modified");
         res.writeHead(304, { ...entry.notModifiedHeaders, "X-Cache": xCache });
         res.end();
         return;
@@ -128,13 +165,8 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(err);
     const problem = toProblem(err, deps);
-    if (problem.status >= 500) {
-      if (problem.slug === "internal-error") {
-        counters.inc("server_errors");
-        logger.error({ err, method: req.method, path: instanceOf(req.url) }, "unhandled error");
-      }
-    } else {
-      counters.inc("client_errors");
+    if (problem.slug === "internal-error") {
+      (req.log ?? logger).error({ err, method: req.method, path: instanceOf(req.url) }, "unhandled error");
     }
     writeProblem(res, problem, instanceOf(req.url), req.method === "HEAD");
   });
@@ -143,7 +175,10 @@ export function createMediaApp(deps: MediaAppDeps): Express {
 }
 
 /** Maps every failure to a problem. Never leaks stack traces or internal messages. */
-export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixels" | "counters">): HttpProblem {
+export function toProblem(
+  err: unknown,
+  deps: Pick<MediaAppDeps, "limitInputPixels" | "counters"> & { metrics: Pick<Metrics, "queueRejections"> },
+): HttpProblem {
   if (err instanceof HttpProblem) return err;
   if (err instanceof MediaUrlError) {
     return new HttpProblem(400, "invalid-media-url", err.message, { title: "Invalid media URL", errors: err.issues });
@@ -169,7 +204,7 @@ export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixe
     return new HttpProblem(422, "undecodable-original", err.message, { title: "Stored original cannot be processed" });
   }
   if (err instanceof QueueFullError) {
-    deps.counters.inc("rejected_queue_full");
+    deps.metrics.queueRejections.inc();
     return new HttpProblem(503, "overloaded", "Too many transformations are running or waiting; retry shortly", {
       title: "Service overloaded",
       headers: { "Retry-After": String(RETRY_AFTER.queueFull) },
@@ -183,7 +218,7 @@ export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixe
     });
   }
   if (err instanceof StorageUnavailableError) {
-    deps.counters.inc("storage_errors");
+    // Counted as dependency_errors_total{dependency="storage"} where the store failed (RenditionService).
     return new HttpProblem(503, "storage-unavailable", "The blob store is unavailable; retry shortly", {
       title: "Storage unavailable",
       headers: { "Retry-After": String(RETRY_AFTER.storage) },

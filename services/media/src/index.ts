@@ -1,3 +1,4 @@
+import { gracefulShutdown, type ShutdownController } from "@media-platform/observability";
 import { loadMediaConfig, MediaConfigError } from "./config";
 import { startMedia } from "./server";
 
@@ -13,6 +14,7 @@ export {
 } from "./server";
 export { signMediaPath, signedMediaUrl } from "./delivery/signing";
 export { MediaCounters, counterHelp, type CounterName } from "./delivery/counters";
+export { ROUTE_MEDIA } from "./app";
 export type { RenderFn } from "./delivery/rendition-service";
 
 async function main(): Promise<void> {
@@ -26,23 +28,17 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const running = await startMedia(config);
+  const draining: { controller?: ShutdownController } = {};
+  const running = await startMedia(config, { isDraining: () => draining.controller?.isShuttingDown() ?? false });
+  // SIGTERM/SIGINT: stop accepting, /readyz answers 503 draining, let in-flight requests finish
+  // (a transformation takes at most MEDIA_REQUEST_TIMEOUT_MS, so that plus a second), then close
+  // Redis, the pixel workers and the face detector, and exit 0 (1 if one of them failed).
+  draining.controller = gracefulShutdown(running.media.server, {
+    deadlineMs: config.requestTimeoutMs + 1000,
+    logger: running.logger,
+    hooks: running.closeHooks,
+  });
   console.log(`media service listening on ${running.url}`);
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    console.log(`media service stopping (${signal})`);
-    running.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        console.error(err);
-        process.exit(1);
-      },
-    );
-  };
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  process.once("SIGINT", () => stop("SIGINT"));
 }
 
 if (require.main === module) {

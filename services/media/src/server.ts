@@ -1,8 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Express } from "express";
-import pino, { type Logger } from "pino";
 import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts";
+import { createLogger, createMetrics, type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
 import { createBlobStore, type BlobStore } from "@media-platform/storage";
 import { createMediaApp } from "./app";
 import { MemoryCache } from "./cache/memory-cache";
@@ -42,10 +42,15 @@ export interface MediaServerDeps {
   store: BlobStore;
   /** Decode + steps + encode; startMedia passes pipeline/render.ts with the real workers. */
   render: RenderFn;
+  /** Default: the shared JSON logger (service "media") at level silent. */
   logger?: Logger;
+  /** Default: a fresh registry (createMetrics({ service: "media" })). */
+  metrics?: Metrics;
   options?: Partial<MediaServerOptions>;
-  /** Extra clean-up run by close() after the server and Redis (worker pools, detectors). */
-  onClose?: () => Promise<void>;
+  /** Extra clean-up after the server and Redis closed (worker pools, detectors), in order. */
+  closeHooks?: CloseHook[];
+  /** True while shutting down (gracefulShutdown's isShuttingDown): /readyz answers 503 `draining`. */
+  isDraining?: () => boolean;
 }
 
 export interface MediaServer {
@@ -53,21 +58,35 @@ export interface MediaServer {
   server: http.Server;
   app: Express;
   service: RenditionService;
+  /** Media-specific counters (exposed on /metrics as media_<name>_total). */
   counters: MediaCounters;
+  /** The service's Prometheus registry and the shared metrics (GET /metrics). */
+  metrics: Metrics;
+  logger: Logger;
   memory: MemoryCache;
   redis: RedisCache | undefined;
   limiter: Limiter;
+  /**
+   * What to close once the HTTP server has drained, in order: Redis (when configured), then the
+   * deps' closeHooks (pixel workers, face detector). gracefulShutdown runs these.
+   */
+  closeHooks: CloseHook[];
   /** Listens and resolves with the base URL (http://host:port). */
   listen(port?: number, host?: string): Promise<string>;
-  /** Stops accepting, ends open connections, disconnects Redis, runs onClose. Idempotent. */
+  /**
+   * Immediate close (tests): stops accepting, gives in-flight responses up to 2 s, cuts open
+   * connections, then runs closeHooks. Idempotent. Production uses gracefulShutdown instead.
+   */
   close(): Promise<void>;
 }
 
 /** Builds the service from its dependencies, without listening (in-process tests use this). */
 export function createMediaServer(deps: MediaServerDeps): MediaServer {
   const options: MediaServerOptions = { ...defaultMediaServerOptions, ...deps.options };
-  const logger = deps.logger ?? pino({ level: "silent" });
+  const logger = deps.logger ?? createLogger({ service: "media", level: "silent" });
+  const metrics = deps.metrics ?? createMetrics({ service: "media" });
   const counters = new MediaCounters();
+  counters.register(metrics);
   const memory = new MemoryCache({ maxBytes: options.cache.memoryBytes, maxEntryBytes: options.cache.maxEntryBytes });
   const redis = options.redis
     ? new RedisCache({
@@ -77,10 +96,18 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
         ttlSeconds: options.cache.ttlSeconds,
         maxEntryBytes: options.cache.maxEntryBytes,
         logger,
-        counters,
+        metrics,
       })
     : undefined;
   const limiter = new Limiter(options.concurrency, options.queueLimit);
+  // Registered now so every series is scraped from zero; the queue depth is read at scrape time.
+  void metrics.cacheLookups;
+  void metrics.transformationDuration;
+  void metrics.singleFlightJoins;
+  void metrics.queueRejections;
+  metrics.trackQueueDepth(() => limiter.waiting);
+  metrics.dependencyErrors.inc({ dependency: "storage" }, 0);
+  if (redis) metrics.dependencyErrors.inc({ dependency: "redis" }, 0);
   const signer = options.signingKey ? new UrlSigner(options.signingKey) : undefined;
   const service = new RenditionService({
     store: deps.store,
@@ -89,6 +116,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     redis,
     limiter,
     counters,
+    metrics,
     logger,
     requestTimeoutMs: options.requestTimeoutMs,
     maxEntryBytes: options.cache.maxEntryBytes,
@@ -99,12 +127,23 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     limits: options.limits,
     limitInputPixels: options.limitInputPixels,
     counters,
+    metrics,
     logger,
+    readiness: {
+      storage: () => deps.store.ping(),
+      redis: redis ? () => redis.ping() : undefined,
+    },
+    isDraining: deps.isDraining,
   });
-  const hotPath = createHotPath({ memory, signer, counters });
+  const hotPath = createHotPath({ memory, signer, metrics });
   const server = http.createServer((req, res) => {
     if (!hotPath(req, res)) app(req, res);
   });
+
+  const closeHooks: CloseHook[] = [
+    ...(redis ? [{ name: "redis", close: () => redis.close() }] : []),
+    ...(deps.closeHooks ?? []),
+  ];
 
   let closing: Promise<void> | undefined;
   return {
@@ -112,6 +151,9 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     app,
     service,
     counters,
+    metrics,
+    logger,
+    closeHooks,
     memory,
     redis,
     limiter,
@@ -138,8 +180,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
           await closed;
           clearTimeout(cut);
         }
-        await redis?.close();
-        await deps.onClose?.();
+        for (const hook of closeHooks) await (typeof hook === "function" ? hook() : hook.close());
       })();
       return closing;
     },
@@ -155,6 +196,10 @@ export interface RunningMedia {
   /** Base URL, e.g. http://127.0.0.1:3001 */
   url: string;
   media: MediaServer;
+  logger: Logger;
+  /** Redis, pixel workers, face detector: hand these to gracefulShutdown. */
+  closeHooks: CloseHook[];
+  /** Immediate close (tests); see MediaServer.close. */
   close(): Promise<void>;
 }
 
@@ -164,11 +209,11 @@ export interface RunningMedia {
  */
 export async function startMedia(
   config: MediaConfig = loadMediaConfig(process.env),
-  overrides: { store?: BlobStore; render?: RenderFn; logger?: Logger } = {},
+  overrides: { store?: BlobStore; render?: RenderFn; logger?: Logger; isDraining?: () => boolean } = {},
 ): Promise<RunningMedia> {
-  const logger = overrides.logger ?? pino({ level: config.logLevel, base: { service: "media" } });
+  const logger = overrides.logger ?? createLogger({ service: "media", level: config.logLevel });
   const store = overrides.store ?? createBlobStore(config.storage);
-  let onClose: (() => Promise<void>) | undefined;
+  const closeHooks: CloseHook[] = [];
   let render = overrides.render;
   if (!render) {
     // Loaded here, not at module load, so in-process tests with an injected render never start workers.
@@ -183,11 +228,17 @@ export async function startMedia(
     const faces = createFaceDetector();
     const renderDeps = { pixels, faces, limits: config.limits, limitInputPixels: config.limitInputPixels };
     render = (input, options) => pipeline.render(input, renderDeps, options);
-    onClose = async () => {
-      await Promise.allSettled([pixels.close(), faces.close()]);
-    };
+    closeHooks.push({ name: "pixel workers", close: () => pixels.close() });
+    closeHooks.push({ name: "face detector", close: () => faces.close() });
   }
-  const media = createMediaServer({ store, render, logger, options: config, onClose });
+  const media = createMediaServer({
+    store,
+    render,
+    logger,
+    options: config,
+    closeHooks,
+    isDraining: overrides.isDraining,
+  });
   const url = await media.listen(config.port, config.host);
   logger.info(
     {
@@ -198,5 +249,5 @@ export async function startMedia(
     },
     "media service listening",
   );
-  return { url, media, close: () => media.close() };
+  return { url, media, logger, closeHooks: media.closeHooks, close: () => media.close() };
 }

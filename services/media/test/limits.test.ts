@@ -1,7 +1,7 @@
 import request from "supertest";
 import type { RenderFn } from "../src/delivery/rendition-service";
 import { Limiter, QueueFullError } from "../src/delivery/limiter";
-import { gatedRender, startTestMedia, type TestMedia } from "./support/media-server";
+import { gatedRender, metricValue, singleFlightJoins, startTestMedia, type TestMedia } from "./support/media-server";
 
 describe("transformation concurrency limit", () => {
   let media: TestMedia;
@@ -25,12 +25,12 @@ describe("transformation concurrency limit", () => {
     expect(head.headers["retry-after"]).toBe("1");
     // A request for the URL already in flight joins it instead of needing a slot.
     const joined = fetch(`${media.url}/thumbnail:size=100/${id}.png`);
-    while (media.counters.get("hits_shared") < 1) await new Promise((r) => setImmediate(r));
+    while ((await singleFlightJoins(media)) < 1) await new Promise((r) => setImmediate(r));
 
     gated.release();
     const [first, second] = await Promise.all([slow, joined]);
     expect([first.status, second.status]).toEqual([200, 200]);
-    expect(media.counters.get("rejected_queue_full")).toBe(2);
+    expect(await metricValue(media, "media_transform_queue_rejections_total")).toBe(2);
     // Once the slot is free, the refused URL works.
     const later = await request(media.server).get(`/thumbnail:size=101/${id}.png`);
     expect(later.status).toBe(200);

@@ -4,7 +4,7 @@ import path from "node:path";
 import sharp from "sharp";
 import request from "supertest";
 import { originalKey } from "@media-platform/storage";
-import { countingRender, pipelineRender, startTestMedia, type TestMedia } from "./support/media-server";
+import { countingRender, metricValue, pipelineRender, startTestMedia, type TestMedia } from "./support/media-server";
 import { FIXTURES_DIR } from "./support/memory-store";
 
 const IMMUTABLE = "public, max-age=31536000, immutable";
@@ -45,13 +45,14 @@ describe("media delivery over real HTTP", () => {
     // Strong ETag: quoted base64url sha256 of the bytes.
     expect(first.res.headers.get("etag")).toBe(`"${createHash("sha256").update(first.body).digest("base64url")}"`);
 
-    const hitsBefore = media.counters.get("hits_memory");
+    const memoryHits = () => metricValue(media, "media_cache_lookups_total", { tier: "memory", result: "hit" });
+    const hitsBefore = await memoryHits();
     const second = await get(url);
     expect(second.res.status).toBe(200);
     expect(second.res.headers.get("x-cache")).toBe("HIT");
     expect(second.body.equals(first.body)).toBe(true);
     expect(headersOf(second.res)).toEqual(headersOf(first.res));
-    expect(media.counters.get("hits_memory")).toBe(hitsBefore + 1);
+    expect(await memoryHits()).toBe(hitsBefore + 1);
     expect(counting.calls.filter((k) => k === `/thumbnail:size=128/${astronaut}.png`)).toHaveLength(1);
   });
 
@@ -120,7 +121,8 @@ describe("media delivery over real HTTP", () => {
   it("answers GET /healthz and GET /transformations", async () => {
     const health = await request(media.server).get("/healthz");
     expect(health.status).toBe(200);
-    expect(health.body).toEqual({ status: "ok" });
+    expect(health.body).toMatchObject({ status: "ok" });
+    expect(health.headers["cache-control"]).toBe("no-store");
     const catalog = await request(media.server).get("/transformations");
     expect(catalog.status).toBe(200);
     expect(catalog.body.count).toBe(16);

@@ -1,5 +1,5 @@
 import { SingleFlight } from "../src/delivery/single-flight";
-import { gatedRender, startTestMedia, type TestMedia } from "./support/media-server";
+import { gatedRender, singleFlightJoins, startTestMedia, type TestMedia } from "./support/media-server";
 
 describe("single-flight", () => {
   let media: TestMedia;
@@ -16,7 +16,7 @@ describe("single-flight", () => {
     );
     // Hold the one transformation until every request has joined it.
     await gated.started(1);
-    while (media.counters.get("hits_shared") < 19) await new Promise((r) => setImmediate(r));
+    while ((await singleFlightJoins(media)) < 19) await new Promise((r) => setImmediate(r));
     gated.release();
     const all = await Promise.all(responses);
 
@@ -39,7 +39,7 @@ describe("single-flight", () => {
     const path = `/crop:width=10:height=10:x=4000:y=4000/${id}.png`;
     const responses = Array.from({ length: 5 }, () => fetch(`${media.url}${path}`));
     await gated.started(1);
-    while (media.counters.get("hits_shared") < 4) await new Promise((r) => setImmediate(r));
+    while ((await singleFlightJoins(media)) < 4) await new Promise((r) => setImmediate(r));
     gated.release();
     const all = await Promise.all(responses);
     expect(all.map((r) => r.status)).toEqual([400, 400, 400, 400, 400]);

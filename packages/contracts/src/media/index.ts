@@ -1,3 +1,4 @@
 export * from "./params";
 export * from "./transformations";
 export * from "./url";
+export * from "./signing";

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import type { Logger } from "pino";
-import type { MediaCounters } from "../delivery/counters";
+import type { Logger, Metrics } from "@media-platform/observability";
 
 export interface RedisCacheOptions {
   url: string;
@@ -13,7 +12,8 @@ export interface RedisCacheOptions {
   /** Results larger than this are not written. */
   maxEntryBytes: number;
   logger: Logger;
-  counters: MediaCounters;
+  /** Every failed command and connection error is counted as `dependency_errors_total{dependency="redis"}`. */
+  metrics: Pick<Metrics, "dependencyError">;
   /** At most one fault log line per interval (default 30 s). */
   faultLogIntervalMs?: number;
 }
@@ -92,6 +92,14 @@ export class RedisCache {
     });
   }
 
+  /**
+   * Readiness: resolves when Redis answers PING, rejects otherwise (at once while disconnected:
+   * the offline queue is off). Not counted as a fault: /readyz reports it.
+   */
+  async ping(): Promise<void> {
+    await this.client.ping();
+  }
+
   private valueKey(key: string): string {
     return `${this.options.keyPrefix}r:${key}`;
   }
@@ -102,7 +110,7 @@ export class RedisCache {
 
   private fault(operation: string, err: unknown): void {
     if (this.closed) return;
-    this.options.counters.inc("redis_errors");
+    this.options.metrics.dependencyError("redis");
     const now = Date.now();
     if (now - this.lastFaultLog >= this.faultLogIntervalMs) {
       this.options.logger.warn(

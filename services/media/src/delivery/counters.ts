@@ -1,26 +1,22 @@
+import { registerSourceMetric, type Metrics } from "@media-platform/observability";
+
 /**
- * Monotonic event counters of the media service. Plain numbers so the hot path pays one
- * increment; a metrics endpoint wraps them with prom-client, e.g.
+ * Media-specific event counters that the shared metrics do not already cover, as plain numbers
+ * (one increment per event) exposed at scrape time as `media_<name>_total` (registerSourceMetric).
  *
- *   for (const [name, help] of Object.entries(counterHelp)) {
- *     new Counter({ name: `media_${name}_total`, help, collect() { this.reset(); this.inc(counters.get(name)); } });
- *   }
+ * Everything else is counted once, in the shared metrics, at the site where it happens:
+ *   cache lookups by tier/result  media_cache_lookups_total{tier,result}   (metrics.cacheLookup)
+ *   single-flight followers       media_singleflight_joins_total           (metrics.singleFlightJoins)
+ *   queue-full 503s               media_transform_queue_rejections_total   (metrics.queueRejections)
+ *   Redis / blob store failures   dependency_errors_total{dependency}      (metrics.dependencyError)
+ *   304s, 4xx, 5xx                http_request_duration_seconds{status_code}
  */
 export const counterHelp = {
-  hits_memory: "Responses answered from the in-process LRU (hot path or Express)",
-  hits_redis: "Results found in Redis (filled into the in-process LRU)",
-  hits_shared: "Requests that joined an in-flight transformation of the same URL (single-flight followers)",
+  misses: "Responses answered X-Cache: MISS (the request ran the transformation)",
+  transformations: "Transformations run (blob read + render)",
   hits_peer: "Results another replica computed while this one waited for its Redis lock",
   lock_waits: "Times this replica found another replica's Redis lock on a URL and waited for its result",
-  misses: "Responses answered X-Cache: MISS",
-  transformations: "Transformations run (blob read + render)",
-  not_modified: "304 responses",
-  redis_errors: "Failed Redis commands and connection errors",
-  rejected_queue_full: "Requests refused with 503 because the transformation queue was full",
   timeouts: "Requests that hit MEDIA_REQUEST_TIMEOUT_MS",
-  storage_errors: "Blob store failures answered with 503",
-  client_errors: "4xx problem responses",
-  server_errors: "5xx problem responses other than the above",
 } as const;
 
 export type CounterName = keyof typeof counterHelp;
@@ -42,5 +38,17 @@ export class MediaCounters {
 
   snapshot(): Readonly<Record<CounterName, number>> {
     return { ...this.values };
+  }
+
+  /** Registers every counter on the service's registry as `media_<name>_total`, read at scrape time. */
+  register(metrics: Pick<Metrics, "registry">): void {
+    for (const name of Object.keys(counterHelp) as CounterName[]) {
+      registerSourceMetric(metrics.registry, {
+        name: `media_${name}_total`,
+        help: counterHelp[name],
+        type: "counter",
+        read: () => this.values[name],
+      });
+    }
   }
 }

@@ -1,6 +1,6 @@
 import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Logger } from "pino";
+import type { Logger, Metrics } from "@media-platform/observability";
 import type { MediaRequest } from "@media-platform/contracts";
 import { originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
 import { makeEntry, type CacheEntry } from "../cache/entry";
@@ -17,7 +17,20 @@ import { SingleFlight } from "./single-flight";
  * Renders one request: decode the original, apply the steps, encode. The service injects
  * pipeline/render.ts with the real pixel workers and face detector; tests inject their own.
  */
-export type RenderFn = (input: RenderInput, options: { signal: AbortSignal; deadline: number }) => Promise<Rendition>;
+export type RenderFn = (input: RenderInput, options: RenderCallOptions) => Promise<Rendition>;
+
+export interface RenderCallOptions {
+  signal: AbortSignal;
+  deadline: number;
+  /** Called after each step with its name and duration (media_transformation_duration_seconds). */
+  onStep?: (transformation: string, seconds: number) => void;
+}
+
+/** The shared metrics the miss path records (see delivery/counters.ts for what is counted where). */
+export type DeliveryMetrics = Pick<
+  Metrics,
+  "cacheLookup" | "singleFlightJoins" | "dependencyError" | "observeTransformation"
+>;
 
 export interface RenditionServiceDeps {
   store: BlobStore;
@@ -26,6 +39,8 @@ export interface RenditionServiceDeps {
   redis: RedisCache | undefined;
   limiter: Limiter;
   counters: MediaCounters;
+  metrics: DeliveryMetrics;
+  /** Service logger; a request's own child logger (with its request id) is passed to deliver(). */
   logger: Logger;
   requestTimeoutMs: number;
   maxEntryBytes: number;
@@ -67,21 +82,25 @@ export class RenditionService {
     return this.flights.inFlight;
   }
 
-  async deliver(key: string, request: MediaRequest): Promise<Delivery> {
+  /**
+   * `log`: the request's logger (bound to its request id); the flight this request leads logs
+   * with it, so the render of a MISS can be traced to the request that caused it.
+   */
+  async deliver(key: string, request: MediaRequest, log: Logger = this.deps.logger): Promise<Delivery> {
+    const { metrics } = this.deps;
+    // The memory-tier lookup of every valid media request that the hot path did not answer.
     const cached = this.deps.memory.get(key);
-    if (cached) {
-      this.deps.counters.inc("hits_memory");
-      return { entry: cached, xCache: "HIT" };
-    }
-    const { promise, leader } = this.flights.run(key, () => this.flight(key, request));
-    if (!leader) this.deps.counters.inc("hits_shared");
+    metrics.cacheLookup("memory", cached ? "hit" : "miss");
+    if (cached) return { entry: cached, xCache: "HIT" };
+    const { promise, leader } = this.flights.run(key, () => this.flight(key, request, log));
+    if (!leader) metrics.singleFlightJoins.inc();
     const result = await promise;
     const xCache = leader && result.computed ? "MISS" : "HIT";
     if (xCache === "MISS") this.deps.counters.inc("misses");
     return { entry: result.entry, xCache };
   }
 
-  private async flight(key: string, request: MediaRequest): Promise<FlightResult> {
+  private async flight(key: string, request: MediaRequest, log: Logger): Promise<FlightResult> {
     const { requestTimeoutMs } = this.deps;
     const deadline = Date.now() + requestTimeoutMs;
     const controller = new AbortController();
@@ -89,7 +108,7 @@ export class RenditionService {
     timer.unref();
     const signal = controller.signal;
     try {
-      return await raceAbort(this.resolve(key, request, signal, deadline), signal);
+      return await raceAbort(this.resolve(key, request, signal, deadline, log), signal);
     } finally {
       clearTimeout(timer);
     }
@@ -100,27 +119,33 @@ export class RenditionService {
     request: MediaRequest,
     signal: AbortSignal,
     deadline: number,
+    log: Logger,
   ): Promise<FlightResult> {
     const { redis } = this.deps;
-    if (!redis) return this.compute(key, request, signal, deadline, undefined);
+    if (!redis) return this.compute(key, request, signal, deadline, undefined, log);
 
+    // The Redis-tier lookup (once per flight; the lock double-check and the polls below are
+    // coordination reads, counted as hits_peer / lock_waits). Redis down counts as a miss (and
+    // as a dependency error inside RedisCache).
     const stored = await redis.get(key);
-    if (stored) return this.fromRedis(key, stored.body, stored.contentType, "hits_redis");
+    this.deps.metrics.cacheLookup("redis", stored ? "hit" : "miss");
+    if (stored) return this.fromRedis(key, stored.body, stored.contentType);
 
     const waitUntil = Date.now() + this.deps.requestTimeoutMs / 2;
     let pollMs = POLL_START_MS;
     for (;;) {
       signal.throwIfAborted();
       const lock = await redis.tryLock(key, this.deps.requestTimeoutMs + 1000);
-      if (lock.state === "unavailable") return this.compute(key, request, signal, deadline, undefined);
+      if (lock.state === "unavailable") return this.compute(key, request, signal, deadline, undefined, log);
       if (lock.state === "acquired") {
         // Double-check: another replica may have stored the result just before we locked.
         const again = await redis.get(key);
         if (again) {
           await redis.unlock(key, lock.token);
-          return this.fromRedis(key, again.body, again.contentType, "hits_peer");
+          this.deps.counters.inc("hits_peer");
+          return this.fromRedis(key, again.body, again.contentType);
         }
-        return this.compute(key, request, signal, deadline, lock.token);
+        return this.compute(key, request, signal, deadline, lock.token, log);
       }
       // Another replica is computing this URL: wait for its result (bounded).
       this.deps.counters.inc("lock_waits");
@@ -129,16 +154,18 @@ export class RenditionService {
         await sleep(pollMs, undefined, { signal });
         pollMs = Math.min(pollMs * 2, POLL_MAX_MS);
         const peek = await redis.peek(key);
-        if (!peek) return this.compute(key, request, signal, deadline, undefined);
-        if (peek.result) return this.fromRedis(key, peek.result.body, peek.result.contentType, "hits_peer");
+        if (!peek) return this.compute(key, request, signal, deadline, undefined, log);
+        if (peek.result) {
+          this.deps.counters.inc("hits_peer");
+          return this.fromRedis(key, peek.result.body, peek.result.contentType);
+        }
         if (!peek.locked) break; // the holder gave up (error or crash): try to take over
       }
-      if (Date.now() >= waitUntil) return this.compute(key, request, signal, deadline, undefined);
+      if (Date.now() >= waitUntil) return this.compute(key, request, signal, deadline, undefined, log);
     }
   }
 
-  private fromRedis(key: string, body: Buffer, contentType: string, counter: "hits_redis" | "hits_peer"): FlightResult {
-    this.deps.counters.inc(counter);
+  private fromRedis(key: string, body: Buffer, contentType: string): FlightResult {
     const entry = makeEntry(body, contentType);
     this.deps.memory.set(key, entry);
     return { entry, computed: false };
@@ -150,12 +177,13 @@ export class RenditionService {
     signal: AbortSignal,
     deadline: number,
     lockToken: string | undefined,
+    log: Logger,
   ): Promise<FlightResult> {
-    const { redis } = this.deps;
+    const { redis, metrics } = this.deps;
     try {
       const rendition = await this.deps.limiter.run(async () => {
         signal.throwIfAborted();
-        const blob = await this.deps.store.get(originalKey(request.assetId));
+        const blob = await this.readOriginal(request.assetId);
         if (!blob) {
           throw new HttpProblem(404, "asset-not-found", `No asset ${request.assetId} exists`, {
             title: "Asset not found",
@@ -166,17 +194,20 @@ export class RenditionService {
           original = await buffer(blob.body);
         } catch (err) {
           // The store answered but the body broke off (connection reset, file vanished).
+          metrics.dependencyError("storage");
           throw new StorageUnavailableError(`reading ${originalKey(request.assetId)} failed`, { cause: err });
         }
         signal.throwIfAborted();
         this.deps.counters.inc("transformations");
+        const steps = request.steps.map((s) => s.name);
+        log.debug({ key, steps, bytesIn: original.length }, "render started");
         const started = performance.now();
         const result = await this.deps.render(
           { original, contentType: blob.contentType, steps: request.steps, cacheKey: key },
-          { signal, deadline },
+          { signal, deadline, onStep: (name, seconds) => metrics.observeTransformation(name, seconds) },
         );
-        this.deps.logger.debug(
-          { key, ms: Math.round(performance.now() - started), bytes: result.data.length },
+        log.debug(
+          { key, steps, ms: Math.round(performance.now() - started), bytes: result.data.length },
           "transformed",
         );
         return result;
@@ -188,6 +219,16 @@ export class RenditionService {
       return { entry, computed: true };
     } finally {
       if (redis && lockToken) await redis.unlock(key, lockToken);
+    }
+  }
+
+  /** Reads originals/<assetId>; a failing blob store is counted as a storage dependency error. */
+  private async readOriginal(assetId: string) {
+    try {
+      return await this.deps.store.get(originalKey(assetId));
+    } catch (err) {
+      if (err instanceof StorageUnavailableError) this.deps.metrics.dependencyError("storage");
+      throw err;
     }
   }
 }

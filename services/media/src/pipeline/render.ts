@@ -34,6 +34,12 @@ export interface RenderOptions {
   signal?: AbortSignal;
   /** Epoch ms by which libvips work is cancelled (sharp's timeout, whole seconds, rounded up). */
   deadline?: number;
+  /**
+   * Called once per step that completed, with the step's transformation name and its duration in
+   * seconds. sharp is lazy, so a step's time is its own work up to its materialised output: the
+   * first step includes decoding the original, the last one encoding the result.
+   */
+  onStep?: (transformation: string, seconds: number) => void;
 }
 
 export interface Rendition {
@@ -112,7 +118,7 @@ export async function render(input: RenderInput, deps: RenderDeps, options: Rend
 }
 
 async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: RenderOptions): Promise<Rendition> {
-  const { signal, deadline } = options;
+  const { signal, deadline, onStep } = options;
   const format = outputFormatFor(input.contentType);
   let image = sharp(input.original, { limitInputPixels: deps.limitInputPixels, failOn: "error", autoOrient: true });
   const meta = await image.metadata();
@@ -128,8 +134,10 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     pixels: deps.pixels,
     faces: deps.faces,
   };
+  let stepStart = 0;
   for (const [index, step] of input.steps.entries()) {
     signal?.throwIfAborted();
+    stepStart = performance.now();
     const transformation = transformations[step.name] as (typeof transformations)[typeof step.name];
     const params = resolveParams(step.name, step.params as never);
     ctx.stepIndex = index;
@@ -147,11 +155,14 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       ctx.height = raw.height;
       ctx.hasAlpha = raw.channels === 4;
       image = fromRaw(raw);
+      onStep?.(step.name, (performance.now() - stepStart) / 1000);
     }
   }
   signal?.throwIfAborted();
   const { data, info } = await withTimeout(encode(image, ctx.output), deadline).toBuffer({ resolveWithObject: true });
-  checkOutputPixels(info.width, info.height, deps.limits, input.steps.at(-1)?.name ?? "path");
+  const last = input.steps.at(-1);
+  if (last) onStep?.(last.name, (performance.now() - stepStart) / 1000);
+  checkOutputPixels(info.width, info.height, deps.limits, last?.name ?? "path");
   return { data, contentType: `image/${format}`, width: info.width, height: info.height };
 }
 

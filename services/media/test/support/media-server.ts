@@ -1,4 +1,4 @@
-import type { Logger } from "pino";
+import type { Logger, Metrics } from "@media-platform/observability";
 import type { MediaLimits } from "@media-platform/contracts";
 import { defaultMediaLimits } from "@media-platform/contracts";
 import { render } from "../../src/pipeline/render";
@@ -68,6 +68,27 @@ export function gatedRender(inner: RenderFn = pipelineRender()): CountingRender 
       calls.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })),
   };
 }
+
+/**
+ * Current value of a metric on the server's registry: the sum of the samples whose labels include
+ * `labels` (counters and gauges; for a histogram pass e.g. `<name>_count` samples via metricName).
+ */
+export async function metricValue(
+  media: { metrics: Pick<Metrics, "registry"> },
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const metric = media.metrics.registry.getSingleMetric(name);
+  if (!metric) throw new Error(`no metric ${name}`);
+  const { values } = await metric.get();
+  return values
+    .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
+    .reduce((sum, v) => sum + v.value, 0);
+}
+
+/** Requests that joined another request's transformation (media_singleflight_joins_total). */
+export const singleFlightJoins = (media: { metrics: Pick<Metrics, "registry"> }) =>
+  metricValue(media, "media_singleflight_joins_total");
 
 export interface TestMedia extends MediaServer {
   store: MemoryBlobStore;
