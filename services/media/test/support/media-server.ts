@@ -97,11 +97,22 @@ export interface TestMedia extends MediaServer {
 
 /** A listening in-process media server over a memory blob store (127.0.0.1, free port). */
 export async function startTestMedia(
-  options: Partial<MediaServerOptions> & { render?: RenderFn; store?: MemoryBlobStore; logger?: Logger } = {},
+  options: Partial<MediaServerOptions> & {
+    render?: RenderFn;
+    store?: MemoryBlobStore;
+    logger?: Logger;
+    isDraining?: () => boolean;
+  } = {},
 ): Promise<TestMedia> {
   const store = options.store ?? new MemoryBlobStore();
-  const { render: renderFn, store: _store, logger, ...serverOptions } = options;
-  const media = createMediaServer({ store, render: renderFn ?? pipelineRender(), options: serverOptions, logger });
+  const { render: renderFn, store: _store, logger, isDraining, ...serverOptions } = options;
+  const media = createMediaServer({
+    store,
+    render: renderFn ?? pipelineRender(),
+    options: serverOptions,
+    logger,
+    isDraining,
+  });
   const url = await media.listen(0, "127.0.0.1");
   return Object.assign(media, { store, url });
 }
