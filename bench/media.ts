@@ -25,13 +25,25 @@ async function twelveMegapixelJpeg(): Promise<Buffer> {
 }
 
 export async function benchMedia(): Promise<string> {
+  // Processes started so far, stopped when a measurement fails (else they keep running, and their port).
+  const started: { stop(): Promise<void> }[] = [];
+  try {
+    return await measureMedia(started);
+  } catch (err) {
+    for (const p of started) await p.stop();
+    throw err;
+  }
+}
+
+async function measureMedia(started: { stop(): Promise<void> }[]): Promise<string> {
   const dir = mkdtempSync(path.join(tmpdir(), "bench-media-"));
   const store = new FilesystemBlobStore(path.join(dir, "blobs"));
   const original = await twelveMegapixelJpeg();
   const meta = await sharp(original).metadata();
 
   // One asset id per MISS so that every request does identical work on a fresh key.
-  const ids = Array.from({ length: RUNS * 3 + 2 }, () => randomUUID());
+  // 3 transformations x (1 warm-up + RUNS measured); the HIT part reuses ids[0].
+  const ids = Array.from({ length: (RUNS + 1) * 3 }, () => randomUUID());
   for (const id of ids) await store.put(originalKey(id), original, "image/jpeg");
 
   const port = await freePort();
@@ -43,6 +55,7 @@ export async function benchMedia(): Promise<string> {
     LOG_LEVEL: "warn",
     REDIS_URL: "",
   }, `http://127.0.0.1:${port}/healthz`);
+  started.push(media);
 
   const base = `http://127.0.0.1:${port}`;
   const fetchBytes = async (url: string) => {
@@ -115,6 +128,7 @@ export async function benchMedia(): Promise<string> {
   const bodyFile = path.join(dir, "hit.jpg");
   writeFileSync(bodyFile, first.body);
   const bare = await startProcess("bench/bare-server.ts", { PORT: String(barePort), BODY_FILE: bodyFile }, `http://127.0.0.1:${barePort}/`);
+  started.push(bare);
   const duration = Number(process.env.BENCH_SECONDS ?? 10);
   let hit: LoadResult;
   let baseline: LoadResult;
