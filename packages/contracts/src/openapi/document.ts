@@ -342,7 +342,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
           type: "http",
           scheme: "bearer",
           bearerFormat: "JWT",
-          description: "A JWT from the identity provider (or `pnpm token --workspace <id>` in embedded mode)",
+          description: "A JWT from the identity provider (or `pnpm run token --workspace <id>` in embedded mode)",
         },
       },
     },

@@ -76,7 +76,22 @@ export const TAGS = {
 
 const healthSchema = z.looseObject({ status: z.string().describe("ok") }).describe("Liveness");
 const readinessSchema = z
-  .looseObject({ status: z.string().describe("ready, or unavailable with the failing dependency named") })
+  .object({
+    status: z
+      .enum(["ok", "unavailable", "draining"])
+      .describe("ok; unavailable when a dependency fails; draining during shutdown"),
+    failing: z.array(z.string()).describe("Names of the failing dependencies (database, storage, redis)"),
+    checks: z
+      .record(
+        z.string(),
+        z.looseObject({
+          status: z.enum(["ok", "error"]),
+          durationMs: z.number().optional(),
+          error: z.string().optional(),
+        }),
+      )
+      .describe("Result of each dependency check"),
+  })
   .describe("Readiness of the database and blob store (and Redis when configured)");
 
 export const managementRoutes: readonly ApiRoute[] = [

@@ -1,5 +1,5 @@
 /**
- * pnpm import <folder> --workspace <id> [--collection <name>] [--url http://localhost:3000]
+ * pnpm run import <folder> --workspace <id> [--collection <name>] [--url http://localhost:3000]
  *
  * Uploads every file of a folder (not hidden files, not sub-folders) through the management API
  * with warnAboutDuplicateImages, optionally into a collection (created when missing), showing a
@@ -17,7 +17,7 @@ import { ApiError, MediaPlatformClient, type CollectionDto, type DuplicateMatch 
 import { embeddedSecret, signToken } from "../auth/keys";
 import { loadConfig } from "../config";
 
-export const USAGE = `usage: pnpm import <folder> --workspace <id> [--collection <name>] [--url <management URL>]
+export const USAGE = `usage: pnpm run import <folder> --workspace <id> [--collection <name>] [--url <management URL>]
        [--token <bearer token>] [--concurrency <n>] [--json]
 
   --workspace, -w    workspace to import into (signs a token like pnpm run token)
