@@ -9,7 +9,8 @@ import sharp from "sharp";
 import { createLogger } from "@media-platform/observability";
 import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
 import { ROUTE_MEDIA } from "../src/app";
-import { startTestMedia, type TestMedia } from "./support/media-server";
+import { signedMediaUrl } from "../src/delivery/signing";
+import { gatedRender, startTestMedia, type TestMedia } from "./support/media-server";
 import { MemoryBlobStore } from "./support/memory-store";
 import { closedPortUrl, redisAvailable, TEST_REDIS_URL, uniqueRedisPrefix } from "./support/redis";
 
@@ -209,6 +210,59 @@ describe("operations: /metrics, request ids, logs", () => {
     expect(
       sampleValue(samples, "http_request_duration_seconds_count", { route: ROUTE_MEDIA, status_code: "503" }),
     ).toBe(1);
+  });
+});
+
+describe("logs never carry URL signatures", () => {
+  it("redacts sig in the access line and the render lines", async () => {
+    const key = "ops-signing-key-0123456789";
+    const { logger, lines } = capturingLogger();
+    const media = await startTestMedia({ logger, signingKey: key });
+    try {
+      const id = await media.store.putFixture("astronaut.png");
+      const signed = signedMediaUrl(`/thumbnail:size=66/${id}.png`, key);
+      const sig = signed.split("sig=")[1]!;
+      const res = await fetch(`${media.url}${signed}`, { headers: { "X-Request-Id": "ops-signed" } });
+      expect([res.status, res.headers.get("x-cache")]).toEqual([200, "MISS"]);
+      const wrong = await fetch(`${media.url}/thumbnail:size=66/${id}.png?sig=${sig.slice(0, -2)}xx`);
+      expect(wrong.status).toBe(403);
+      const mine = lines.filter((l) => l.requestId === "ops-signed");
+      expect(mine.map((l) => l.msg)).toEqual(["render started", "transformed", "request completed"]);
+      expect(mine[2]!.url).toBe(`/thumbnail:size=66/${id}.png?sig=[REDACTED]`);
+      const all = JSON.stringify(lines);
+      expect(all).not.toContain(sig);
+      expect(all).not.toContain(sig.slice(0, -2));
+    } finally {
+      await media.close();
+    }
+  });
+});
+
+describe("queue metrics", () => {
+  let media: TestMedia | undefined;
+  afterEach(() => media?.close());
+
+  it("media_transform_queue_depth is read at scrape time; queue-full 503s are counted as rejections", async () => {
+    const gated = gatedRender();
+    media = await startTestMedia({ render: gated.render, concurrency: 1, queueLimit: 1 });
+    const m = media;
+    const id = await m.store.putFixture("astronaut.png");
+    const running = fetch(`${m.url}/thumbnail:size=70/${id}.png`);
+    await gated.started(1);
+    const queued = fetch(`${m.url}/thumbnail:size=71/${id}.png`);
+    while (m.limiter.waiting < 1) await new Promise((r) => setImmediate(r));
+
+    const during = (await scrape(m)).samples;
+    expect(sampleValue(during, "media_transform_queue_depth")).toBe(1);
+    const refused = await fetch(`${m.url}/thumbnail:size=72/${id}.png`);
+    expect(refused.status).toBe(503);
+
+    gated.release();
+    expect((await Promise.all([running, queued])).map((r) => r.status)).toEqual([200, 200]);
+    const after = (await scrape(m)).samples;
+    expect(sampleValue(after, "media_transform_queue_depth")).toBe(0);
+    expect(sampleValue(after, "media_transform_queue_rejections_total")).toBe(1);
+    expect(sampleValue(after, "media_misses_total")).toBe(2);
   });
 });
 

@@ -25,7 +25,12 @@ export async function toRaw(image: sharp.Sharp): Promise<RawImage> {
     .toColourspace("srgb")
     .raw({ depth: "uchar" })
     .toBuffer({ resolveWithObject: true });
-  return { data: widened.data, width: widened.info.width, height: widened.info.height, channels: widened.info.channels as 3 | 4 };
+  return {
+    data: widened.data,
+    width: widened.info.width,
+    height: widened.info.height,
+    channels: widened.info.channels as 3 | 4,
+  };
 }
 
 /** Wraps raw pixels as a new sharp pipeline (operations after this run in call order). */
