@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["**/node_modules/**", "**/generated/**", ".data/**", "coverage/**", "**/dist/**", "**/*.cjs", "services/media/test/reference/**"] },
+  { ignores: ["**/node_modules/**", "**/generated/**", ".data/**", "coverage/**", "**/dist/**", "**/*.cjs", "jest.config.js", "services/media/test/reference/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
