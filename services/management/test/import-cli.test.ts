@@ -71,7 +71,7 @@ function cliEnv(server: RunningTestManagement): Record<string, string | undefine
 
 const files = (list: { file: string }[]) => list.map((x) => x.file);
 
-describe("pnpm import", () => {
+describe("pnpm run import", () => {
   let server: RunningTestManagement;
   let folder: string;
 
@@ -160,7 +160,7 @@ describe("pnpm import", () => {
     expect(listed.assets.every((a) => a.collectionId === null)).toBe(true);
   });
 
-  it("runs as `pnpm import` (tsx): signs the token from DATA_DIR like pnpm run token, prints the summary, exits 1 when files were rejected", async () => {
+  it("runs as `pnpm run import` (tsx): signs the token from DATA_DIR like pnpm run token, prints the summary, exits 1 when files were rejected", async () => {
     const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
       const child = spawn(
         TSX,
@@ -301,7 +301,7 @@ describe("pnpm import", () => {
     );
     const help = new Capture();
     expect(await main({ argv: ["--help"], env: {}, stdout: help, stderr: new Capture() })).toBe(0);
-    expect(help.text).toContain("usage: pnpm import <folder> --workspace <id>");
+    expect(help.text).toContain("usage: pnpm run import <folder> --workspace <id>");
   });
 
   it("draws a proportional progress bar", () => {
