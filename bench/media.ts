@@ -6,16 +6,18 @@
  *  - HIT throughput and latency next to a bare node:http server sending the same bytes.
  */
 import { randomUUID } from "node:crypto";
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import sharp from "sharp";
 import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
 import { freePort, median, startProcess, table, timed, load, type LoadResult } from "./harness";
 
 const ROOT = path.resolve(__dirname, "..");
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const execFileAsync = promisify(execFile);
 
 async function twelveMegapixelJpeg(): Promise<Buffer> {
   return sharp(path.join(ROOT, "fixtures/images/rocket.jpg"))
@@ -112,7 +114,9 @@ async function measureMedia(started: { stop(): Promise<void> }[]): Promise<strin
     writeFileSync(input, original);
     const im: number[] = [];
     for (let i = 0; i < RUNS; i++) {
-      im.push((await timed(async () => execFileSync(magick, [input, "-wave", "10x50", path.join(dir, "w.jpg")]))).ms);
+      // Async, not execFileSync: blocking the event loop for seconds let the service's keep-alive
+      // timeout (5 s) close the pooled socket unseen, so the next fetch can fail ("fetch failed").
+      im.push((await timed(() => execFileAsync(magick, [input, "-wave", "10x50", path.join(dir, "w.jpg")]))).ms);
     }
     const waveRow = rows.find((r) => r[0] === "wave")!;
     const s = parseFloat(waveRow[1]!);

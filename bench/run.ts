@@ -14,6 +14,13 @@ const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = 
   management: { title: "Management service", run: benchManagement },
 };
 
+/** Error with its stack and its cause chain (fetch failures carry the real reason in `cause`). */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const text = err.stack ?? err.message;
+  return err.cause !== undefined ? `${text}\ncaused by: ${describe(err.cause)}` : text;
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2).filter((a) => a !== "--");
   const unknown = args.filter((a) => !(a in SECTIONS));
@@ -39,7 +46,7 @@ async function main(): Promise<number> {
       body = await section.run();
     } catch (err) {
       failed = true;
-      body = `FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
+      body = `FAILED: ${describe(err)}`;
     }
     const text = `\n## ${section.title}\n\n${body}\n`;
     process.stdout.write(text);
