@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
+import { ApiError, MediaPlatformClient, mediaUrl, step } from "@media-platform/client";
 import { FIXTURES_DIR } from "./support/memory-store";
 
 /**
@@ -97,8 +98,7 @@ describe("end to end: management upload -> media MISS -> HIT", () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  it("uploads astronaut.png and serves /thumbnail:size=256/<id>.png as MISS, then HIT", async () => {
-    const workspace = randomUUID();
+  function tokenFor(workspace: string): string {
     const tokenRun = spawnSync(
       process.execPath,
       ["--import", "tsx", "services/management/src/cli/token.ts", "--workspace", workspace],
@@ -106,7 +106,11 @@ describe("end to end: management upload -> media MISS -> HIT", () => {
     );
     expect(tokenRun.stderr).toBe("");
     expect(tokenRun.status).toBe(0);
-    const token = tokenRun.stdout.trim();
+    return tokenRun.stdout.trim();
+  }
+
+  it("uploads astronaut.png and serves /thumbnail:size=256/<id>.png as MISS, then HIT", async () => {
+    const token = tokenFor(randomUUID());
 
     const form = new FormData();
     const original = await readFile(path.join(FIXTURES_DIR, "astronaut.png"));
@@ -140,5 +144,61 @@ describe("end to end: management upload -> media MISS -> HIT", () => {
     const unknown = await fetch(`${media!.url}/thumbnail:size=256/${randomUUID()}.png`);
     expect(unknown.status).toBe(404);
     expect(unknown.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+  });
+
+  it("drives both services through the typed client and the media URL builder", async () => {
+    const client = new MediaPlatformClient({ baseUrl: management!.url, token: tokenFor(randomUUID()) });
+    const collection = await client.createCollection("Launches");
+    const asset = await client.uploadAsset({
+      file: path.join(FIXTURES_DIR, "rocket.jpg"),
+      collectionId: collection.id,
+      warnAboutDuplicateImages: true,
+    });
+    expect(asset.duplicates).toEqual([]);
+    const again = await client.uploadAsset({
+      file: path.join(FIXTURES_DIR, "rocket.jpg"),
+      warnAboutDuplicateImages: true,
+    });
+    expect(again.duplicates).toEqual([expect.objectContaining({ assetId: asset.id, match: "exact", distance: 0 })]);
+
+    await client.updateAsset(asset.id, { userTitle: "Falcon launch", userTags: ["rocket", "spacex"] });
+    const found = await client.searchAssets("launches");
+    expect(found.assets.map((a) => a.id)).toContain(asset.id);
+    const collections = await client.listCollections();
+    expect(collections.collections.find((c) => c.id === collection.id)?.assetCount).toBe(1);
+    await expect(client.getAsset(randomUUID())).rejects.toMatchObject({ status: 404 });
+    await expect(client.getAsset(randomUUID())).rejects.toBeInstanceOf(ApiError);
+
+    // The asset's own example URL and a chained URL from the builder both render (MISS, then HIT).
+    const example = await fetch(asset.mediaUrl);
+    expect([example.status, example.headers.get("content-type")]).toEqual([200, "image/jpeg"]);
+    const url = mediaUrl(media!.url, asset.id, "jpg", [
+      step("crop", { width: 400, height: 400, gravity: "west" }),
+      step("grayscale"),
+      step("thumbnail", { size: 128 }),
+    ]);
+    expect(url).toBe(
+      `${media!.url}/crop:width=400:height=400:gravity=west/grayscale/thumbnail:size=128/${asset.id}.jpg`,
+    );
+    const first = await fetch(url);
+    const pixels = await sharp(Buffer.from(await first.arrayBuffer()))
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    expect([first.status, first.headers.get("x-cache"), pixels.info.width, pixels.info.height]).toEqual([
+      200,
+      "MISS",
+      128,
+      128,
+    ]);
+    // Grey: either a one-channel file, or R, G and B within JPEG rounding of each other.
+    let spread = 0;
+    const colour = Math.min(3, pixels.info.channels);
+    for (let i = 0; i < pixels.data.length; i += pixels.info.channels) {
+      const px = pixels.data.subarray(i, i + colour);
+      spread = Math.max(spread, Math.max(...px) - Math.min(...px));
+    }
+    expect(spread).toBeLessThanOrEqual(2);
+    expect((await fetch(url)).headers.get("x-cache")).toBe("HIT");
+    expect(() => mediaUrl(media!.url, asset.id, "jpg", [step("thumbnail", { size: 20 })])).toThrow(/thumbnail\.size/);
   });
 });
