@@ -689,7 +689,7 @@ async function benchSearchOn(dir: string, db: BenchDatabase): Promise<string> {
     await raw.close();
     raw = await db.open();
     rawOpen = true;
-    progress("search: plans done, measuring raw SQL");
+    progress("search: plans done");
     // Reference: the same SQL on a direct connection. PGlite is one process's database at a time,
     // so there it is measured before the service starts; on Postgres raw and service samples
     // alternate, so that load from elsewhere on the machine hits both alike.
