@@ -39,11 +39,12 @@ import { TransformationInputError } from "./transformations/transformation";
  *      transformation) or HIT (in-process LRU, Redis, or joined a running transformation)
  * 304  If-None-Match matches the ETag (hot path and Express path)
  * 400  invalid-media-url: grammar, unknown transformation/parameter, repeated, missing,
- *      wrong type, out of range, > 8 steps, bad asset id or extension; errors[] name the
+ *      wrong type, out of range, > 8 steps, bad extension; errors[] name the
  *      parameter (`<transformation>.<param>`) and the allowed range. Also a valid step that
  *      cannot apply to this image (crop outside it, output above MEDIA_MAX_OUTPUT_PIXELS)
  * 403  invalid-signature: MEDIA_SIGNING_KEY set and sig missing or wrong (checked first)
- * 404  asset-not-found (no originals/<assetId>), not-found (other routes)
+ * 404  asset-not-found (no originals/<assetId>, or an id that is not a UUID while the rest of
+ *      the URL is valid), not-found (other routes)
  * 405  method-not-allowed on a media URL (Allow: GET, HEAD)
  * 413  input-pixel-limit: the original has more pixels than LIMIT_INPUT_PIXELS; 413 because
  *      the content the URL names is larger than this deployment processes (errors[0].path
@@ -181,6 +182,14 @@ export function toProblem(
 ): HttpProblem {
   if (err instanceof HttpProblem) return err;
   if (err instanceof MediaUrlError) {
+    // A well-formed transformation on an id that cannot exist (not a UUID) names no asset: 404,
+    // as the management API answers for malformed ids. Any other issue is the caller's URL: 400.
+    if (err.issues.every((issue) => issue.path === "assetId")) {
+      return new HttpProblem(404, "asset-not-found", "No asset has this id (asset ids are UUIDs)", {
+        title: "Asset not found",
+        errors: err.issues,
+      });
+    }
     return new HttpProblem(400, "invalid-media-url", err.message, { title: "Invalid media URL", errors: err.issues });
   }
   if (err instanceof TransformationInputError) {

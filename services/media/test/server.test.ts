@@ -202,7 +202,7 @@ describe("media errors are problem+json, never cached", () => {
       "crop.gravity",
       /one of center, north, south, east, west/,
     ],
-    ["bad asset id", () => `/thumbnail:size=100/not-a-uuid.png`, "assetId", /UUID/],
+    ["bad asset id with a bad parameter", () => `/thumbnail:size=1/not-a-uuid.png`, "assetId", /UUID/],
     ["bad extension", (id) => `/thumbnail:size=100/${id}.bmp`, "extension", /extension must be one of/],
     ["9 steps", (id) => `${"/grayscale".repeat(9)}/${id}.png`, "path", /at most 8/],
   ];
@@ -222,6 +222,14 @@ describe("media errors are problem+json, never cached", () => {
   it("400 when a valid transformation cannot apply to this image (crop outside it)", async () => {
     const body = await expectProblem(`/crop:width=10:height=10:x=5000:y=5000/${asset}.png`, 400);
     expect(body!.errors?.[0]?.path).toMatch(/^crop/);
+  });
+
+  it("404 for an asset id that is not a UUID when the rest of the URL is valid", async () => {
+    const body = await expectProblem(`/thumbnail:size=100/not-a-uuid.png`, 404);
+    expect(body!.type).toMatch(/asset-not-found$/);
+    expect(body!.errors).toEqual([
+      expect.objectContaining({ path: "assetId", message: expect.stringMatching(/UUID/) }),
+    ]);
   });
 
   it("404 for an unknown asset, not cached: the same URL works once the asset exists", async () => {
