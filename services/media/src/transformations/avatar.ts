@@ -1,9 +1,14 @@
 import sharp from "sharp";
 import { parseColor, transformationSpecs } from "@media-platform/contracts";
 import { fromRaw, toRaw } from "../pipeline/raw";
-import { assertOutputPixels, formatHasAlpha } from "./fit";
 import type { Region } from "./crop";
-import { defineTransformation, type FaceBox, type FaceDetector } from "./transformation";
+import {
+  assertOutputPixels,
+  defineTransformation,
+  formatHasAlpha,
+  type FaceBox,
+  type FaceDetector,
+} from "./transformation";
 
 /**
  * The detector sees a copy no larger than this: the tiny face detector resizes its input

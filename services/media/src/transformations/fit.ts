@@ -1,21 +1,7 @@
 import type sharp from "sharp";
-import { parseColor, transformationSpecs, type MediaLimits, type Rgba } from "@media-platform/contracts";
+import { parseColor, transformationSpecs, type Rgba } from "@media-platform/contracts";
 import { fromRaw, toRaw } from "../pipeline/raw";
-import { defineTransformation, TransformationInputError, type OutputFormat } from "./transformation";
-
-const FORMATS_WITH_ALPHA: ReadonlySet<OutputFormat> = new Set(["png", "webp", "avif", "gif", "tiff"]);
-
-export const formatHasAlpha = (format: OutputFormat): boolean => FORMATS_WITH_ALPHA.has(format);
-
-/** Refuses (400) an output larger than the deployment's pixel cap before any work is done. */
-export function assertOutputPixels(path: string, width: number, height: number, limits: MediaLimits): void {
-  if (width * height > limits.maxOutputPixels) {
-    throw new TransformationInputError(
-      path,
-      `the output would be ${width} x ${height} = ${width * height} pixels, above the cap of ${limits.maxOutputPixels} (maxOutputPixels)`,
-    );
-  }
-}
+import { assertOutputPixels, defineTransformation, formatHasAlpha, type OutputFormat } from "./transformation";
 
 /**
  * The padding colour as sharp wants it. A translucent colour only stays translucent where

@@ -1,6 +1,5 @@
 import { transformationSpecs } from "@media-platform/contracts";
-import { assertOutputPixels } from "./fit";
-import { defineTransformation } from "./transformation";
+import { assertOutputPixels, defineTransformation } from "./transformation";
 
 export const thumbnail = defineTransformation({
   name: "thumbnail",

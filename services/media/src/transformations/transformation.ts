@@ -65,3 +65,17 @@ export class TransformationInputError extends Error {
     this.name = "TransformationInputError";
   }
 }
+
+const FORMATS_WITH_ALPHA: ReadonlySet<OutputFormat> = new Set(["png", "webp", "avif", "gif", "tiff"]);
+
+export const formatHasAlpha = (format: OutputFormat): boolean => FORMATS_WITH_ALPHA.has(format);
+
+/** Refuses (400) an output larger than the deployment's pixel cap before any work is done. */
+export function assertOutputPixels(path: string, width: number, height: number, limits: MediaLimits): void {
+  if (width * height > limits.maxOutputPixels) {
+    throw new TransformationInputError(
+      path,
+      `the output would be ${width} x ${height} = ${width * height} pixels, above the cap of ${limits.maxOutputPixels} (maxOutputPixels)`,
+    );
+  }
+}
