@@ -123,8 +123,9 @@ async function measureMedia(started: { stop(): Promise<void> }[]): Promise<strin
     rows.push(["wave", waveRow[1]!, "ImageMagick convert -wave 10x50", `${median(im).toFixed(0)} ms`, `${(s / median(im)).toFixed(2)}x`]);
   }
 
-  // HIT path: the same thumbnail bytes from the service's cache and from a bare node:http server.
-  const hitUrl = `${base}/thumbnail:size=256/${ids[0]}.jpg`;
+  // HIT path: the same bytes from the service's cache and from a bare node:http server. A
+  // 512 px thumbnail (q75) is about 18 KB, the body size DESIGN's reference figures used.
+  const hitUrl = `${base}/thumbnail:size=512/${ids[0]}.jpg`;
   const first = await fetchBytes(hitUrl);
   const again = await fetchBytes(hitUrl);
   if (again.cache !== "HIT") throw new Error("expected a HIT");
@@ -137,7 +138,7 @@ async function measureMedia(started: { stop(): Promise<void> }[]): Promise<strin
   let hit: LoadResult;
   let baseline: LoadResult;
   try {
-    baseline = await load(`http://127.0.0.1:${barePort}/thumbnail:size=256/x.jpg`, duration);
+    baseline = await load(`http://127.0.0.1:${barePort}/thumbnail:size=512/x.jpg`, duration);
     hit = await load(hitUrl, duration);
   } finally {
     await bare.stop();
