@@ -23,7 +23,12 @@ import phash from "sharp-phash";
 import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
 import { createPGlite, openDatabase } from "../services/management/src/db/client";
 import { migrate } from "../services/management/src/db/migrate";
-import { parseQuery, TRIGRAM_THRESHOLD } from "../services/management/src/assets/search";
+import {
+  parseQuery,
+  SEARCH_WORD_PATTERN,
+  SUGGESTIONS_PER_WORD,
+  TRIGRAM_THRESHOLD,
+} from "../services/management/src/assets/search";
 import { freePort, median, startProcess, table } from "./harness";
 
 const ROOT = path.resolve(__dirname, "..");
@@ -412,7 +417,7 @@ async function seed(raw: RawDb): Promise<number> {
       }
       await tx.query(sql, [OTHER_WORKSPACE, 1, OTHER_ASSETS]);
     });
-    await raw.query("VACUUM ANALYZE assets");
+    await raw.query("VACUUM ANALYZE assets, search_words");
     // Flush the bulk load now, so that a checkpoint does not land in the measurements.
     await raw.query("CHECKPOINT");
   });
@@ -427,6 +432,55 @@ const ASSET_COLUMNS =
 interface AssetRow {
   id: string;
   created_at: Date | string;
+}
+
+/** search.ts's spellingCorrections as plain SQL (the threshold is transaction-local). */
+const CORRECTIONS_SQL = `
+  SELECT w.word, array_agg(s.word ORDER BY s.sim DESC, s.word) AS suggestions
+    FROM (SELECT DISTINCT t.lexeme AS word
+            FROM unnest(to_tsvector('simple', $1)) AS t
+           WHERE t.lexeme ~ $3
+             AND numnode(plainto_tsquery('english', t.lexeme)) > 0) w
+    CROSS JOIN LATERAL (
+          SELECT d.word, similarity(w.word, d.word) AS sim
+            FROM search_words d
+           WHERE d.workspace_id = $2 AND w.word <% d.word AND d.word <> w.word
+           ORDER BY sim DESC, d.word
+           LIMIT $4) s
+   WHERE NOT EXISTS (SELECT 1 FROM assets a
+                      WHERE a.workspace_id = $2 AND a.search_vector @@ plainto_tsquery('english', w.word))
+   GROUP BY w.word
+   ORDER BY w.word`;
+const correctionsParams = (plain: string, workspace: string): unknown[] => [
+  plain,
+  workspace,
+  SEARCH_WORD_PATTERN,
+  SUGGESTIONS_PER_WORD,
+];
+const TRGM_SETUP = `SET LOCAL pg_trgm.word_similarity_threshold = ${TRIGRAM_THRESHOLD}`;
+
+interface Correction {
+  word: string;
+  suggestions: string[];
+}
+
+async function rawCorrections(raw: RawDb, workspace: string, plain: string): Promise<Correction[]> {
+  return raw.transaction(async (tx) => {
+    await tx.query(`SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, [String(TRIGRAM_THRESHOLD)]);
+    return tx.query<Correction>(CORRECTIONS_SQL, correctionsParams(plain, workspace));
+  });
+}
+
+/** search.ts's ts_rewrite chain; appends its parameters to `params` from $`first`. */
+function correctedTsquery(tsq: string, first: number, corrections: Correction[], params: unknown[]): string {
+  let out = tsq;
+  let n = first;
+  for (const c of corrections) {
+    params.push(c.word, [c.word, ...c.suggestions].join(" or "));
+    out = `ts_rewrite(${out}, plainto_tsquery('english', $${n}), websearch_to_tsquery('english', $${n + 1}))`;
+    n += 2;
+  }
+  return out;
 }
 
 /** search.ts's fullTextSearch + the row fetch of searchAssetsFullText, as plain SQL. */
@@ -447,21 +501,18 @@ async function rawFullText(raw: RawDb, q: string): Promise<string[]> {
     params,
   );
   if (hits.length === 0 && p.plain.length >= 3 && !p.web.includes('"')) {
-    const exclusion =
-      p.excluded !== null
-        ? `AND NOT (coalesce(a.search_vector, ''::tsvector) @@ websearch_to_tsquery('english', $4))`
-        : "";
-    hits = await raw.transaction(async (tx) => {
-      await tx.query(`SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, [String(TRIGRAM_THRESHOLD)]);
-      return tx.query<{ id: string; score: number }>(
-        `SELECT a.id::text AS id, word_similarity($1, a.search_text)::float8 AS score
-           FROM assets a
-          WHERE a.workspace_id = $2 AND $1 <% a.search_text ${exclusion}
+    const corrections = await rawCorrections(raw, WORKSPACE, p.plain);
+    if (corrections.length > 0) {
+      const corrected = correctedTsquery(tsq, params.length + 1, corrections, params);
+      hits = await raw.query<{ id: string; score: number }>(
+        `SELECT a.id::text AS id, ts_rank_cd($1::float4[], a.search_vector, q.tsq)::float8 AS score
+           FROM assets a, (SELECT ${corrected} AS tsq) q
+          WHERE a.workspace_id = $2 AND a.search_vector @@ q.tsq
           ORDER BY score DESC, a.created_at DESC, a.id ASC
           LIMIT $3`,
-        p.excluded !== null ? [p.plain, WORKSPACE, LIMIT, p.excluded] : [p.plain, WORKSPACE, LIMIT],
+        params,
       );
-    });
+    }
   }
   if (hits.length === 0) return [];
   const rows = await raw.query<{ id: string }>(
@@ -512,7 +563,7 @@ async function explainIndexes(raw: RawDb, sql: string, params: unknown[], setup?
     return tx.query<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE) ${sql}`, params);
   });
   const text = plan.map((r) => r["QUERY PLAN"]).join("\n");
-  const used = [...new Set(text.match(/assets_[a-z0-9_]+_(idx|pkey)/g) ?? [])];
+  const used = [...new Set(text.match(/(assets|search_words)_[a-z0-9_]+_(idx|pkey)/g) ?? [])];
   const seq = /Seq Scan on assets/.test(text);
   return `${used.join(", ") || "no index"}${seq ? " + seq scan" : ""}`;
 }
@@ -567,18 +618,17 @@ async function benchSearchOn(dir: string, db: BenchDatabase): Promise<string> {
           [WORKSPACE, `${q}:*`],
         )
         .then((r) => r[0]!.n);
-    const trigramCount = (q: string) =>
-      raw
-        .transaction(async (tx) => {
-          await tx.query(`SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)`, [
-            String(TRIGRAM_THRESHOLD),
-          ]);
-          return tx.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND $2 <% search_text`,
-            [WORKSPACE, q],
-          );
-        })
-        .then((r) => r[0]!.n);
+    // Rows matching the spelling-corrected query (the typo itself matches nothing).
+    const correctedCount = async (q: string) => {
+      const corrections = await rawCorrections(raw, WORKSPACE, q);
+      const params: unknown[] = [WORKSPACE, q];
+      const tsq = correctedTsquery(`websearch_to_tsquery('english', $2)`, 3, corrections, params);
+      const [r] = await raw.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_vector @@ ${tsq}`,
+        params,
+      );
+      return { n: r!.n, corrected: corrections.map((c) => `${c.word} -> ${c.suggestions.join("|")}`).join(", ") };
+    };
     const likeCount = (s: string) =>
       raw
         .query<{ n: number }>(`SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_text LIKE $2`, [
@@ -595,6 +645,8 @@ async function benchSearchOn(dir: string, db: BenchDatabase): Promise<string> {
     );
     const afterArg = { createdAt: after!.created_at, id: after!.id };
 
+    const typoCommonFix = await correctedCount(typoCommon);
+    const typoRareFix = await correctedCount(typoRare);
     const fts = (q: string) => `/v1/assets/search/full-text?q=${encodeURIComponent(q)}`;
     const cases: SearchCase[] = [
       {
@@ -616,16 +668,16 @@ async function benchSearchOn(dir: string, db: BenchDatabase): Promise<string> {
         hits: await prefixCount(prefix),
       },
       {
-        name: `full-text typo "${typoCommon}" (trigram fallback)`,
+        name: `full-text typo "${typoCommon}" (spelling correction: ${typoCommonFix.corrected})`,
         path: fts(typoCommon),
         raw: (r) => rawFullText(r, typoCommon),
-        hits: await trigramCount(typoCommon),
+        hits: typoCommonFix.n,
       },
       {
-        name: `full-text typo "${typoRare}" (trigram fallback)`,
+        name: `full-text typo "${typoRare}" (spelling correction: ${typoRareFix.corrected})`,
         path: fts(typoRare),
         raw: (r) => rawFullText(r, typoRare),
-        hits: await trigramCount(typoRare),
+        hits: typoRareFix.n,
       },
       {
         name: `list search="${substring}" (substring)`,
@@ -648,9 +700,6 @@ async function benchSearchOn(dir: string, db: BenchDatabase): Promise<string> {
        FROM assets a, (SELECT ${tsq} AS tsq) q
       WHERE a.workspace_id = $1 AND a.search_vector @@ q.tsq
       ORDER BY score DESC, a.created_at DESC, a.id ASC LIMIT 25`;
-    const trgmSetup = `SET LOCAL pg_trgm.word_similarity_threshold = ${TRIGRAM_THRESHOLD}`;
-    const trgmSql = `SELECT a.id FROM assets a WHERE a.workspace_id = $1 AND $2 <% a.search_text
-      ORDER BY word_similarity($2, a.search_text) DESC, a.created_at DESC, a.id ASC LIMIT 25`;
     cases[0]!.plan = await explainIndexes(raw, ftsSql(`websearch_to_tsquery('english', $2)`), [WORKSPACE, common]);
     cases[1]!.plan = await explainIndexes(raw, ftsSql(`websearch_to_tsquery('english', $2)`), [WORKSPACE, rare]);
     cases[2]!.plan = await explainIndexes(
@@ -660,8 +709,16 @@ async function benchSearchOn(dir: string, db: BenchDatabase): Promise<string> {
       ),
       [WORKSPACE, prefix, `${prefix}:*`],
     );
-    cases[3]!.plan = await explainIndexes(raw, trgmSql, [WORKSPACE, typoCommon], trgmSetup);
-    cases[4]!.plan = await explainIndexes(raw, trgmSql, [WORKSPACE, typoRare], trgmSetup);
+    // The typo: the dictionary lookup, then the ranked query with the corrected words.
+    const typoPlan = async (q: string) => {
+      const lookup = await explainIndexes(raw, CORRECTIONS_SQL, correctionsParams(q, WORKSPACE), TRGM_SETUP);
+      const params: unknown[] = [WORKSPACE, q];
+      const corrections = await rawCorrections(raw, WORKSPACE, q);
+      const tsq = correctedTsquery(`websearch_to_tsquery('english', $2)`, 3, corrections, params);
+      return `${lookup}, then ${await explainIndexes(raw, ftsSql(tsq), params)}`;
+    };
+    cases[3]!.plan = await typoPlan(typoCommon);
+    cases[4]!.plan = await typoPlan(typoRare);
     cases[5]!.plan = await explainIndexes(
       raw,
       `SELECT count(*) FROM (SELECT id FROM assets WHERE workspace_id = $1 AND search_text::text LIKE ('%' || $2 || '%') OFFSET 0) AS sub`,

@@ -146,6 +146,15 @@ describe("migration runner", () => {
       userTags: [],
       userTitle: null,
     });
+    // The spelling dictionary, filled by the search_words triggers (append-only: "title" stays).
+    const words = await p.searchWord.findMany({ where: { workspaceId: "ws-rt" }, orderBy: { word: "asc" } });
+    expect(words.map((w) => w.word)).toEqual(
+      expect.arrayContaining(["title", "quoted", "double", "caption", "multiline", "file", "name", "png", "ünï"]),
+    );
+    const word = { workspaceId: "ws-rt", word: "round-trip ✓" };
+    await p.searchWord.create({ data: word });
+    expect(await p.searchWord.findUniqueOrThrow({ where: { workspaceId_word: word } })).toEqual(word);
+    await p.searchWord.delete({ where: { workspaceId_word: word } });
     // Unique (workspace, name) and ON DELETE SET NULL from the schema.
     await expect(
       p.collection.create({ data: { id: randomUUID(), workspaceId: "ws-rt", name: "Round trip ✓" } }),
@@ -159,13 +168,14 @@ describe("migration runner", () => {
 
   it("every column Prisma's schema declares exists with the mapped name", async () => {
     const cols = await t.db.prisma.$queryRaw<Array<{ table_name: string; column_name: string }>>`
-      SELECT table_name, column_name FROM information_schema.columns WHERE table_name IN ('assets', 'collections')`;
+      SELECT table_name, column_name FROM information_schema.columns WHERE table_name IN ('assets', 'collections', 'search_words')`;
     const have = new Set(cols.map((c) => `${c.table_name}.${c.column_name}`));
     // The schema maps camelCase fields to snake_case columns.
     const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
     const models: Array<[string, Record<string, string>]> = [
       ["assets", Prisma.AssetScalarFieldEnum],
       ["collections", Prisma.CollectionScalarFieldEnum],
+      ["search_words", Prisma.SearchWordScalarFieldEnum],
     ];
     for (const [table, fields] of models) {
       for (const field of Object.values(fields)) expect(have).toContain(`${table}.${snake(field)}`);

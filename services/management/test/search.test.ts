@@ -1,7 +1,9 @@
+import { spellingCorrections } from "../src/assets/search";
 import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./helpers";
 
 let t: TestApp;
 const WS = "ws-search";
+const OTHER = "ws-search-other";
 const ids: Record<string, string> = {};
 
 async function make(key: string, file: string, filename: string, meta: Record<string, unknown>) {
@@ -38,9 +40,22 @@ beforeAll(async () => {
   });
   await make("pct", img, "IMG_0008.png", { userTitle: "Sale 100% off_now" });
   await make("catDog", img, "IMG_0007.png", { userTitle: "Cat and dog", userTags: ["pets"] });
+  // A common word in three fields, for the spelling correction.
+  await make("mountainTitle", img, "IMG_0010.png", { userTitle: "Mountain lake at dawn" });
+  await make("mountainTag", img, "IMG_0011.png", { userTitle: "Weekend trip", userTags: ["mountains", "hiking"] });
+  await make("mountainCaption", img, "IMG_0012.png", {
+    userTitle: "Summit view",
+    userCaption: "clouds over the mountains",
+  });
+  // A typo that was fixed: "glaciar" stays in the dictionary (append-only) but matches no asset.
+  await make("glacier", img, "IMG_0013.png", { userTitle: "Glaciar tongue" });
+  expect((await t.as(WS).patch(`/v1/assets/${ids.glacier}`).send({ userTitle: "Glacier tongue" })).status).toBe(200);
   // Another workspace with the same words: never returned.
-  const other = await upload(t.as("ws-search-other"), fixture(img), "rocket.png");
-  await t.as("ws-search-other").patch(`/v1/assets/${other.body.id}`).send({ userTitle: "Rocket astronaut coffee cat" });
+  const other = await upload(t.as(OTHER), fixture(img), "rocket.png");
+  await t.as(OTHER).patch(`/v1/assets/${other.body.id}`).send({ userTitle: "Rocket astronaut coffee cat" });
+  // ... and words of its own, which must never be suggested to WS.
+  const secret = await upload(t.as(OTHER), fixture(img), "hangar.png");
+  await t.as(OTHER).patch(`/v1/assets/${secret.body.id}`).send({ userTitle: "Zeppelin over the hangar" });
 });
 afterAll(async () => {
   await t.close();
@@ -93,6 +108,64 @@ describe("GET /v1/assets/search/full-text", () => {
     expect(found((await search("zzzqqq")).body)).toEqual([]);
   });
 
+  it("corrects a typo of a common word through the workspace's dictionary, still ranked", async () => {
+    const res = await search("montain");
+    expect(res.status).toBe(200);
+    expect(res.body.count).toBe(3);
+    // Title > tags > caption, as for a correctly spelled word.
+    expect(found(res.body)).toEqual([ids.mountainTitle, ids.mountainTag, ids.mountainCaption]);
+    const scores = res.body.assets.map((a: { score: number }) => a.score);
+    expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+    expect(scores[scores.length - 1]).toBeGreaterThan(0);
+    // Same ranking as the correctly spelled query.
+    expect(found((await search("mountain")).body)).toEqual(found(res.body));
+    expect(await spellingCorrections(t.db.prisma, WS, "montain")).toEqual([
+      { word: "montain", suggestions: ["mountain", "mountains"] },
+    ]);
+  });
+
+  it("the corrected query keeps the rest of the query: known words, -exclusion, or, prefix", async () => {
+    // Only the misspelled word is corrected; "hiking" must still match.
+    expect(found((await search("montain hiking")).body)).toEqual([ids.mountainTag]);
+    expect(found((await search("hikng montain")).body)).toEqual([ids.mountainTag]);
+    expect(found((await search("montain -lake")).body)).toEqual([ids.mountainTag, ids.mountainCaption]);
+    expect(found((await search("expresso or astronuat")).body).sort()).toEqual([ids.coffee, ids.astronaut].sort());
+    expect(found((await search("montain lak")).body)).toEqual([ids.mountainTitle]);
+    // A known word is not "corrected": nothing matches both words.
+    expect(found((await search("montain cats")).body)).toEqual([]);
+  });
+
+  it("a typo fixed in the metadata leaves a stale dictionary word that still gets corrected", async () => {
+    expect(found((await search("glacier")).body)).toEqual([ids.glacier]);
+    const stale = await t.db.prisma.$queryRaw<
+      unknown[]
+    >`SELECT 1 FROM search_words WHERE workspace_id = ${WS} AND word = 'glaciar'`;
+    expect(stale).toHaveLength(1);
+    expect(found((await search("glaciar")).body)).toEqual([ids.glacier]);
+  });
+
+  it("suggests only words of the caller's workspace", async () => {
+    // "zeppelin" exists in the other workspace only.
+    expect(found((await search("zepelin")).body)).toEqual([]);
+    expect(await spellingCorrections(t.db.prisma, WS, "zepelin hangr")).toEqual([]);
+    expect(await spellingCorrections(t.db.prisma, OTHER, "zepelin hangr")).toEqual([
+      { word: "hangr", suggestions: ["hangar"] },
+      { word: "zepelin", suggestions: ["zeppelin"] },
+    ]);
+    const words = await t.db.prisma.$queryRaw<
+      Array<{ workspace_id: string; word: string }>
+    >`SELECT workspace_id, word FROM search_words WHERE workspace_id IN (${WS}, ${OTHER})`;
+    const mine = words.filter((w) => w.workspace_id === WS).map((w) => w.word);
+    expect(mine).toEqual(expect.arrayContaining(["mountain", "mountains", "hiking", "astronaut", "img", "png"]));
+    expect(mine).not.toContain("zeppelin");
+    expect(mine).not.toContain("hangar");
+    // Tokenised like search_vector (filename split on ._-), only words a trigram match can correct.
+    expect(mine.filter((w) => !/^[a-z]{3,64}$/.test(w))).toEqual([]);
+    expect(words.filter((w) => w.workspace_id === OTHER).map((w) => w.word)).toEqual(
+      expect.arrayContaining(["zeppelin", "hangar", "rocket"]),
+    );
+  });
+
   it("operators and odd characters never break the query", async () => {
     for (const q of [
       "&",
@@ -135,6 +208,10 @@ describe("GET /v1/assets/search/full-text", () => {
     const defs = idx.map((i) => i.indexdef).join("\n");
     expect(defs).toMatch(/USING gin \(search_vector\)/);
     expect(defs).toMatch(/USING gin \(search_text gin_trgm_ops\)/);
+    const words = await t.db.prisma.$queryRaw<
+      Array<{ indexdef: string }>
+    >`SELECT indexdef FROM pg_indexes WHERE tablename = 'search_words'`;
+    expect(words.map((i) => i.indexdef).join("\n")).toMatch(/USING gin \(word gin_trgm_ops\)/);
   });
 });
 

@@ -4,6 +4,14 @@ import { Prisma, type PrismaClient } from "../generated/prisma/client";
 const WEIGHTS = "{0.1,0.2,0.4,1.0}";
 /** word_similarity threshold of the typo fallback (pg_trgm's default 0.6 misses one-letter typos in short words). */
 export const TRIGRAM_THRESHOLD = 0.4;
+/** Dictionary words (search_words) tried in place of one misspelled query word, closest first. */
+export const SUGGESTIONS_PER_WORD = 3;
+/**
+ * The words the spelling dictionary holds and the fallback corrects: 'simple' lexemes of 3-64
+ * characters without digits or punctuation. Same pattern as assets_search_words() in the
+ * 20261122020000_search_words migration.
+ */
+export const SEARCH_WORD_PATTERN = "^[^[:digit:][:punct:][:space:]]{3,64}$";
 
 export interface ParsedQuery {
   /** The query as typed, for websearch_to_tsquery. */
@@ -69,8 +77,12 @@ export interface ScoredId {
 /**
  * Ranked full-text search of one workspace. First `websearch_to_tsquery` (stemming, quotes, -term,
  * or) OR-ed with a prefix match on the last word, ranked by ts_rank_cd over the weighted
- * search_vector (GIN index). Only when that finds nothing, pg_trgm word similarity over search_text
- * (trigram GIN index) finds near-misses such as typos. Same SQL on PGlite and Postgres.
+ * search_vector (GIN index). Only when that finds nothing, spelling correction (pg_trgm's
+ * recommended way): each query word with no exact lexeme match in the workspace is looked up in
+ * the workspace's spelling dictionary (search_words, trigram GIN index), and the same ranked query
+ * runs again with that word replaced by (word OR its closest dictionary words). A typo thus costs
+ * two indexed lookups, never a similarity scan of every matching asset. Same SQL on PGlite and
+ * Postgres.
  */
 export async function fullTextSearch(
   prisma: PrismaClient,
@@ -83,32 +95,78 @@ export async function fullTextSearch(
     p.prefix !== null
       ? Prisma.sql`(websearch_to_tsquery('english', ${p.web}) || (websearch_to_tsquery('english', ${p.head ?? ""}) && to_tsquery('english', ${`${p.prefix}:*`})))`
       : Prisma.sql`websearch_to_tsquery('english', ${p.web})`;
-  const ranked = await prisma.$queryRaw<Array<{ id: string; score: number }>>`
+  const ranked = await rankedSearch(prisma, workspaceId, tsquery, limit);
+  // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
+  if (ranked.length > 0 || p.plain.length < 3 || p.web.includes('"')) return ranked;
+
+  const corrections = await spellingCorrections(prisma, workspaceId, p.plain);
+  if (corrections.length === 0) return [];
+  // ts_rewrite keeps the query's structure (or, -term, the prefix part) and swaps each
+  // misspelled word's lexeme for the lexemes of "word or suggestion1 or suggestion2 ...".
+  const corrected = corrections.reduce(
+    (acc, c) =>
+      Prisma.sql`ts_rewrite(${acc}, plainto_tsquery('english', ${c.word}), websearch_to_tsquery('english', ${[c.word, ...c.suggestions].join(" or ")}))`,
+    tsquery,
+  );
+  return rankedSearch(prisma, workspaceId, corrected, limit);
+}
+
+async function rankedSearch(
+  prisma: PrismaClient,
+  workspaceId: string,
+  tsquery: Prisma.Sql,
+  limit: number,
+): Promise<ScoredId[]> {
+  const rows = await prisma.$queryRaw<Array<{ id: string; score: number }>>`
     SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score
       FROM assets a, (SELECT ${tsquery} AS tsq) q
      WHERE a.workspace_id = ${workspaceId}
        AND a.search_vector @@ q.tsq
      ORDER BY score DESC, a.created_at DESC, a.id ASC
      LIMIT ${limit}`;
-  // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
-  if (ranked.length > 0 || p.plain.length < 3 || p.web.includes('"'))
-    return ranked.map((r) => ({ id: r.id, score: Number(r.score) }));
+  return rows.map((r) => ({ id: r.id, score: Number(r.score) }));
+}
 
-  const exclusion =
-    p.excluded !== null
-      ? Prisma.sql`AND NOT (coalesce(a.search_vector, ''::tsvector) @@ websearch_to_tsquery('english', ${p.excluded}))`
-      : Prisma.empty;
-  const fuzzy = await prisma.$transaction(async (tx) => {
+export interface Correction {
+  /** A query word ('simple' lexeme) with no exact lexeme match in the workspace. */
+  word: string;
+  /** Its closest words of the workspace's dictionary, best first (at most SUGGESTIONS_PER_WORD). */
+  suggestions: string[];
+}
+
+/**
+ * Spelling suggestions for the words of `plain` (tokenised like the dictionary: 'simple' lexemes
+ * matching SEARCH_WORD_PATTERN, english stop words skipped) that match no asset of the workspace
+ * (GIN probe of search_vector): the dictionary words of that workspace only with
+ * word_similarity(word, dictionary word) >= TRIGRAM_THRESHOLD (`<%`, trigram GIN index on
+ * search_words.word), closest (similarity) first. Words without suggestions are left out.
+ */
+export async function spellingCorrections(
+  prisma: PrismaClient,
+  workspaceId: string,
+  plain: string,
+): Promise<Correction[]> {
+  return prisma.$transaction(async (tx) => {
     // Transaction-local: the `<%` operator (GIN-indexable) uses this threshold.
     await tx.$queryRaw`SELECT set_config('pg_trgm.word_similarity_threshold', ${String(TRIGRAM_THRESHOLD)}, true)`;
-    return tx.$queryRaw<Array<{ id: string; score: number }>>`
-      SELECT a.id::text AS id, word_similarity(${p.plain}, a.search_text)::float8 AS score
-        FROM assets a
-       WHERE a.workspace_id = ${workspaceId}
-         AND ${p.plain} <% a.search_text
-         ${exclusion}
-       ORDER BY score DESC, a.created_at DESC, a.id ASC
-       LIMIT ${limit}`;
+    return tx.$queryRaw<Correction[]>`
+      SELECT w.word, array_agg(s.word ORDER BY s.sim DESC, s.word) AS suggestions
+        FROM (SELECT DISTINCT t.lexeme AS word
+                FROM unnest(to_tsvector('simple', ${plain})) AS t
+               WHERE t.lexeme ~ ${SEARCH_WORD_PATTERN}
+                 AND numnode(plainto_tsquery('english', t.lexeme)) > 0) w
+        CROSS JOIN LATERAL (
+              SELECT d.word, similarity(w.word, d.word) AS sim
+                FROM search_words d
+               WHERE d.workspace_id = ${workspaceId}
+                 AND w.word <% d.word
+                 AND d.word <> w.word
+               ORDER BY sim DESC, d.word
+               LIMIT ${SUGGESTIONS_PER_WORD}) s
+       WHERE NOT EXISTS (SELECT 1 FROM assets a
+                          WHERE a.workspace_id = ${workspaceId}
+                            AND a.search_vector @@ plainto_tsquery('english', w.word))
+       GROUP BY w.word
+       ORDER BY w.word`;
   });
-  return fuzzy.map((r) => ({ id: r.id, score: Number(r.score) }));
 }
