@@ -476,8 +476,8 @@ function correctedTsquery(tsq: string, first: number, corrections: Correction[],
   let out = tsq;
   let n = first;
   for (const c of corrections) {
-    params.push(c.word, [c.word, ...c.suggestions].join(" or "));
-    out = `ts_rewrite(${out}, plainto_tsquery('english', $${n}), websearch_to_tsquery('english', $${n + 1}))`;
+    params.push(c.word, c.suggestions.join(" "));
+    out = `ts_rewrite(${out}, plainto_tsquery('english', $${n}), websearch_to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', $${n + 1})), ' or ')))`;
     n += 2;
   }
   return out;

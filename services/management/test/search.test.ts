@@ -105,6 +105,8 @@ describe("GET /v1/assets/search/full-text", () => {
     expect(found(res.body)).toEqual([ids.astronaut]);
     expect(res.body.assets[0].score).toBeGreaterThan(0);
     expect(found((await search("expresso")).body)).toEqual([ids.coffee]);
+    // One letter off in a short word: word_similarity("tabel", "table") = 0.5.
+    expect(found((await search("wooden tabel")).body)).toEqual([ids.coffee]);
     expect(found((await search("zzzqqq")).body)).toEqual([]);
   });
 

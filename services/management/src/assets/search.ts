@@ -2,7 +2,10 @@ import { Prisma, type PrismaClient } from "../generated/prisma/client";
 
 /** ts_rank_cd weights in Postgres order {D, C, B, A}: filename, caption/description, tags, title. */
 const WEIGHTS = "{0.1,0.2,0.4,1.0}";
-/** word_similarity threshold of the typo fallback (pg_trgm's default 0.6 misses one-letter typos in short words). */
+/**
+ * word_similarity(query word, dictionary word) threshold of the spelling correction (pg_trgm's
+ * default 0.6 misses one-letter typos in short words, e.g. "tabel" for "table" scores 0.5).
+ */
 export const TRIGRAM_THRESHOLD = 0.4;
 /** Dictionary words (search_words) tried in place of one misspelled query word, closest first. */
 export const SUGGESTIONS_PER_WORD = 3;
@@ -20,10 +23,8 @@ export interface ParsedQuery {
   head: string | null;
   /** Sanitised last word for `to_tsquery('english', '<word>:*')`, or null. */
   prefix: string | null;
-  /** Positive words without operators, lower-cased: the input of the trigram fallback. */
+  /** Positive words without operators, lower-cased: the words the spelling correction may correct. */
   plain: string;
-  /** Excluded (-word) words, joined with "or", for the fallback's exclusion. */
-  excluded: string | null;
 }
 
 const WORD = /^[\p{L}\p{N}]+$/u;
@@ -49,7 +50,6 @@ export function parseQuery(q: string): ParsedQuery {
     }
   }
   const positives: string[] = [];
-  const negatives: string[] = [];
   let inQuote = false;
   for (const raw of tokens) {
     const startsQuote = raw.startsWith('"') || raw.startsWith('-"');
@@ -58,14 +58,13 @@ export function parseQuery(q: string): ParsedQuery {
     const cleaned = raw.replace(/["]/g, "").replace(/^-+/, "").toLowerCase();
     if ((raw.endsWith('"') && raw.length > 1) || (raw === '"' && inQuote && !startsQuote)) inQuote = false;
     if (!cleaned || cleaned === "or") continue;
-    (negated ? negatives : positives).push(cleaned);
+    if (!negated) positives.push(cleaned);
   }
   return {
     web,
     head,
     prefix,
     plain: positives.join(" ").slice(0, 200),
-    excluded: negatives.length > 0 ? negatives.filter((w) => WORD.test(w)).join(" or ") || null : null,
   };
 }
 
@@ -80,7 +79,7 @@ export interface ScoredId {
  * search_vector (GIN index). Only when that finds nothing, spelling correction (pg_trgm's
  * recommended way): each query word with no exact lexeme match in the workspace is looked up in
  * the workspace's spelling dictionary (search_words, trigram GIN index), and the same ranked query
- * runs again with that word replaced by (word OR its closest dictionary words). A typo thus costs
+ * runs again with that word replaced by (closest dictionary word OR the next ones). A typo thus costs
  * two indexed lookups, never a similarity scan of every matching asset. Same SQL on PGlite and
  * Postgres.
  */
@@ -101,11 +100,12 @@ export async function fullTextSearch(
 
   const corrections = await spellingCorrections(prisma, workspaceId, p.plain);
   if (corrections.length === 0) return [];
-  // ts_rewrite keeps the query's structure (or, -term, the prefix part) and swaps each
-  // misspelled word's lexeme for the lexemes of "word or suggestion1 or suggestion2 ...".
+  // ts_rewrite keeps the query's structure (or, -term, the prefix part) and swaps each misspelled
+  // word's lexeme (which matches nothing) for the distinct english lexemes of its suggestions, OR-ed
+  // ("mountain mountains mountaineer" -> 'mountain': as cheap as the correctly spelled query).
   const corrected = corrections.reduce(
     (acc, c) =>
-      Prisma.sql`ts_rewrite(${acc}, plainto_tsquery('english', ${c.word}), websearch_to_tsquery('english', ${[c.word, ...c.suggestions].join(" or ")}))`,
+      Prisma.sql`ts_rewrite(${acc}, plainto_tsquery('english', ${c.word}), websearch_to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${c.suggestions.join(" ")})), ' or ')))`,
     tsquery,
   );
   return rankedSearch(prisma, workspaceId, corrected, limit);
