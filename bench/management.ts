@@ -436,7 +436,8 @@ interface AssetRow {
 
 /** search.ts's spellingCorrections as plain SQL (the threshold is transaction-local). */
 const CORRECTIONS_SQL = `
-  SELECT w.word, array_agg(s.word ORDER BY s.sim DESC, s.word) AS suggestions
+  SELECT w.word, array_agg(s.word ORDER BY s.sim DESC, s.word) AS suggestions,
+         tsvector_to_array(to_tsvector('english', string_agg(s.word, ' '))) AS lexemes
     FROM (SELECT DISTINCT t.lexeme AS word
             FROM unnest(to_tsvector('simple', $1)) AS t
            WHERE t.lexeme ~ $3
@@ -462,6 +463,7 @@ const TRGM_SETUP = `SET LOCAL pg_trgm.word_similarity_threshold = ${TRIGRAM_THRE
 interface Correction {
   word: string;
   suggestions: string[];
+  lexemes: string[];
 }
 
 async function rawCorrections(raw: RawDb, workspace: string, plain: string): Promise<Correction[]> {
@@ -476,8 +478,8 @@ function correctedTsquery(tsq: string, first: number, corrections: Correction[],
   let out = tsq;
   let n = first;
   for (const c of corrections) {
-    params.push(c.word, c.suggestions.join(" "));
-    out = `ts_rewrite(${out}, plainto_tsquery('english', $${n}), websearch_to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', $${n + 1})), ' or ')))`;
+    params.push(c.word, c.lexemes.join(" or "));
+    out = `ts_rewrite(${out}, plainto_tsquery('english', $${n}), websearch_to_tsquery('simple', $${n + 1}))`;
     n += 2;
   }
   return out;

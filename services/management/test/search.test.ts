@@ -122,7 +122,8 @@ describe("GET /v1/assets/search/full-text", () => {
     // Same ranking as the correctly spelled query.
     expect(found((await search("mountain")).body)).toEqual(found(res.body));
     expect(await spellingCorrections(t.db.prisma, WS, "montain")).toEqual([
-      { word: "montain", suggestions: ["mountain", "mountains"] },
+      // Both stem to one lexeme: the corrected query is as cheap as the correctly spelled one.
+      { word: "montain", suggestions: ["mountain", "mountains"], lexemes: ["mountain"] },
     ]);
   });
 
@@ -151,8 +152,8 @@ describe("GET /v1/assets/search/full-text", () => {
     expect(found((await search("zepelin")).body)).toEqual([]);
     expect(await spellingCorrections(t.db.prisma, WS, "zepelin hangr")).toEqual([]);
     expect(await spellingCorrections(t.db.prisma, OTHER, "zepelin hangr")).toEqual([
-      { word: "hangr", suggestions: ["hangar"] },
-      { word: "zepelin", suggestions: ["zeppelin"] },
+      { word: "hangr", suggestions: ["hangar"], lexemes: ["hangar"] },
+      { word: "zepelin", suggestions: ["zeppelin"], lexemes: ["zeppelin"] },
     ]);
     const words = await t.db.prisma.$queryRaw<
       Array<{ workspace_id: string; word: string }>

@@ -105,7 +105,9 @@ export async function fullTextSearch(
   // ("mountain mountains mountaineer" -> 'mountain': as cheap as the correctly spelled query).
   const corrected = corrections.reduce(
     (acc, c) =>
-      Prisma.sql`ts_rewrite(${acc}, plainto_tsquery('english', ${c.word}), websearch_to_tsquery('simple', array_to_string(tsvector_to_array(to_tsvector('english', ${c.suggestions.join(" ")})), ' or ')))`,
+      // Constant arguments only (the lexemes come from the lookup), so the planner folds the
+      // tsquery to a constant instead of evaluating it for every row.
+      Prisma.sql`ts_rewrite(${acc}, plainto_tsquery('english', ${c.word}), websearch_to_tsquery('simple', ${c.lexemes.join(" or ")}))`,
     tsquery,
   );
   return rankedSearch(prisma, workspaceId, corrected, limit);
@@ -132,6 +134,8 @@ export interface Correction {
   word: string;
   /** Its closest words of the workspace's dictionary, best first (at most SUGGESTIONS_PER_WORD). */
   suggestions: string[];
+  /** The distinct english lexemes of the suggestions (what the corrected query searches for). */
+  lexemes: string[];
 }
 
 /**
@@ -150,7 +154,8 @@ export async function spellingCorrections(
     // Transaction-local: the `<%` operator (GIN-indexable) uses this threshold.
     await tx.$queryRaw`SELECT set_config('pg_trgm.word_similarity_threshold', ${String(TRIGRAM_THRESHOLD)}, true)`;
     return tx.$queryRaw<Correction[]>`
-      SELECT w.word, array_agg(s.word ORDER BY s.sim DESC, s.word) AS suggestions
+      SELECT w.word, array_agg(s.word ORDER BY s.sim DESC, s.word) AS suggestions,
+             tsvector_to_array(to_tsvector('english', string_agg(s.word, ' '))) AS lexemes
         FROM (SELECT DISTINCT t.lexeme AS word
                 FROM unnest(to_tsvector('simple', ${plain})) AS t
                WHERE t.lexeme ~ ${SEARCH_WORD_PATTERN}
