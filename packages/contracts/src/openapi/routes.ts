@@ -114,7 +114,7 @@ export const managementRoutes: readonly ApiRoute[] = [
     operationId: "searchAssetsFullText",
     summary: "Full-text search over the workspace library",
     description:
-      'Postgres full-text search over title, tags, caption, description and filename (weighted in that order). Web-search syntax: words, "quoted phrases", -excluded, or. The last word also matches as a prefix; words are stemmed; when nothing matches, misspelled words are corrected against the workspace's word list (trigram similarity) and the search runs again, so a small typo still finds the asset. Ranked best first.',
+      'Postgres full-text search over title, tags, caption, description and filename (weighted in that order). Web-search syntax: words, "quoted phrases", -excluded, or. The last word also matches as a prefix; words are stemmed; when nothing matches, misspelled words are corrected against the workspace word list (trigram similarity) and the search runs again, so a small typo still finds the asset. Ranked best first.',
     tag: TAGS.assets,
     auth: true,
     query: fullTextQuerySchema,
