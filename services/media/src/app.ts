@@ -21,6 +21,7 @@ import { QueueFullError } from "./delivery/limiter";
 import type { RenditionService } from "./delivery/rendition-service";
 import type { UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
+import { FaceDetectionError } from "./faces";
 import { HttpProblem, instanceOf, writeProblem } from "./problem";
 import { TransformationInputError } from "./transformations/transformation";
 
@@ -51,7 +52,8 @@ import { TransformationInputError } from "./transformations/transformation";
  *      is "LIMIT_INPUT_PIXELS")
  * 422  undecodable-original: the stored original is corrupt or not a supported image
  * 503  overloaded (queue full, Retry-After: 1), timeout (MEDIA_REQUEST_TIMEOUT_MS,
- *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5)
+ *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5),
+ *      face-detection-unavailable (avatar's detector failed, Retry-After: 2)
  * Every error is application/problem+json with Cache-Control: no-store and is never cached.
  *
  * Operations (no signature, never cached):
@@ -67,7 +69,7 @@ import { TransformationInputError } from "./transformations/transformation";
 export const ROUTE_MEDIA = "/:steps/:assetId.:ext";
 
 /** Retry-After (seconds) of the 503s. */
-export const RETRY_AFTER = { queueFull: 1, timeout: 2, storage: 5 } as const;
+export const RETRY_AFTER = { queueFull: 1, timeout: 2, storage: 5, faceDetection: 2 } as const;
 
 export interface MediaAppDeps {
   service: RenditionService;
@@ -224,6 +226,13 @@ export function toProblem(
     return new HttpProblem(503, "timeout", `${err.message} (MEDIA_REQUEST_TIMEOUT_MS); retry shortly`, {
       title: "Transformation timed out",
       headers: { "Retry-After": String(RETRY_AFTER.timeout) },
+    });
+  }
+  if (err instanceof FaceDetectionError) {
+    // The detector worker failed (crash, model load): transient, and nothing was cached.
+    return new HttpProblem(503, "face-detection-unavailable", "Face detection is unavailable; retry shortly", {
+      title: "Face detection unavailable",
+      headers: { "Retry-After": String(RETRY_AFTER.faceDetection) },
     });
   }
   if (err instanceof StorageUnavailableError) {

@@ -1,6 +1,7 @@
 import request from "supertest";
 import type { RenderFn } from "../src/delivery/rendition-service";
 import { Limiter, QueueFullError } from "../src/delivery/limiter";
+import { FaceDetectionError } from "../src/faces";
 import { gatedRender, metricValue, singleFlightJoins, startTestMedia, type TestMedia } from "./support/media-server";
 
 describe("transformation concurrency limit", () => {
@@ -57,6 +58,18 @@ describe("transformation concurrency limit", () => {
     expect(media.memory.size).toBe(0);
     expect(media.limiter.active).toBe(0);
     expect(calls).toBe(1);
+  });
+
+  it("answers 503 + Retry-After when the face detector fails, and caches nothing", async () => {
+    const broken: RenderFn = () => Promise.reject(new FaceDetectionError("face detector worker exited"));
+    media = await startTestMedia({ render: broken });
+    const id = await media.store.putFixture("astronaut.png");
+    const res = await request(media.server).get(`/avatar/${id}.png`);
+    expect(res.status).toBe(503);
+    expect(res.headers["retry-after"]).toBe("2");
+    expect(res.headers["cache-control"]).toBe("no-store");
+    expect(JSON.parse(res.text).type).toMatch(/face-detection-unavailable$/);
+    expect(media.memory.size).toBe(0);
   });
 
   it("does not cache results above CACHE_MAX_ENTRY_BYTES (served, MISS every time)", async () => {
