@@ -3,6 +3,8 @@ import path from "node:path";
 import type { z } from "zod";
 import {
   assetSchema,
+  formatOfExtension,
+  IMAGE_FORMATS,
   collectionSchema,
   fullTextResponseSchema,
   listAssetsResponseSchema,
@@ -72,19 +74,9 @@ export interface UploadInput {
   warnAboutDuplicateImages?: boolean;
 }
 
-const CONTENT_TYPES: Record<string, string> = {
-  ".jpg": "image/jpeg",
-  ".jpeg": "image/jpeg",
-  ".png": "image/png",
-  ".webp": "image/webp",
-  ".gif": "image/gif",
-  ".avif": "image/avif",
-  ".tif": "image/tiff",
-  ".tiff": "image/tiff",
-};
-
 export function guessContentType(filename: string): string {
-  return CONTENT_TYPES[path.extname(filename).toLowerCase()] ?? "application/octet-stream";
+  const format = formatOfExtension(path.extname(filename));
+  return format ? IMAGE_FORMATS[format].mimeType : "application/octet-stream";
 }
 
 type Query = Record<string, string | number | Date | undefined>;

@@ -1,3 +1,4 @@
 export * from "./problem";
+export * from "./image-formats";
 export * from "./management";
 export * from "./media/index";

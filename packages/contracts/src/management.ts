@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ASSET_FORMATS } from "./image-formats";
 
 /**
  * Request and response schemas of the management API (/v1). The service validates every input
@@ -26,9 +27,7 @@ export const MAX_TEXT_LENGTH = 10_000;
 export const MAX_TITLE_LENGTH = 500;
 export const MAX_COLLECTION_NAME_LENGTH = 200;
 
-export const ASSET_FORMATS = ["jpeg", "png", "webp", "gif", "avif", "tiff"] as const;
 export const assetFormatSchema = z.enum(ASSET_FORMATS).describe("Image format sniffed from the uploaded bytes");
-export type AssetFormat = z.infer<typeof assetFormatSchema>;
 
 // ---------------------------------------------------------------------------------------------
 // Asset

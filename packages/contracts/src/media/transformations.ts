@@ -18,14 +18,27 @@ export const transformationSpecs = {
     params: {
       width: { type: "integer", required: true, min: 1, cap: "maxDimension", description: "Region width in pixels." },
       height: { type: "integer", required: true, min: 1, cap: "maxDimension", description: "Region height in pixels." },
-      x: { type: "integer", required: false, min: 0, cap: "maxDimension", description: "Horizontal start of the crop (default: placed by gravity)." },
-      y: { type: "integer", required: false, min: 0, cap: "maxDimension", description: "Vertical start of the crop (default: placed by gravity)." },
+      x: {
+        type: "integer",
+        required: false,
+        min: 0,
+        cap: "maxDimension",
+        description: "Horizontal start of the crop (default: placed by gravity).",
+      },
+      y: {
+        type: "integer",
+        required: false,
+        min: 0,
+        cap: "maxDimension",
+        description: "Vertical start of the crop (default: placed by gravity).",
+      },
       gravity: {
         type: "enum",
         required: false,
         values: ["center", "north", "south", "east", "west"],
         default: "center",
-        description: "Where the region sits when x/y are not given: center, north (top), south (bottom), east (right), west (left).",
+        description:
+          "Where the region sits when x/y are not given: center, north (top), south (bottom), east (right), west (left).",
       },
     },
   },
@@ -33,9 +46,27 @@ export const transformationSpecs = {
     description:
       "GIMP-style colour balance on the cyan-red, magenta-green and yellow-blue axes, applied to one tonal range; luminosity preserved.",
     params: {
-      cyan: { type: "number", required: false, min: -100, max: 100, description: "Negative adds cyan (cool), positive adds red (warm)." },
-      magenta: { type: "number", required: false, min: -100, max: 100, description: "Negative adds green, positive adds magenta." },
-      yellow: { type: "number", required: false, min: -100, max: 100, description: "Negative adds blue, positive adds yellow." },
+      cyan: {
+        type: "number",
+        required: false,
+        min: -100,
+        max: 100,
+        description: "Negative adds cyan (cool), positive adds red (warm).",
+      },
+      magenta: {
+        type: "number",
+        required: false,
+        min: -100,
+        max: 100,
+        description: "Negative adds green, positive adds magenta.",
+      },
+      yellow: {
+        type: "number",
+        required: false,
+        min: -100,
+        max: 100,
+        description: "Negative adds blue, positive adds yellow.",
+      },
       target: {
         type: "enum",
         required: false,
@@ -48,72 +79,186 @@ export const transformationSpecs = {
   clahe: {
     description: "Contrast Limited Adaptive Histogram Equalization (tiled, as OpenCV), on lightness.",
     params: {
-      clipLimit: { type: "number", required: false, min: 1, max: 40, default: 3, description: "Histogram clip limit; higher allows stronger contrast but may amplify artifacts." },
-      tileSize: { type: "integer", required: false, min: 2, max: 256, default: 16, description: "Tile size in pixels; smaller tiles work on finer regions." },
+      clipLimit: {
+        type: "number",
+        required: false,
+        min: 1,
+        max: 40,
+        default: 3,
+        description: "Histogram clip limit; higher allows stronger contrast but may amplify artifacts.",
+      },
+      tileSize: {
+        type: "integer",
+        required: false,
+        min: 2,
+        max: 256,
+        default: 16,
+        description: "Tile size in pixels; smaller tiles work on finer regions.",
+      },
     },
   },
   grayscale: {
     description: "Converts to grayscale keeping luminance shades, with an optional lightness shift.",
     params: {
-      lightness: { type: "number", required: false, min: -100, max: 100, default: 0, description: "Lightness shift in L* units; negative darkens, positive lightens." },
+      lightness: {
+        type: "number",
+        required: false,
+        min: -100,
+        max: 100,
+        default: 0,
+        description: "Lightness shift in L* units; negative darkens, positive lightens.",
+      },
     },
   },
   fit: {
-    description: "Scales to fit inside width x height keeping the aspect ratio, then pads to exactly that size, centred.",
+    description:
+      "Scales to fit inside width x height keeping the aspect ratio, then pads to exactly that size, centred.",
     params: {
       width: { type: "integer", required: true, min: 1, cap: "maxDimension", description: "Canvas width in pixels." },
       height: { type: "integer", required: true, min: 1, cap: "maxDimension", description: "Canvas height in pixels." },
-      background: { type: "color", required: false, default: "ffffff", description: "Padding colour: hex without #, rgb(r,g,b) or a CSS colour name." },
+      background: {
+        type: "color",
+        required: false,
+        default: "ffffff",
+        description: "Padding colour: hex without #, rgb(r,g,b) or a CSS colour name.",
+      },
     },
   },
   saturation: {
     description: "Multiplies colour saturation.",
     params: {
-      value: { type: "number", required: true, min: 0, cap: "maxMultiplier", default: 1, description: "Multiplier; 1.0 unchanged, 0.0 fully desaturated." },
+      value: {
+        type: "number",
+        required: true,
+        min: 0,
+        cap: "maxMultiplier",
+        default: 1,
+        description: "Multiplier; 1.0 unchanged, 0.0 fully desaturated.",
+      },
     },
   },
   "add-noise": {
     description: "Adds noise, deterministic per URL (seeded from the cache key).",
     params: {
-      type: { type: "enum", required: false, values: ["gaussian", "uniform", "salt-pepper"], default: "gaussian", description: "Noise distribution." },
-      amount: { type: "number", required: true, min: 0.1, cap: "maxNoiseAmount", description: "Strength in percent: gaussian sigma, uniform half-width, or share of salt-pepper pixels." },
+      type: {
+        type: "enum",
+        required: false,
+        values: ["gaussian", "uniform", "salt-pepper"],
+        default: "gaussian",
+        description: "Noise distribution.",
+      },
+      amount: {
+        type: "number",
+        required: true,
+        min: 0.1,
+        cap: "maxNoiseAmount",
+        description: "Strength in percent: gaussian sigma, uniform half-width, or share of salt-pepper pixels.",
+      },
     },
   },
   brightness: {
     description: "Multiplies brightness.",
     params: {
-      value: { type: "number", required: true, min: 0, exclusiveMin: true, cap: "maxMultiplier", description: "Positive multiplier; 1.0 unchanged; extreme values may clip." },
+      value: {
+        type: "number",
+        required: true,
+        min: 0,
+        exclusiveMin: true,
+        cap: "maxMultiplier",
+        description: "Positive multiplier; 1.0 unchanged; extreme values may clip.",
+      },
     },
   },
   wave: {
-    description: "Sinusoidal wave distortion (ImageMagick -wave semantics: vertical displacement along x; the canvas grows by 2 x amplitude).",
+    description:
+      "Sinusoidal wave distortion (ImageMagick -wave semantics: vertical displacement along x; the canvas grows by 2 x amplitude).",
     params: {
-      amplitude: { type: "number", required: true, min: 1, cap: "maxWaveAmplitude", description: "Wave amplitude in pixels." },
-      wavelength: { type: "number", required: true, min: 5, cap: "maxWaveLength", description: "Distance between peaks in pixels." },
+      amplitude: {
+        type: "number",
+        required: true,
+        min: 1,
+        cap: "maxWaveAmplitude",
+        description: "Wave amplitude in pixels.",
+      },
+      wavelength: {
+        type: "number",
+        required: true,
+        min: 5,
+        cap: "maxWaveLength",
+        description: "Distance between peaks in pixels.",
+      },
     },
   },
   channelManipulation: {
     description: "Scales the red, green and blue channels; alpha untouched; a missing channel stays 1.0.",
     params: {
-      red: { type: "number", required: false, min: 0, cap: "maxMultiplier", description: "Red multiplier; 1.0 unchanged, 0.0 removes the channel." },
-      green: { type: "number", required: false, min: 0, cap: "maxMultiplier", description: "Green multiplier; 1.0 unchanged, 0.0 removes the channel." },
-      blue: { type: "number", required: false, min: 0, cap: "maxMultiplier", description: "Blue multiplier; 1.0 unchanged, 0.0 removes the channel." },
+      red: {
+        type: "number",
+        required: false,
+        min: 0,
+        cap: "maxMultiplier",
+        description: "Red multiplier; 1.0 unchanged, 0.0 removes the channel.",
+      },
+      green: {
+        type: "number",
+        required: false,
+        min: 0,
+        cap: "maxMultiplier",
+        description: "Green multiplier; 1.0 unchanged, 0.0 removes the channel.",
+      },
+      blue: {
+        type: "number",
+        required: false,
+        min: 0,
+        cap: "maxMultiplier",
+        description: "Blue multiplier; 1.0 unchanged, 0.0 removes the channel.",
+      },
     },
   },
   sharpen: {
     description: "Sharpens edges; 0 leaves the image unchanged, larger values sharpen more.",
     params: {
-      value: { type: "number", required: true, min: 0, cap: "maxSharpen", description: "Intensity; 0.0 no sharpening; high values may cause artifacts." },
+      value: {
+        type: "number",
+        required: true,
+        min: 0,
+        cap: "maxSharpen",
+        description: "Intensity; 0.0 no sharpening; high values may cause artifacts.",
+      },
     },
   },
   avatar: {
     description:
       "Square or circular profile picture, cropped around detected faces (or the most salient content when there is none).",
     params: {
-      size: { type: "integer", required: true, min: 32, cap: "maxDimension", default: 128, description: "Side of the square output in pixels (default 128 when omitted)." },
-      shape: { type: "enum", required: false, values: ["square", "circle"], default: "square", description: "Output shape." },
-      border: { type: "integer", required: false, min: 1, cap: "maxDimension", description: "Border width in pixels, drawn inside the size." },
-      border_color: { type: "color", required: false, hexOnly: true, description: "Border colour, hex without #; used only with border (default ffffff)." },
+      size: {
+        type: "integer",
+        required: true,
+        min: 32,
+        cap: "maxDimension",
+        default: 128,
+        description: "Side of the square output in pixels (default 128 when omitted).",
+      },
+      shape: {
+        type: "enum",
+        required: false,
+        values: ["square", "circle"],
+        default: "square",
+        description: "Output shape.",
+      },
+      border: {
+        type: "integer",
+        required: false,
+        min: 1,
+        cap: "maxDimension",
+        description: "Border width in pixels, drawn inside the size.",
+      },
+      border_color: {
+        type: "color",
+        required: false,
+        hexOnly: true,
+        description: "Border colour, hex without #; used only with border (default ffffff).",
+      },
     },
     check: (p) =>
       typeof p.border === "number" && p.border * 2 >= Number(p.size ?? 128)
@@ -123,20 +268,47 @@ export const transformationSpecs = {
   thumbnail: {
     description: "Square thumbnail: cover-cropped to the centre and resized.",
     params: {
-      size: { type: "integer", required: true, min: 50, cap: "maxDimension", description: "Side of the square output in pixels." },
-      quality: { type: "integer", required: false, min: 1, max: 100, default: 75, description: "Encoder quality for lossy outputs (JPEG, WebP, AVIF)." },
+      size: {
+        type: "integer",
+        required: true,
+        min: 50,
+        cap: "maxDimension",
+        description: "Side of the square output in pixels.",
+      },
+      quality: {
+        type: "integer",
+        required: false,
+        min: 1,
+        max: 100,
+        default: 75,
+        description: "Encoder quality for lossy outputs (JPEG, WebP, AVIF).",
+      },
     },
   },
   exposure: {
     description: "Exposure shift in stops: linear-light values multiplied by 2^value.",
     params: {
-      value: { type: "number", required: true, min: -5, max: 5, default: 0, description: "Stops (EV); negative darkens, positive brightens." },
+      value: {
+        type: "number",
+        required: true,
+        min: -5,
+        max: 5,
+        default: 0,
+        description: "Stops (EV); negative darkens, positive brightens.",
+      },
     },
   },
   solarize: {
     description: "Inverts channel values above a threshold.",
     params: {
-      threshold: { type: "integer", required: false, min: 0, max: 255, default: 128, description: "Values brighter than this are inverted." },
+      threshold: {
+        type: "integer",
+        required: false,
+        min: 0,
+        max: 255,
+        default: 128,
+        description: "Values brighter than this are inverted.",
+      },
     },
   },
   threshold: {

@@ -1,3 +1,4 @@
+import { IMAGE_EXTENSIONS, type ImageExtension } from "../image-formats";
 import { defaultMediaLimits, parseParamValue, type MediaLimits } from "./params";
 import {
   isTransformationName,
@@ -16,8 +17,9 @@ import {
  */
 
 export const MAX_STEPS = 8;
-export const MEDIA_EXTENSIONS = ["jpg", "jpeg", "png", "webp", "gif", "avif", "tif", "tiff"] as const;
-export type MediaExtension = (typeof MEDIA_EXTENSIONS)[number];
+/** Any extension of a stored format; it never changes the output format. */
+export const MEDIA_EXTENSIONS = IMAGE_EXTENSIONS;
+export type MediaExtension = ImageExtension;
 
 export type TransformationStep = {
   [N in TransformationName]: { name: N; params: GivenParams<N> };
@@ -94,12 +96,19 @@ function parseStep(segment: string, limits: MediaLimits, issues: MediaUrlIssue[]
     else issues.push({ path: `${name}.${key}`, message: `${JSON.stringify(value)} ${parsed.message}` });
   }
   for (const [key, spec] of Object.entries(specs)) {
-    if (spec.required && spec.default === undefined && !(key in params) && !issues.some((i) => i.path === `${name}.${key}`)) {
+    if (
+      spec.required &&
+      spec.default === undefined &&
+      !(key in params) &&
+      !issues.some((i) => i.path === `${name}.${key}`)
+    ) {
       issues.push({ path: `${name}.${key}`, message: "required parameter is missing" });
     }
   }
   if (issues.length > before) return undefined;
-  const check = (transformationSpecs[name] as { check?: (p: Record<string, number | string>, l: MediaLimits) => string | undefined }).check;
+  const check = (
+    transformationSpecs[name] as { check?: (p: Record<string, number | string>, l: MediaLimits) => string | undefined }
+  ).check;
   const crossIssue = check?.(params, limits);
   if (crossIssue) {
     issues.push({ path: name, message: crossIssue });

@@ -1,9 +1,8 @@
-import type { AssetDto, AssetFormat } from "@media-platform/contracts";
+import { IMAGE_FORMATS, type AssetDto, type AssetFormat } from "@media-platform/contracts";
 import type { Asset } from "../generated/prisma/client";
-import { FILE_EXTENSIONS } from "./upload";
 
 export function mediaUrlFor(mediaPublicUrl: string, asset: Pick<Asset, "id" | "format">): string {
-  const ext = FILE_EXTENSIONS[asset.format as AssetFormat] ?? asset.format;
+  const ext = IMAGE_FORMATS[asset.format as AssetFormat]?.extensions[0] ?? asset.format;
   return `${mediaPublicUrl}/thumbnail:size=256/${asset.id}.${ext}`;
 }
 

@@ -3,26 +3,8 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
 import multer from "multer";
 import sharp from "sharp";
 import phash from "sharp-phash";
-import type { AssetFormat } from "@media-platform/contracts";
+import { IMAGE_FORMATS, type AssetFormat } from "@media-platform/contracts";
 import { HttpProblem, badRequest } from "../problem";
-
-export const MIME_TYPES: Record<AssetFormat, string> = {
-  jpeg: "image/jpeg",
-  png: "image/png",
-  webp: "image/webp",
-  gif: "image/gif",
-  avif: "image/avif",
-  tiff: "image/tiff",
-};
-
-export const FILE_EXTENSIONS: Record<AssetFormat, string> = {
-  jpeg: "jpg",
-  png: "png",
-  webp: "webp",
-  gif: "gif",
-  avif: "avif",
-  tiff: "tiff",
-};
 
 /** Multipart overhead tolerated on top of MAX_UPLOAD_BYTES before a Content-Length is refused outright. */
 const MULTIPART_SLACK = 64 * 1024;
@@ -138,7 +120,7 @@ export async function analyseImage(buffer: Buffer, limitInputPixels: number): Pr
   }
   return {
     format,
-    mimeType: MIME_TYPES[format],
+    mimeType: IMAGE_FORMATS[format].mimeType,
     width: meta.width,
     height: meta.pageHeight ?? meta.height,
     bytes: buffer.length,

@@ -1,5 +1,5 @@
 import sharp from "sharp";
-import { resolveParams, type MediaLimits, type TransformationStep } from "@media-platform/contracts";
+import { formatOfMimeType, resolveParams, type MediaLimits, type TransformationStep } from "@media-platform/contracts";
 import { transformations } from "../transformations";
 import {
   TransformationInputError,
@@ -49,17 +49,8 @@ export interface Rendition {
   height: number;
 }
 
-const FORMATS: Record<string, OutputFormat> = {
-  "image/jpeg": "jpeg",
-  "image/png": "png",
-  "image/webp": "webp",
-  "image/gif": "gif",
-  "image/avif": "avif",
-  "image/tiff": "tiff",
-};
-
 export function outputFormatFor(contentType: string): OutputFormat {
-  const format = FORMATS[contentType.split(";", 1)[0]!.trim().toLowerCase()];
+  const format = formatOfMimeType(contentType);
   if (!format) throw new UnsupportedOriginalError(contentType);
   return format;
 }

@@ -1,8 +1,15 @@
 import type sharp from "sharp";
-import type { MediaLimits, ResolvedParams, TransformationName, transformationSpecs } from "@media-platform/contracts";
+import type {
+  AssetFormat,
+  MediaLimits,
+  ResolvedParams,
+  TransformationName,
+  transformationSpecs,
+} from "@media-platform/contracts";
 import type { RawImage } from "../pipeline/raw";
 
-export type OutputFormat = "jpeg" | "png" | "webp" | "gif" | "avif" | "tiff";
+/** Renditions keep the stored format. */
+export type OutputFormat = AssetFormat;
 
 /** A detected face, in pixels of the image handed to the detector. */
 export interface FaceBox {

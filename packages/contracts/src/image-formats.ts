@@ -1,0 +1,31 @@
+/**
+ * The image formats the platform stores and serves: the one table of their MIME types and
+ * file extensions (upload sniffing, asset JSON, media URLs and output, the client).
+ */
+export const ASSET_FORMATS = ["jpeg", "png", "webp", "gif", "avif", "tiff"] as const;
+export type AssetFormat = (typeof ASSET_FORMATS)[number];
+
+/** `extensions[0]` is the one the platform writes (e.g. in an asset's example `mediaUrl`). */
+export const IMAGE_FORMATS = {
+  jpeg: { mimeType: "image/jpeg", extensions: ["jpg", "jpeg"] },
+  png: { mimeType: "image/png", extensions: ["png"] },
+  webp: { mimeType: "image/webp", extensions: ["webp"] },
+  gif: { mimeType: "image/gif", extensions: ["gif"] },
+  avif: { mimeType: "image/avif", extensions: ["avif"] },
+  tiff: { mimeType: "image/tiff", extensions: ["tiff", "tif"] },
+} as const satisfies Record<AssetFormat, { mimeType: string; extensions: readonly string[] }>;
+
+export type ImageExtension = (typeof IMAGE_FORMATS)[AssetFormat]["extensions"][number];
+export const IMAGE_EXTENSIONS: readonly ImageExtension[] = ASSET_FORMATS.flatMap((f) => IMAGE_FORMATS[f].extensions);
+
+/** The format of a Content-Type (parameters and case ignored), or undefined when not ours. */
+export function formatOfMimeType(contentType: string): AssetFormat | undefined {
+  const mime = contentType.split(";", 1)[0]!.trim().toLowerCase();
+  return ASSET_FORMATS.find((f) => IMAGE_FORMATS[f].mimeType === mime);
+}
+
+/** The format a file extension (with or without the dot, any case) names, or undefined. */
+export function formatOfExtension(extension: string): AssetFormat | undefined {
+  const ext = extension.replace(/^\./, "").toLowerCase();
+  return ASSET_FORMATS.find((f) => (IMAGE_FORMATS[f].extensions as readonly string[]).includes(ext));
+}
