@@ -16,6 +16,26 @@ interface ValueEntry {
   metricName?: string;
 }
 
+/** The series of one label combination, created on first use and kept (shared by both kinds). */
+function seriesFor<S>(
+  series: Map<string, S>,
+  metric: { name: string; labelNames: readonly string[] },
+  values: string[],
+  create: (labels: Labels) => S,
+): S {
+  const key = values.join("\u0000");
+  let s = series.get(key);
+  if (!s) {
+    if (values.length !== metric.labelNames.length)
+      throw new Error(`${metric.name}: expected ${metric.labelNames.length} label values`);
+    const labels: Labels = {};
+    metric.labelNames.forEach((n, i) => (labels[n] = values[i]!));
+    s = create(labels);
+    series.set(key, s);
+  }
+  return s;
+}
+
 export class FastCounterSeries {
   value = 0;
   constructor(readonly labels: Labels) {}
@@ -40,17 +60,7 @@ export class FastCounter<L extends string = string> {
 
   /** The series for these label values (create once, keep the reference, call inc()). */
   child(...values: string[]): FastCounterSeries {
-    const key = values.join("\u0000");
-    let s = this.series.get(key);
-    if (!s) {
-      if (values.length !== this.labelNames.length)
-        throw new Error(`${this.name}: expected ${this.labelNames.length} label values`);
-      const labels: Labels = {};
-      this.labelNames.forEach((n, i) => (labels[n] = values[i]));
-      s = new FastCounterSeries(labels);
-      this.series.set(key, s);
-    }
-    return s;
+    return seriesFor(this.series, this, values, (labels) => new FastCounterSeries(labels));
   }
 
   /** Total across all series (tests, debugging). */
@@ -110,17 +120,7 @@ export class FastHistogram<L extends string = string> {
   }
 
   child(...values: string[]): FastHistogramSeries {
-    const key = values.join("\u0000");
-    let s = this.series.get(key);
-    if (!s) {
-      if (values.length !== this.labelNames.length)
-        throw new Error(`${this.name}: expected ${this.labelNames.length} label values`);
-      const labels: Labels = {};
-      this.labelNames.forEach((n, i) => (labels[n] = values[i]));
-      s = new FastHistogramSeries(labels, this.bounds);
-      this.series.set(key, s);
-    }
-    return s;
+    return seriesFor(this.series, this, values, (labels) => new FastHistogramSeries(labels, this.bounds));
   }
 
   get(): { name: string; help: string; type: string; aggregator: string; values: ValueEntry[] } {
