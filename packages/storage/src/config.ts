@@ -3,8 +3,9 @@ import type { BlobStore } from "./blob-store";
 import { FilesystemBlobStore } from "./filesystem";
 import { S3BlobStore, S3_DEFAULTS } from "./s3";
 
-// Env files and compose often set a variable to "" to mean "unset".
-const blankAsUnset = (value: unknown): unknown => (value === "" ? undefined : value);
+/** Env files and compose often set a variable to "" (or spaces) to mean "unset"; both services use this rule. */
+export const blankAsUnset = (value: unknown): unknown =>
+  typeof value === "string" && value.trim() === "" ? undefined : value;
 const optionalString = z.preprocess(blankAsUnset, z.string().min(1).optional());
 const positiveMs = (fallback: number) =>
   z.preprocess(
@@ -23,42 +24,60 @@ const positiveMs = (fallback: number) =>
  * schema; the "bucket required for s3" rule is checked by createBlobStore.
  */
 export const storageEnvSchema = z.object({
-  STORAGE_DRIVER: z.preprocess(blankAsUnset, z.enum(["fs", "s3"]).default("fs")).describe("Blob store driver: fs (filesystem, embedded default) or s3 (MinIO, AWS, R2)"),
-  STORAGE_DIR: z.preprocess(blankAsUnset, z.string().min(1).default("./.data/blobs")).describe("Root folder of the fs driver"),
-  S3_ENDPOINT: z.preprocess(
-    blankAsUnset,
-    z
-      .url({
-        protocol: /^https?$/,
-        error: "must be an http(s) URL such as http://127.0.0.1:9000",
-      })
-      .optional(),
-  ).describe("S3-compatible endpoint URL (unset = AWS)"),
+  STORAGE_DRIVER: z
+    .preprocess(blankAsUnset, z.enum(["fs", "s3"]).default("fs"))
+    .describe("Blob store driver: fs (filesystem, embedded default) or s3 (MinIO, AWS, R2)"),
+  STORAGE_DIR: z
+    .preprocess(blankAsUnset, z.string().min(1).default("./.data/blobs"))
+    .describe("Root folder of the fs driver"),
+  S3_ENDPOINT: z
+    .preprocess(
+      blankAsUnset,
+      z
+        .url({
+          protocol: /^https?$/,
+          error: "must be an http(s) URL such as http://127.0.0.1:9000",
+        })
+        .optional(),
+    )
+    .describe("S3-compatible endpoint URL (unset = AWS)"),
   S3_REGION: z.preprocess(blankAsUnset, z.string().min(1).default("us-east-1")).describe("S3 region"),
-  S3_BUCKET: z.preprocess(
-    blankAsUnset,
-    z
-      .string()
-      .min(3, "must be 3-63 characters")
-      .max(63, "must be 3-63 characters")
-      .regex(/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/, "must be lowercase letters, digits, dots and hyphens")
-      .optional(),
-  ).describe("Bucket (3-63 characters); required with STORAGE_DRIVER=s3"),
-  S3_ACCESS_KEY_ID: optionalString.describe("Access key id (set together with S3_SECRET_ACCESS_KEY; unset = SDK credential chain)"),
+  S3_BUCKET: z
+    .preprocess(
+      blankAsUnset,
+      z
+        .string()
+        .min(3, "must be 3-63 characters")
+        .max(63, "must be 3-63 characters")
+        .regex(/^[a-z0-9][a-z0-9.-]*[a-z0-9]$/, "must be lowercase letters, digits, dots and hyphens")
+        .optional(),
+    )
+    .describe("Bucket (3-63 characters); required with STORAGE_DRIVER=s3"),
+  S3_ACCESS_KEY_ID: optionalString.describe(
+    "Access key id (set together with S3_SECRET_ACCESS_KEY; unset = SDK credential chain)",
+  ),
   S3_SECRET_ACCESS_KEY: optionalString.describe("Secret access key"),
-  S3_FORCE_PATH_STYLE: z.preprocess(blankAsUnset, z.stringbool().default(true)).describe("Path-style bucket URLs (MinIO, s3rver)"),
+  S3_FORCE_PATH_STYLE: z
+    .preprocess(blankAsUnset, z.stringbool().default(true))
+    .describe("Path-style bucket URLs (MinIO, s3rver)"),
   S3_CONNECT_TIMEOUT_MS: positiveMs(S3_DEFAULTS.connectionTimeoutMs).describe("TCP connect timeout"),
-  S3_REQUEST_TIMEOUT_MS: positiveMs(S3_DEFAULTS.requestTimeoutMs).describe("Request sent until response headers (0 disables)"),
-  S3_SOCKET_TIMEOUT_MS: positiveMs(S3_DEFAULTS.socketTimeoutMs).describe("Socket inactivity timeout, also while streaming (0 disables)"),
-  S3_MAX_ATTEMPTS: z.preprocess(
-    blankAsUnset,
-    z.coerce
-      .number({ error: "must be a whole number from 1 to 10" })
-      .int("must be a whole number from 1 to 10")
-      .min(1, "must be a whole number from 1 to 10")
-      .max(10, "must be a whole number from 1 to 10")
-      .default(S3_DEFAULTS.maxAttempts),
-  ).describe("Attempts per S3 request (1-10)"),
+  S3_REQUEST_TIMEOUT_MS: positiveMs(S3_DEFAULTS.requestTimeoutMs).describe(
+    "Request sent until response headers (0 disables)",
+  ),
+  S3_SOCKET_TIMEOUT_MS: positiveMs(S3_DEFAULTS.socketTimeoutMs).describe(
+    "Socket inactivity timeout, also while streaming (0 disables)",
+  ),
+  S3_MAX_ATTEMPTS: z
+    .preprocess(
+      blankAsUnset,
+      z.coerce
+        .number({ error: "must be a whole number from 1 to 10" })
+        .int("must be a whole number from 1 to 10")
+        .min(1, "must be a whole number from 1 to 10")
+        .max(10, "must be a whole number from 1 to 10")
+        .default(S3_DEFAULTS.maxAttempts),
+    )
+    .describe("Attempts per S3 request (1-10)"),
 });
 
 export type StorageEnv = z.output<typeof storageEnvSchema>;

@@ -1,11 +1,13 @@
 import path from "node:path";
 import { z } from "zod";
 import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts";
-import { parseStorageEnv, storageEnvSchema, StorageConfigError, type StorageConfig } from "@media-platform/storage";
-
-// Env files and compose often set a variable to "" to mean "unset".
-const blankAsUnset = (value: unknown): unknown =>
-  typeof value === "string" && value.trim() === "" ? undefined : value;
+import {
+  blankAsUnset,
+  parseStorageEnv,
+  storageEnvSchema,
+  StorageConfigError,
+  type StorageConfig,
+} from "@media-platform/storage";
 
 const int = (min: number, max: number, fallback: number, what: string) =>
   z.preprocess(
