@@ -11,19 +11,19 @@ import { MediaUrlError, parseMediaPath, type MediaLimits } from "@media-platform
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
 import type { MediaCounters } from "./delivery/counters";
-import {
-  InputPixelLimitError,
-  RequestTimeoutError,
-  UndecodableOriginalError,
-  UnsupportedOriginalError,
-} from "./delivery/errors";
+import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
 import { QueueFullError } from "./delivery/limiter";
 import type { RenditionService } from "./delivery/rendition-service";
 import type { UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
 import { FaceDetectionError } from "./faces";
 import { HttpProblem, instanceOf, writeProblem } from "./problem";
-import { TransformationInputError } from "./transformations/transformation";
+import {
+  InputPixelLimitError,
+  TransformationInputError,
+  UndecodableOriginalError,
+  UnsupportedOriginalError,
+} from "./pipeline/errors";
 
 /*
  * HTTP contract of the media service (DESIGN §6), for the docs:
@@ -147,7 +147,13 @@ export function createMediaApp(deps: MediaAppDeps): Express {
         }
       }
       const request = parseMediaPath(path, limits);
-      const { entry, xCache } = await service.deliver(target, request, req.log);
+      // A client that disconnects cancels its wait; the render stops when no other client waits.
+      const cancel = new AbortController();
+      const onClose = () => {
+        if (!res.writableFinished) cancel.abort(new RequestCancelledError());
+      };
+      res.once("close", onClose);
+      const { entry, xCache } = await service.deliver(target, request, req.log, cancel.signal);
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
         res.writeHead(304, { ...entry.notModifiedHeaders, "X-Cache": xCache });
         res.end();
@@ -220,6 +226,10 @@ export function toProblem(
       title: "Service overloaded",
       headers: { "Retry-After": String(RETRY_AFTER.queueFull) },
     });
+  }
+  if (err instanceof RequestCancelledError) {
+    // Nobody reads this answer (the client has gone); it only keeps the access log truthful.
+    return new HttpProblem(499, "request-cancelled", err.message, { title: "Client closed request" });
   }
   if (err instanceof RequestTimeoutError) {
     deps.counters.inc("timeouts");

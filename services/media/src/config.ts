@@ -88,7 +88,25 @@ export const mediaEnvSchema = z.object({
     10_000_000_000,
     defaultMediaLimits.maxOutputPixels,
     "a whole number from 1 to 10000000000",
-  ).describe("Largest image (width x height) any step may produce"),
+  ).describe(
+    "Largest image (width x height) any step may produce; checked from the original's header before decoding",
+  ),
+  MEDIA_MAX_WORK_PIXELS: int(
+    1,
+    100_000_000_000,
+    defaultMediaLimits.maxWorkPixels,
+    "a whole number from 1 to 100000000000",
+  ).describe(
+    "Work budget of one request: pixels processed summed over its steps (each counts max(input, output)); above it 400 before decoding",
+  ),
+  MEDIA_MAX_INFLIGHT_PIXELS: int(
+    1,
+    100_000_000_000,
+    defaultMediaLimits.maxWorkPixels,
+    "a whole number from 1 to 100000000000",
+  ).describe(
+    "Work (pixels, as MEDIA_MAX_WORK_PIXELS counts it) all running transformations may hold at once; bounds memory, later ones wait",
+  ),
   MEDIA_MAX_MULTIPLIER: num(1, 1000, defaultMediaLimits.maxMultiplier, "a number from 1 to 1000").describe(
     "Cap for saturation, brightness and channelManipulation multipliers",
   ),
@@ -131,6 +149,8 @@ export interface MediaConfig {
   limitInputPixels: number;
   limits: MediaLimits;
   requestTimeoutMs: number;
+  /** Pixels of work all running transformations may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
+  inflightPixels: number;
   concurrency: number;
   queueLimit: number;
   /** 0 = one per CPU core. */
@@ -181,6 +201,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     limits: {
       maxDimension: e.MEDIA_MAX_DIMENSION,
       maxOutputPixels: e.MEDIA_MAX_OUTPUT_PIXELS,
+      maxWorkPixels: e.MEDIA_MAX_WORK_PIXELS,
       maxMultiplier: e.MEDIA_MAX_MULTIPLIER,
       maxNoiseAmount: e.MEDIA_MAX_NOISE_AMOUNT,
       maxWaveAmplitude: e.MEDIA_MAX_WAVE_AMPLITUDE,
@@ -188,6 +209,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
       maxSharpen: e.MEDIA_MAX_SHARPEN,
     },
     requestTimeoutMs: e.MEDIA_REQUEST_TIMEOUT_MS,
+    inflightPixels: e.MEDIA_MAX_INFLIGHT_PIXELS,
     concurrency: e.MEDIA_CONCURRENCY,
     queueLimit: e.MEDIA_QUEUE_LIMIT,
     workers: e.MEDIA_WORKERS,

@@ -10,7 +10,7 @@ import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
 import { MediaCounters } from "./delivery/counters";
 import { createHotPath } from "./delivery/hot-path";
-import { Limiter } from "./delivery/limiter";
+import { Limiter, WorkGate } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
 
@@ -23,6 +23,8 @@ export interface MediaServerOptions {
   redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
   signingKey: string | undefined;
   requestTimeoutMs: number;
+  /** Pixels of work all running renders may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
+  inflightPixels: number;
   concurrency: number;
   queueLimit: number;
 }
@@ -34,6 +36,7 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.fr
   redis: undefined,
   signingKey: undefined,
   requestTimeoutMs: 30_000,
+  inflightPixels: defaultMediaLimits.maxWorkPixels,
   concurrency: 4,
   queueLimit: 64,
 });
@@ -115,6 +118,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     memory,
     redis,
     limiter,
+    gate: new WorkGate(options.inflightPixels),
     counters,
     metrics,
     logger,

@@ -3,6 +3,7 @@ import { defaultMediaLimits, parseParamValue, type MediaLimits } from "./params"
 import {
   isTransformationName,
   paramSpecsOf,
+  resolveParams,
   transformationNames,
   transformationSpecs,
   type GivenParams,
@@ -107,9 +108,12 @@ function parseStep(segment: string, limits: MediaLimits, issues: MediaUrlIssue[]
   }
   if (issues.length > before) return undefined;
   const check = (
-    transformationSpecs[name] as { check?: (p: Record<string, number | string>, l: MediaLimits) => string | undefined }
+    transformationSpecs[name] as {
+      check?: (p: Record<string, number | string | undefined>, l: MediaLimits) => string | undefined;
+    }
   ).check;
-  const crossIssue = check?.(params, limits);
+  // Cross-parameter rules see the resolved values: a defaulted parameter is never missing there.
+  const crossIssue = check?.(resolveParams(name, params as GivenParams<typeof name>) as Record<string, number | string | undefined>, limits);
   if (crossIssue) {
     issues.push({ path: name, message: crossIssue });
     return undefined;
