@@ -7,7 +7,7 @@ import {
   type Logger,
   type Metrics,
 } from "@media-platform/observability";
-import { MediaUrlError, parseMediaPath, type MediaLimits } from "@media-platform/contracts";
+import { canonicalMediaPath, MediaUrlError, parseMediaPath, type MediaLimits } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
 import type { MediaCounters } from "./delivery/counters";
@@ -75,6 +75,8 @@ export interface MediaAppDeps {
   service: RenditionService;
   signer: UrlSigner | undefined;
   limits: MediaLimits;
+  /** MEDIA_ALLOW_QUERY: false refuses every query string except a signature (400). Default true. */
+  allowQuery?: boolean;
   limitInputPixels: number;
   counters: MediaCounters;
   metrics: Metrics;
@@ -147,6 +149,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
         }
       }
       const request = parseMediaPath(path, limits);
+      refuseOtherSpellings(path, target, request, signer !== undefined, deps.allowQuery ?? true);
       // A client that disconnects cancels its wait; the render stops when no other client waits.
       const cancel = new AbortController();
       const onClose = () => {
@@ -181,6 +184,43 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   });
 
   return app;
+}
+
+/**
+ * The cache key is the request target as received (the hot path looks it up byte for byte), so
+ * every other spelling of one rendition is refused rather than stored again: `size=0256`,
+ * `size=+256`, `%32%35%36`, an upper-case asset id. With MEDIA_ALLOW_QUERY off, a query string
+ * (a cache buster) is refused as well, except the signature on a signing deployment.
+ */
+function refuseOtherSpellings(
+  path: string,
+  target: string,
+  request: ReturnType<typeof parseMediaPath>,
+  signing: boolean,
+  allowQuery: boolean,
+): void {
+  const canonical = canonicalMediaPath(request);
+  const query = target.length > path.length ? target.slice(path.length) : "";
+  if (canonical !== path) {
+    throw new HttpProblem(
+      400,
+      "non-canonical-media-url",
+      `This media URL is not in canonical form; request ${canonical}${signing ? "?sig=<signature of that path>" : query} instead`,
+      {
+        title: "Non-canonical media URL",
+        errors: [{ path: "path", message: `canonical form: ${canonical}` }],
+      },
+    );
+  }
+  // With signing on, the signature check has already required the query to be exactly ?sig=...
+  if (!allowQuery && query !== "" && !signing) {
+    throw new HttpProblem(
+      400,
+      "query-not-allowed",
+      `This deployment refuses query strings on media URLs (MEDIA_ALLOW_QUERY=false); request ${path} instead`,
+      { title: "Query string not allowed", errors: [{ path: "query", message: "no query string is allowed" }] },
+    );
+  }
 }
 
 /** Maps every failure to a problem. Never leaks stack traces or internal messages. */

@@ -77,6 +77,11 @@ export const mediaEnvSchema = z.object({
   MEDIA_SIGNING_KEY: z
     .preprocess(blankAsUnset, z.string().min(16, "must be at least 16 characters").optional())
     .describe("When set, every media URL needs ?sig=<base64url HMAC-SHA256 of the path>"),
+  MEDIA_ALLOW_QUERY: z
+    .preprocess(blankAsUnset, z.stringbool({ error: "must be true or false" }).default(true))
+    .describe(
+      "Allow query strings on media URLs (each is its own cache entry, e.g. ?v=2); false = 400 for any query except the signature",
+    ),
   LIMIT_INPUT_PIXELS: int(1, 10_000_000_000, 100_000_000, "a whole number of pixels from 1 to 10000000000").describe(
     "sharp limitInputPixels: originals above this many pixels are refused",
   ),
@@ -146,6 +151,8 @@ export interface MediaConfig {
   redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
   cache: { memoryBytes: number; ttlSeconds: number; maxEntryBytes: number };
   signingKey: string | undefined;
+  /** MEDIA_ALLOW_QUERY */
+  allowQuery: boolean;
   limitInputPixels: number;
   limits: MediaLimits;
   requestTimeoutMs: number;
@@ -197,6 +204,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
       maxEntryBytes: e.CACHE_MAX_ENTRY_BYTES,
     },
     signingKey: e.MEDIA_SIGNING_KEY,
+    allowQuery: e.MEDIA_ALLOW_QUERY,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
     limits: {
       maxDimension: e.MEDIA_MAX_DIMENSION,

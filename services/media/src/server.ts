@@ -22,6 +22,8 @@ export interface MediaServerOptions {
   /** Unset: in-process cache only. */
   redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
   signingKey: string | undefined;
+  /** MEDIA_ALLOW_QUERY: false refuses query strings other than the signature. */
+  allowQuery: boolean;
   requestTimeoutMs: number;
   /** Pixels of work all running renders may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
   inflightPixels: number;
@@ -35,6 +37,7 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.fr
   cache: { memoryBytes: 256 * 1024 * 1024, ttlSeconds: 7 * 86400, maxEntryBytes: 10 * 1024 * 1024 },
   redis: undefined,
   signingKey: undefined,
+  allowQuery: true,
   requestTimeoutMs: 30_000,
   inflightPixels: defaultMediaLimits.maxWorkPixels,
   concurrency: 4,
@@ -128,6 +131,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   const app = createMediaApp({
     service,
     signer,
+    allowQuery: options.allowQuery,
     limits: options.limits,
     limitInputPixels: options.limitInputPixels,
     counters,
