@@ -2,7 +2,7 @@
  * Media soak: memory and refusal figures on a real media process, written to
  * bench/results/media-soak.md (not part of the tests; `pnpm bench:media-soak`).
  *
- *   refuse    time to answer each over-budget request on an idle service (median of 5)
+ *   refuse    time to answer each over-budget request on an idle service (median of MEDIA_SOAK_RUNS, 5)
  *   worst     peak RSS (VmHWM) with 4 concurrent worst-case requests: same-size steps on a
  *             10000x10000 PNG, and an 8-step chain at the parameter caps on a 12 MP JPEG
  *   admitted  peak RSS with 4 concurrent of the heaviest requests the budget admits
@@ -30,6 +30,8 @@ const JEMALLOC = ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch6
   (p) => existsSync(p),
 );
 const MiB = 1024 * 1024;
+/** Requests per refusal case (MEDIA_SOAK_RUNS, default 5). */
+const RUNS = Number(process.env.MEDIA_SOAK_RUNS ?? 5);
 
 interface MediaProcess {
   base: string;
@@ -169,10 +171,10 @@ async function refuse(o: Originals): Promise<string> {
     for (const [name, url] of cases) {
       const runs: { status: number; ms: number }[] = [];
       // Distinct query strings: each run is a fresh request, never an answer cached anywhere.
-      for (let i = 0; i < 5; i++) runs.push(await get(`${media.base}${url}?run=${i}`));
+      for (let i = 0; i < RUNS; i++) runs.push(await get(`${media.base}${url}?run=${i}`));
       rows.push([name, String(runs[0]!.status), ms(median(runs.map((r) => r.ms))), ms(Math.max(...runs.map((r) => r.ms)))]);
     }
-    return table(["request", "status", "median", "max"], rows);
+    return table([`request (${RUNS} runs)`, "status", "median", "max"], rows);
   } finally {
     await media.stop();
   }
