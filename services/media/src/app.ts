@@ -31,9 +31,10 @@ import {
  *   GET|HEAD /<step>[/<step>...]/<assetId>.<ext>[?sig=<signature>]
  *
  * Cache key: the request-target exactly as received (`req.url`: path AND query string, byte
- * for byte, no normalisation), so any different URL string is a separate entry and a MISS
- * (`?v=2` works as a cache buster). With signing on, the query must be exactly `sig=...`, so
- * the key is effectively the signed path. Stored per key: bytes, content type, strong ETag.
+ * for byte, no normalisation). Other spellings of a valid path are refused (400), so one
+ * rendition has one key per parameter order; `?v=2` works as a cache buster unless
+ * MEDIA_ALLOW_QUERY=false. With signing on, the query must be exactly `sig=...`, so the key is
+ * effectively the signed path. Stored per key: bytes, content type, strong ETag.
  *
  * 200  image; Content-Type of the stored original; ETag "<base64url sha256>";
  *      Cache-Control: public, max-age=31536000, immutable; X-Cache: MISS (this request ran the
@@ -42,7 +43,10 @@ import {
  * 400  invalid-media-url: grammar, unknown transformation/parameter, repeated, missing,
  *      wrong type, out of range, > 8 steps, bad extension; errors[] name the
  *      parameter (`<transformation>.<param>`) and the allowed range. Also a valid step that
- *      cannot apply to this image (crop outside it, output above MEDIA_MAX_OUTPUT_PIXELS)
+ *      cannot apply to this image (crop outside it, output above MEDIA_MAX_OUTPUT_PIXELS, work
+ *      above MEDIA_MAX_WORK_PIXELS: decided from the original's header, before decoding).
+ *      non-canonical-media-url: another spelling of a valid URL (detail names the canonical
+ *      path); query-not-allowed: a query string with MEDIA_ALLOW_QUERY=false
  * 403  invalid-signature: MEDIA_SIGNING_KEY set and sig missing or wrong (checked first)
  * 404  asset-not-found (no originals/<assetId>, or an id that is not a UUID while the rest of
  *      the URL is valid), not-found (other routes)
@@ -54,6 +58,7 @@ import {
  * 503  overloaded (queue full, Retry-After: 1), timeout (MEDIA_REQUEST_TIMEOUT_MS,
  *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5),
  *      face-detection-unavailable (avatar's detector failed, Retry-After: 2)
+ * 499  request-cancelled: the client disconnected (logged only; nobody receives it)
  * Every error is application/problem+json with Cache-Control: no-store and is never cached.
  *
  * Operations (no signature, never cached):
