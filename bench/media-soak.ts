@@ -172,7 +172,12 @@ async function refuse(o: Originals): Promise<string> {
       const runs: { status: number; ms: number }[] = [];
       // Distinct query strings: each run is a fresh request, never an answer cached anywhere.
       for (let i = 0; i < RUNS; i++) runs.push(await get(`${media.base}${url}?run=${i}`));
-      rows.push([name, String(runs[0]!.status), ms(median(runs.map((r) => r.ms))), ms(Math.max(...runs.map((r) => r.ms)))]);
+      rows.push([
+        name,
+        String(runs[0]!.status),
+        ms(median(runs.map((r) => r.ms))),
+        ms(Math.max(...runs.map((r) => r.ms))),
+      ]);
     }
     return table([`request (${RUNS} runs)`, "status", "median", "max"], rows);
   } finally {
@@ -285,12 +290,7 @@ async function missesWith(o: Originals, env: Record<string, string>): Promise<st
     await Promise.all(Array.from({ length: 8 }, worker));
     const seconds = (performance.now() - start) / 1000;
     await new Promise((r) => setTimeout(r, 5000));
-    return [
-      String(total - failures),
-      `${seconds.toFixed(0)} s`,
-      mb(media.status("VmRSS")),
-      mb(media.status("VmHWM")),
-    ];
+    return [String(total - failures), `${seconds.toFixed(0)} s`, mb(media.status("VmRSS")), mb(media.status("VmHWM"))];
   } finally {
     await media.stop();
   }

@@ -183,7 +183,8 @@ export function dockerfileProblems(
 
   // jemalloc (Debian's libjemalloc2) preloaded: glibc malloc fragments around libvips.
   const installsJemalloc = lastIns.some(
-    (i) => i.keyword === "RUN" && /apt-get install\b[^&]*\blibjemalloc2\b/.test(i.args) && i.args.includes(JEMALLOC_PATH),
+    (i) =>
+      i.keyword === "RUN" && /apt-get install\b[^&]*\blibjemalloc2\b/.test(i.args) && i.args.includes(JEMALLOC_PATH),
   );
   if (!installsJemalloc)
     problems.push(`runtime stage does not install libjemalloc2 (apt-get) and link it at ${JEMALLOC_PATH}`);

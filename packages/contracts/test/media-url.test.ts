@@ -123,9 +123,9 @@ function stepArbitrary(name: TransformationName): fc.Arbitrary<TransformationSte
       check?: (p: Record<string, unknown>, l: typeof defaultMediaLimits) => string | undefined;
     }
   ).check;
+  // The table's cross-parameter check runs on resolved values, as the parser runs it.
   return fc
     .record(record, { requiredKeys })
-    // The table's cross-parameter check runs on resolved values, as the parser runs it.
     .filter((params) => !check?.(resolveParams(name, params as never), defaultMediaLimits))
     .map((params) => ({ name, params }) as TransformationStep);
 }

@@ -93,9 +93,7 @@ export const mediaEnvSchema = z.object({
     10_000_000_000,
     defaultMediaLimits.maxOutputPixels,
     "a whole number from 1 to 10000000000",
-  ).describe(
-    "Largest image (width x height) any step may produce; checked from the original's header before decoding",
-  ),
+  ).describe("Largest image (width x height) any step may produce; checked from the original's header before decoding"),
   MEDIA_MAX_WORK_PIXELS: int(
     1,
     100_000_000_000,

@@ -179,7 +179,8 @@ describeChaos("media under a Redis restart (real processes, private redis-server
 
     const wrong = outcomes.filter((o) => o.status !== 200 || !o.body.equals(reference.get(o.url)!));
     expect(wrong.map((o) => `${o.phase} ${o.url} ${o.status}`)).toEqual([]);
-    for (const p of ["up", "down", "restarted"]) expect(outcomes.filter((o) => o.phase === p).length).toBeGreaterThan(0);
+    for (const p of ["up", "down", "restarted"])
+      expect(outcomes.filter((o) => o.phase === p).length).toBeGreaterThan(0);
 
     // Back up, the service uses Redis again: results written to the fresh server.
     await until("results stored in the restarted Redis", async () => {

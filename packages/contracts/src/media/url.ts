@@ -113,7 +113,10 @@ function parseStep(segment: string, limits: MediaLimits, issues: MediaUrlIssue[]
     }
   ).check;
   // Cross-parameter rules see the resolved values: a defaulted parameter is never missing there.
-  const crossIssue = check?.(resolveParams(name, params as GivenParams<typeof name>) as Record<string, number | string | undefined>, limits);
+  const crossIssue = check?.(
+    resolveParams(name, params as GivenParams<typeof name>) as Record<string, number | string | undefined>,
+    limits,
+  );
   if (crossIssue) {
     issues.push({ path: name, message: crossIssue });
     return undefined;

@@ -114,12 +114,7 @@ export class RenditionService {
     return { entry: result.entry, xCache };
   }
 
-  private async flight(
-    key: string,
-    request: MediaRequest,
-    log: Logger,
-    cancelled: AbortSignal,
-  ): Promise<FlightResult> {
+  private async flight(key: string, request: MediaRequest, log: Logger, cancelled: AbortSignal): Promise<FlightResult> {
     const { requestTimeoutMs } = this.deps;
     const deadline = Date.now() + requestTimeoutMs;
     const controller = new AbortController();

@@ -67,7 +67,9 @@ export function planRender(steps: readonly TransformationStep[], original: Size,
       "path",
       `the steps would process ${workPixels} pixels (${planned
         .map((s) => `${s.name} ${s.input.width}x${s.input.height} -> ${s.output.width}x${s.output.height}`)
-        .join(", ")}), above the work budget of ${limits.maxWorkPixels} pixels per request (maxWorkPixels, MEDIA_MAX_WORK_PIXELS)`,
+        .join(
+          ", ",
+        )}), above the work budget of ${limits.maxWorkPixels} pixels per request (maxWorkPixels, MEDIA_MAX_WORK_PIXELS)`,
     );
   }
   return { steps: planned, workPixels };

@@ -1,11 +1,11 @@
 import sharp from "sharp";
-import { formatOfMimeType, type MediaLimits, type TransformationName, type TransformationStep } from "@media-platform/contracts";
-import type {
-  FaceDetector,
-  OutputFormat,
-  PixelWorkers,
-  StepContext,
-} from "../transformations/transformation";
+import {
+  formatOfMimeType,
+  type MediaLimits,
+  type TransformationName,
+  type TransformationStep,
+} from "@media-platform/contracts";
+import type { FaceDetector, OutputFormat, PixelWorkers, StepContext } from "../transformations/transformation";
 import {
   InputPixelLimitError,
   TransformationInputError,
@@ -119,7 +119,11 @@ const isRaw = (value: RawImage | sharp.Sharp): value is RawImage => !(value inst
 async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: RenderOptions): Promise<Rendition> {
   const { signal, deadline, onStep } = options;
   const format = outputFormatFor(input.contentType);
-  const sharpOptions: sharp.SharpOptions = { limitInputPixels: deps.limitInputPixels, failOn: "error", autoOrient: true };
+  const sharpOptions: sharp.SharpOptions = {
+    limitInputPixels: deps.limitInputPixels,
+    failOn: "error",
+    autoOrient: true,
+  };
   const source = new OriginalSource(input.original);
   let release: (() => void) | undefined;
   try {
@@ -187,7 +191,11 @@ async function runStep<N extends TransformationName>(
   const t = step.transformation;
   switch (t.input) {
     case "raw":
-      return t.apply("raw" in current ? current.raw : await toRaw(withTimeout(current.pipeline, deadline)), step.params, ctx);
+      return t.apply(
+        "raw" in current ? current.raw : await toRaw(withTimeout(current.pipeline, deadline)),
+        step.params,
+        ctx,
+      );
     case "srgb":
       if ("raw" in current) return t.apply(fromRaw(current.raw), step.params, ctx);
       return t.apply(

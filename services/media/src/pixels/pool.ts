@@ -225,7 +225,9 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
             for (const slot of slots) {
               if (slot.task !== task) continue;
               slot.retiring = true;
-              settle(slot, { error: signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)) });
+              settle(slot, {
+                error: signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)),
+              });
               void slot.worker.terminate();
             }
           };

@@ -23,7 +23,12 @@ export interface FaceDetector {
 
 /** Runs a pixel kernel off the event loop (worker threads); typed by the kernel's name. */
 export interface PixelWorkers {
-  run<K extends KernelName>(kernel: K, image: RawImage, params: KernelParams<K>, signal?: AbortSignal): Promise<RawImage>;
+  run<K extends KernelName>(
+    kernel: K,
+    image: RawImage,
+    params: KernelParams<K>,
+    signal?: AbortSignal,
+  ): Promise<RawImage>;
 }
 
 export interface Size {
