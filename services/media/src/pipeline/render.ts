@@ -150,6 +150,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     };
     const srgb = meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3;
     let current: Pixels = { pipeline: original, srgb };
+    // A request has at least one step (the URL grammar); `original` only stands in until the first ends.
     let result: RawImage | sharp.Sharp = original;
     let stepStart = 0;
     for (const [index, step] of plan.steps.entries()) {
@@ -165,7 +166,6 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
         ctx.height = raw.height;
         ctx.hasAlpha = raw.channels === 4;
         current = { raw };
-        result = original;
         onStep?.(step.name, (performance.now() - stepStart) / 1000);
       }
     }
