@@ -113,7 +113,160 @@ export async function fullTextSearch(
   return rankedSearch(prisma, workspaceId, corrected, limit);
 }
 
+/**
+ * Candidates taken per query lexeme from search_terms (its best-scoring assets, in ranking order)
+ * by the bounded ranking, per result asked for. More than one, so that a single cut list still
+ * proves its page (the page's last hit comes before the list's last candidate).
+ */
+export const CANDIDATES_PER_RESULT = 4;
+/** Lexemes a prefix term (the last query word) may expand to; beyond, the exact ranking answers. */
+export const PREFIX_EXPANSIONS = 64;
+
+/** What the bounded ranking found, and what is needed to prove it equals the exact ranking. */
+export interface CandidateRanking {
+  /** The query is a disjunction of lexemes (words, `or`, a prefix, spelling corrections). */
+  disjunction: boolean;
+  /** A prefix term matched more than PREFIX_EXPANSIONS lexemes (some were not looked at). */
+  expansionCapped: boolean;
+  /** Lexemes whose postings were cut at CANDIDATES_PER_RESULT * limit. */
+  truncatedLists: number;
+  /** Sum of the last taken score of each cut list: no asset outside the candidates scores more. */
+  bound: number | null;
+  /** With one cut list: its last candidate (score, created_at), the order's tie-break. */
+  lastScore: number | null;
+  lastCreatedAt: Date | null;
+  /** The candidates ranked exactly, best first, with created_at for the tie-break check. */
+  hits: Array<ScoredId & { createdAt: string }>;
+}
+
+/**
+ * Ranked search. A query that is a disjunction of lexemes (one word, words joined by `or`, the
+ * prefix of the last word, spelling corrections) is first ranked on candidates: each lexeme's
+ * CANDIDATES_PER_RESULT * limit best assets from search_terms (a btree in ranking order, so a word that
+ * matches 10% of a million rows costs 100 index entries instead of 100,000 ts_rank_cd calls), ranked
+ * with the same ts_rank_cd expression as the exact query. ts_rank_cd of a disjunction is the sum of
+ * its lexemes' own scores (one cover per occurrence), so an asset missing from every candidate list
+ * scores at most the sum of the last scores of the cut lists (threshold algorithm). When the page's
+ * last hit scores above that bound (or, with a single cut list, comes before its last candidate in
+ * the ranking order), the page is provably the exact one; otherwise, and for queries with AND,
+ * phrases or -words, the exact ranking over every match answers (rankExact).
+ */
 async function rankedSearch(
+  prisma: PrismaClient,
+  workspaceId: string,
+  tsquery: Prisma.Sql,
+  limit: number,
+): Promise<ScoredId[]> {
+  const c = await rankCandidates(prisma, workspaceId, tsquery, limit);
+  if (c.disjunction && candidatesAreExact(c, limit)) return c.hits.map((h) => ({ id: h.id, score: h.score }));
+  return rankExact(prisma, workspaceId, tsquery, limit);
+}
+
+/** True when the candidates' first `limit` hits are provably those of the exact ranking. */
+export function candidatesAreExact(c: CandidateRanking, limit: number): boolean {
+  if (c.expansionCapped) return false;
+  if (c.truncatedLists === 0) return true; // every match was a candidate
+  if (c.hits.length < limit) return false;
+  const last = c.hits[limit - 1]!;
+  if (c.truncatedLists === 1 && c.lastScore !== null && c.lastCreatedAt !== null) {
+    return (
+      last.score > c.lastScore ||
+      (last.score === c.lastScore && new Date(last.createdAt).getTime() > c.lastCreatedAt.getTime())
+    );
+  }
+  // float4 sums: a relative margin covers the rounding of ts_rank_cd's own summation.
+  return c.bound !== null && last.score > c.bound * (1 + 1e-5);
+}
+
+/** The bounded ranking alone (exported for the bench's recall measurement and the tests). */
+export async function rankCandidates(
+  prisma: PrismaClient,
+  workspaceId: string,
+  tsquery: Prisma.Sql,
+  limit: number,
+): Promise<CandidateRanking> {
+  const candidates = CANDIDATES_PER_RESULT * limit;
+  // The items of the constant tsquery, read from its text form ('lexeme' or 'lexeme':*, with ''
+  // and \\ escapes); it is a disjunction when no &, ! or <-> remains outside the quoted lexemes.
+  const rows = await prisma.$queryRaw<
+    Array<{
+      disjunction: boolean;
+      expansion_capped: boolean;
+      truncated_lists: number;
+      bound: number | null;
+      last_score: number | null;
+      last_created_at: Date | null;
+      hits: CandidateRanking["hits"] | null;
+    }>
+  >`
+    WITH RECURSIVE q AS (
+      SELECT t.tsq, regexp_replace(t.tsq::text, '''(?:[^'']|'''')*''', '', 'g') !~ '[&!<]' AS disjunction
+        FROM (SELECT ${tsquery} AS tsq) t),
+    items AS (
+      SELECT DISTINCT replace(replace(m[1], '\\\\', '\\'), '''''', '''') AS lexeme, m[2] IS NOT NULL AS prefix
+        FROM q, regexp_matches(q.tsq::text, '''((?:[^'']|'''')*)''(:\\*)?', 'g') AS m
+       WHERE q.disjunction),
+    expanded (prefix, lexeme, n) AS (
+      SELECT i.lexeme, (SELECT min(s.lexeme) FROM search_terms s
+                         WHERE s.workspace_id = ${workspaceId} AND s.lexeme >= i.lexeme), 1
+        FROM items i WHERE i.prefix
+      UNION ALL
+      SELECT e.prefix, (SELECT min(s.lexeme) FROM search_terms s
+                         WHERE s.workspace_id = ${workspaceId} AND s.lexeme > e.lexeme), e.n + 1
+        FROM expanded e
+       WHERE starts_with(e.lexeme, e.prefix) AND e.n <= ${PREFIX_EXPANSIONS}),
+    lexemes AS (
+      SELECT lexeme FROM items WHERE NOT prefix
+      UNION
+      SELECT lexeme FROM expanded WHERE starts_with(lexeme, prefix) AND n <= ${PREFIX_EXPANSIONS}),
+    taken AS (
+      SELECT l.lexeme, c.asset_id, c.score, c.created_at
+        FROM lexemes l
+        CROSS JOIN LATERAL (
+              SELECT s.asset_id, s.score, s.created_at FROM search_terms s
+               WHERE s.workspace_id = ${workspaceId} AND s.lexeme = l.lexeme
+               ORDER BY s.score DESC, s.created_at DESC, s.asset_id DESC
+               LIMIT ${candidates}) c),
+    cut AS (
+      SELECT lexeme, min(score) AS last_score FROM taken GROUP BY lexeme HAVING count(*) >= ${candidates}),
+    ranked AS (
+      -- One primary-key probe per candidate (OFFSET 0 keeps the planner from turning this into a
+      -- GIN scan of every match joined to the candidates).
+      SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score, a.created_at
+        FROM (SELECT DISTINCT asset_id FROM taken) c
+        CROSS JOIN q
+        CROSS JOIN LATERAL (
+              SELECT x.id, x.search_vector, x.created_at FROM assets x
+               WHERE x.id = c.asset_id AND x.workspace_id = ${workspaceId}
+              OFFSET 0) a
+       WHERE a.search_vector @@ q.tsq
+       ORDER BY score DESC, a.created_at DESC, a.id ASC
+       LIMIT ${limit})
+    SELECT (SELECT disjunction FROM q) AS disjunction,
+           EXISTS (SELECT 1 FROM expanded WHERE n > ${PREFIX_EXPANSIONS} AND starts_with(lexeme, prefix)) AS expansion_capped,
+           (SELECT count(*)::int FROM cut) AS truncated_lists,
+           (SELECT sum(last_score::float8) FROM cut) AS bound,
+           l.score::float8 AS last_score, l.created_at AS last_created_at,
+           (SELECT json_agg(json_build_object('id', r.id, 'score', r.score, 'createdAt', r.created_at)
+                            ORDER BY r.score DESC, r.created_at DESC, r.id ASC)
+              FROM ranked r) AS hits
+      FROM (SELECT 1) one
+      LEFT JOIN LATERAL (SELECT t.score, t.created_at FROM taken t JOIN cut ON cut.lexeme = t.lexeme
+                          ORDER BY t.score, t.created_at LIMIT 1) l ON true`;
+  const row = rows[0]!;
+  return {
+    disjunction: row.disjunction,
+    expansionCapped: row.expansion_capped,
+    truncatedLists: Number(row.truncated_lists),
+    bound: row.bound === null ? null : Number(row.bound),
+    lastScore: row.last_score === null ? null : Number(row.last_score),
+    lastCreatedAt: row.last_created_at === null ? null : new Date(row.last_created_at),
+    hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
+  };
+}
+
+/** The exact ranking: ts_rank_cd over every match in the workspace (GIN index on search_vector). */
+export async function rankExact(
   prisma: PrismaClient,
   workspaceId: string,
   tsquery: Prisma.Sql,
