@@ -62,7 +62,7 @@ export function seedSql(): string {
              || CASE WHEN g.i % 8191 = 7 THEN ' zeppelin over the hangar' ELSE '' END,
            CASE WHEN g.i % 3 = 0 THEN NULL ELSE ${phrase(8, 9)} END,
            'IMG_' || lpad(g.i::text, 6, '0') || '_' || ${pick} || '.jpg',
-           'image/jpeg', 'jpeg', 640 + g.i % 1000, 480 + g.i % 700, 50000 + (g.i * 7919) % 2000000,
+           'image/jpeg', 'jpeg', 640 + g.i % 1000, 480 + g.i % 700, 50000 + (g.i::bigint * 7919) % 2000000,
            encode(sha256(convert_to($1::text || ':' || g.i::text, 'UTF8')), 'hex'),
            (g.i::bigint * 2654435761) % 9223372036854775807,
            'bench-user',
