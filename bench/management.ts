@@ -32,6 +32,7 @@ import {
   candidatesAreExact,
   fullTextSearch,
   parseQuery,
+  queryTsquery,
   rankCandidates,
   rankExact,
   TRIGRAM_THRESHOLD,
@@ -380,12 +381,7 @@ async function rawFullText(raw: RawDb, q: string, seen?: Prisma.Sql[]): Promise<
 }
 
 /** The tsquery search.ts builds for a query (for the recall measurement). */
-function tsqueryOf(q: string): Prisma.Sql {
-  const p = parseQuery(q);
-  return p.prefix !== null
-    ? Prisma.sql`(websearch_to_tsquery('english', ${p.web}) || (websearch_to_tsquery('english', ${p.head ?? ""}) && to_tsquery('english', ${`${p.prefix}:*`})))`
-    : Prisma.sql`websearch_to_tsquery('english', ${p.web})`;
-}
+const tsqueryOf = (q: string): Prisma.Sql => queryTsquery(parseQuery(q));
 
 /** The columns Prisma selects for an Asset (search_vector is Unsupported and never read). */
 const ASSET_COLUMNS =

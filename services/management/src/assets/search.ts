@@ -68,6 +68,13 @@ export function parseQuery(q: string): ParsedQuery {
   };
 }
 
+/** The tsquery of a parsed query: websearch_to_tsquery, OR-ed with the prefix match of the last word. */
+export function queryTsquery(p: ParsedQuery): Prisma.Sql {
+  return p.prefix !== null
+    ? Prisma.sql`(websearch_to_tsquery('english', ${p.web}) || (websearch_to_tsquery('english', ${p.head ?? ""}) && to_tsquery('english', ${`${p.prefix}:*`})))`
+    : Prisma.sql`websearch_to_tsquery('english', ${p.web})`;
+}
+
 export interface ScoredId {
   id: string;
   score: number;
@@ -90,10 +97,7 @@ export async function fullTextSearch(
   limit: number,
 ): Promise<ScoredId[]> {
   const p = parseQuery(q);
-  const tsquery =
-    p.prefix !== null
-      ? Prisma.sql`(websearch_to_tsquery('english', ${p.web}) || (websearch_to_tsquery('english', ${p.head ?? ""}) && to_tsquery('english', ${`${p.prefix}:*`})))`
-      : Prisma.sql`websearch_to_tsquery('english', ${p.web})`;
+  const tsquery = queryTsquery(p);
   const ranked = await rankedSearch(prisma, workspaceId, tsquery, limit);
   // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
   if (ranked.length > 0 || p.plain.length < 3 || p.web.includes('"')) return ranked;
