@@ -394,8 +394,8 @@ interface ListArgs {
 }
 
 /**
- * listAssets (sort -createdAt) as plain SQL: the count capped at LIST_EXACT_COUNT_LIMIT + 1 and the
- * page of limit + 1 run together, then (above the cap) the planner's estimate.
+ * listAssets (sort -createdAt) as plain SQL: the count capped at LIST_EXACT_COUNT_LIMIT + 1, the
+ * page of limit + 1 and the planner's estimate (used above the cap) run together.
  */
 async function rawList(raw: RawDb, args: ListArgs): Promise<{ ids: string[]; count: number; estimate: boolean }> {
   const where = ["workspace_id = $1"];
@@ -415,17 +415,17 @@ async function rawList(raw: RawDb, args: ListArgs): Promise<{ ids: string[]; cou
     where.push(`(created_at < ${c} OR (created_at = ${c} AND id < ${i}))`);
   }
   params.push(LIMIT + 1);
-  const [[counted], rows] = await Promise.all([
+  const [[counted], rows, [plan]] = await Promise.all([
     raw.query<{ count: number }>(countSql, countParams),
     raw.query<{ id: string }>(
       `SELECT ${ASSET_COLUMNS} FROM assets WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
       params,
     ),
+    raw.query<{ "QUERY PLAN": unknown }>(estimateSql, estimateParams),
   ]);
   let count = counted!.count;
   const estimate = count > LIST_EXACT_COUNT_LIMIT;
   if (estimate) {
-    const [plan] = await raw.query<{ "QUERY PLAN": unknown }>(estimateSql, estimateParams);
     const json = plan!["QUERY PLAN"];
     const parsed = (typeof json === "string" ? JSON.parse(json) : json) as Array<{ Plan: { "Plan Rows": number } }>;
     count = Math.max(LIST_EXACT_COUNT_LIMIT + 1, Math.round(parsed[0]!.Plan["Plan Rows"]));

@@ -243,10 +243,12 @@ export async function listAssets(
       ? [{ userTitle: { sort: dir, nulls: "last" } }, { id: dir }]
       : [{ [field]: dir }, { id: dir }];
 
-  // The count stops after LIST_EXACT_COUNT_LIMIT + 1 matches (SELECT count(*) FROM (... LIMIT n)).
-  const [capped, rows] = await Promise.all([
+  // The count stops after LIST_EXACT_COUNT_LIMIT + 1 matches (SELECT count(*) FROM (... LIMIT n));
+  // the planner's estimate (no execution) is asked alongside, used only above the limit.
+  const [capped, rows, estimate] = await Promise.all([
     ctx.prisma.asset.count({ where, take: LIST_EXACT_COUNT_LIMIT + 1 }),
     ctx.prisma.asset.findMany({ where: pageWhere, orderBy, take: query.limit + 1 }),
+    estimateListCount(ctx, principal.workspaceId, query),
   ]);
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
@@ -256,14 +258,13 @@ export async function listAssets(
       : null;
   const assets = page.map((a) => serializeAsset(a, ctx.mediaPublicUrl));
   if (capped <= LIST_EXACT_COUNT_LIMIT) return { count: capped, assets, nextCursor };
-  const estimate = await estimateListCount(ctx, principal.workspaceId, query);
   return { count: Math.max(estimate, LIST_EXACT_COUNT_LIMIT + 1), countIsEstimate: true, assets, nextCursor };
 }
 
 /**
  * The planner's row estimate (EXPLAIN, nothing executed) for listAssets' filters, written as the
- * SQL Prisma generates for them. Only asked once more than LIST_EXACT_COUNT_LIMIT rows are known
- * to match, so the caller raises it to at least LIST_EXACT_COUNT_LIMIT + 1.
+ * SQL Prisma generates for them. Used only when more than LIST_EXACT_COUNT_LIMIT rows are known to
+ * match, so the caller raises it to at least LIST_EXACT_COUNT_LIMIT + 1.
  */
 async function estimateListCount(ctx: AppContext, workspaceId: string, query: ListAssetsQuery): Promise<number> {
   const conditions: Prisma.Sql[] = [Prisma.sql`workspace_id = ${workspaceId}`];
