@@ -103,7 +103,7 @@ describe("search_terms postings (20261123010000_search_terms)", () => {
 });
 
 describe("bounded ranking", () => {
-  // limit 3: each lexeme contributes CANDIDATES_PER_RESULT * 3 = 12 candidates, far fewer than the
+  // limit 3: each lexeme contributes CANDIDATES_PER_RESULT[0] * 3 = 12 candidates, far fewer than the
   // ~100-240 assets a word of this corpus matches, so the lists are cut and the proof matters.
   const LIMIT = 3;
 
@@ -155,7 +155,7 @@ describe("bounded ranking", () => {
       RANKED,
     );
     expect(c.hits.length).toBe(Math.min(n, 100));
-    expect(n).toBeLessThan(CANDIDATES_PER_RESULT * 100);
+    expect(n).toBeLessThan(CANDIDATES_PER_RESULT[0] * 100);
   });
 
   it("leaves AND, phrases and -words to the exact ranking", async () => {
@@ -167,13 +167,8 @@ describe("bounded ranking", () => {
   });
 
   it("does not prove a page whose last hit is not above the bound of the unseen assets", () => {
-    const hit = (score: number) => ({ id: "x", score, createdAt: "2026-01-01T00:00:00.000Z" });
-    const base = {
-      disjunction: true,
-      expansionCapped: false,
-      lastScore: null,
-      lastCreatedAt: null,
-    };
+    const hit = (score: number, createdAt = "2026-01-01T00:00:00.000Z") => ({ id: "x", score, createdAt });
+    const base = { disjunction: true, expansionCapped: false, boundCreatedAt: null };
     expect(candidatesAreExact({ ...base, truncatedLists: 2, bound: 2, hits: [hit(3), hit(2)] }, 2)).toBe(false);
     expect(candidatesAreExact({ ...base, truncatedLists: 2, bound: 2, hits: [hit(3), hit(2.5)] }, 2)).toBe(true);
     expect(candidatesAreExact({ ...base, truncatedLists: 2, bound: 2, hits: [hit(3)] }, 2)).toBe(false);
@@ -181,12 +176,11 @@ describe("bounded ranking", () => {
     expect(
       candidatesAreExact({ ...base, expansionCapped: true, truncatedLists: 0, bound: null, hits: [hit(3)] }, 2),
     ).toBe(false);
-    // One cut list: a tie with its last candidate is decided by created_at (newer first).
-    const one = { ...base, truncatedLists: 1, bound: 1, lastScore: 1, lastCreatedAt: new Date("2026-01-01T00:00:00Z") };
-    expect(candidatesAreExact({ ...one, hits: [hit(2), { ...hit(1), createdAt: "2026-01-02T00:00:00Z" }] }, 2)).toBe(
-      true,
-    );
-    expect(candidatesAreExact({ ...one, hits: [hit(2), hit(1)] }, 2)).toBe(false);
+    // A tie with the bound is decided by created_at: newer than every cut list's last candidate.
+    const tie = { ...base, truncatedLists: 2, bound: 2, boundCreatedAt: new Date("2026-01-01T00:00:00Z") };
+    expect(candidatesAreExact({ ...tie, hits: [hit(3), hit(2, "2026-01-02T00:00:00Z")] }, 2)).toBe(true);
+    expect(candidatesAreExact({ ...tie, hits: [hit(3), hit(2)] }, 2)).toBe(false);
+    expect(candidatesAreExact({ ...tie, hits: [hit(3), hit(1.9, "2026-01-02T00:00:00Z")] }, 2)).toBe(false);
   });
 });
 

@@ -119,10 +119,11 @@ export async function fullTextSearch(
 
 /**
  * Candidates taken per query lexeme from search_terms (its best-scoring assets, in ranking order)
- * by the bounded ranking, per result asked for. More than one, so that a single cut list still
- * proves its page (the page's last hit comes before the list's last candidate).
+ * by the bounded ranking, per result asked for: a first try, and a deeper one when the first could
+ * not prove its page (several cut lists: a prefix with many words, `a or b`). More than one, so that
+ * a single cut list still proves its page (its last hit comes before the list's last candidate).
  */
-export const CANDIDATES_PER_RESULT = 4;
+export const CANDIDATES_PER_RESULT = [4, 40] as const;
 /** Lexemes a prefix term (the last query word) may expand to; beyond, the exact ranking answers. */
 export const PREFIX_EXPANSIONS = 64;
 
@@ -132,13 +133,15 @@ export interface CandidateRanking {
   disjunction: boolean;
   /** A prefix term matched more than PREFIX_EXPANSIONS lexemes (some were not looked at). */
   expansionCapped: boolean;
-  /** Lexemes whose postings were cut at CANDIDATES_PER_RESULT * limit. */
+  /** Lexemes whose postings were cut (more matches than candidates taken). */
   truncatedLists: number;
   /** Sum of the last taken score of each cut list: no asset outside the candidates scores more. */
   bound: number | null;
-  /** With one cut list: its last candidate (score, created_at), the order's tie-break. */
-  lastScore: number | null;
-  lastCreatedAt: Date | null;
+  /**
+   * The oldest created_at among the cut lists' last candidates: an asset outside the candidates
+   * that reaches the bound has each list's last score, so it is older than that list's last one.
+   */
+  boundCreatedAt: Date | null;
   /** The candidates ranked exactly, best first, with created_at for the tie-break check. */
   hits: Array<ScoredId & { createdAt: string }>;
 }
@@ -146,14 +149,16 @@ export interface CandidateRanking {
 /**
  * Ranked search. A query that is a disjunction of lexemes (one word, words joined by `or`, the
  * prefix of the last word, spelling corrections) is first ranked on candidates: each lexeme's
- * CANDIDATES_PER_RESULT * limit best assets from search_terms (a btree in ranking order, so a word that
+ * CANDIDATES_PER_RESULT[0] * limit best assets from search_terms (a btree in ranking order, so a word that
  * matches 10% of a million rows costs 100 index entries instead of 100,000 ts_rank_cd calls), ranked
  * with the same ts_rank_cd expression as the exact query. ts_rank_cd of a disjunction is the sum of
  * its lexemes' own scores (one cover per occurrence), so an asset missing from every candidate list
  * scores at most the sum of the last scores of the cut lists (threshold algorithm). When the page's
- * last hit scores above that bound (or, with a single cut list, comes before its last candidate in
- * the ranking order), the page is provably the exact one; otherwise, and for queries with AND,
- * phrases or -words, the exact ranking over every match answers (rankExact).
+ * last hit scores above that bound (or ties with it and is newer than the cut lists' last
+ * candidates), the page is provably the exact one. Otherwise the same runs once more with
+ * CANDIDATES_PER_RESULT[1] * limit candidates per lexeme; when that cannot prove its page either,
+ * and for queries with AND, phrases or -words, the exact ranking over every match answers
+ * (rankExact). The page served is therefore always the exact ranking's.
  */
 async function rankedSearch(
   prisma: PrismaClient,
@@ -161,25 +166,32 @@ async function rankedSearch(
   tsquery: Prisma.Sql,
   limit: number,
 ): Promise<ScoredId[]> {
-  const c = await rankCandidates(prisma, workspaceId, tsquery, limit);
-  if (c.disjunction && candidatesAreExact(c, limit)) return c.hits.map((h) => ({ id: h.id, score: h.score }));
+  for (const perResult of CANDIDATES_PER_RESULT) {
+    const c = await rankCandidates(prisma, workspaceId, tsquery, limit, perResult);
+    if (!c.disjunction) break;
+    if (candidatesAreExact(c, limit)) return c.hits.map((h) => ({ id: h.id, score: h.score }));
+  }
   return rankExact(prisma, workspaceId, tsquery, limit);
 }
 
-/** True when the candidates' first `limit` hits are provably those of the exact ranking. */
+/**
+ * True when the candidates' first `limit` hits are provably those of the exact ranking: every list
+ * is complete, or the last hit scores above the bound of the unseen assets, or it ties with the bound
+ * and is newer than any unseen asset that could reach it (the ranking's tie-break is created_at).
+ */
 export function candidatesAreExact(c: CandidateRanking, limit: number): boolean {
   if (c.expansionCapped) return false;
   if (c.truncatedLists === 0) return true; // every match was a candidate
-  if (c.hits.length < limit) return false;
+  if (c.hits.length < limit || c.bound === null) return false;
   const last = c.hits[limit - 1]!;
-  if (c.truncatedLists === 1 && c.lastScore !== null && c.lastCreatedAt !== null) {
-    return (
-      last.score > c.lastScore ||
-      (last.score === c.lastScore && new Date(last.createdAt).getTime() > c.lastCreatedAt.getTime())
-    );
-  }
-  // float4 sums: a relative margin covers the rounding of ts_rank_cd's own summation.
-  return c.bound !== null && last.score > c.bound * (1 + 1e-5);
+  // Scores are float4 sums: a relative margin covers the rounding of ts_rank_cd's own summation.
+  const margin = c.bound * 1e-5;
+  if (last.score > c.bound + margin) return true;
+  return (
+    last.score >= c.bound - margin &&
+    c.boundCreatedAt !== null &&
+    new Date(last.createdAt).getTime() > c.boundCreatedAt.getTime()
+  );
 }
 
 /** The bounded ranking alone (exported for the bench's recall measurement and the tests). */
@@ -188,8 +200,9 @@ export async function rankCandidates(
   workspaceId: string,
   tsquery: Prisma.Sql,
   limit: number,
+  perResult: number = CANDIDATES_PER_RESULT[0],
 ): Promise<CandidateRanking> {
-  const candidates = CANDIDATES_PER_RESULT * limit;
+  const candidates = perResult * limit;
   // The items of the constant tsquery, read from its text form ('lexeme' or 'lexeme':*, with ''
   // and \\ escapes); it is a disjunction when no &, ! or <-> remains outside the quoted lexemes.
   const rows = await prisma.$queryRaw<
@@ -198,8 +211,7 @@ export async function rankCandidates(
       expansion_capped: boolean;
       truncated_lists: number;
       bound: number | null;
-      last_score: number | null;
-      last_created_at: Date | null;
+      bound_created_at: Date | null;
       hits: CandidateRanking["hits"] | null;
     }>
   >`
@@ -233,6 +245,10 @@ export async function rankCandidates(
                LIMIT ${candidates}) c),
     cut AS (
       SELECT lexeme, min(score) AS last_score FROM taken GROUP BY lexeme HAVING count(*) >= ${candidates}),
+    cut_last AS (
+      SELECT c.lexeme, min(t.created_at) AS last_created_at
+        FROM cut c JOIN taken t ON t.lexeme = c.lexeme AND t.score = c.last_score
+       GROUP BY c.lexeme),
     ranked AS (
       -- One primary-key probe per candidate (OFFSET 0 keeps the planner from turning this into a
       -- GIN scan of every match joined to the candidates).
@@ -250,21 +266,17 @@ export async function rankCandidates(
            EXISTS (SELECT 1 FROM expanded WHERE n > ${PREFIX_EXPANSIONS} AND starts_with(lexeme, prefix)) AS expansion_capped,
            (SELECT count(*)::int FROM cut) AS truncated_lists,
            (SELECT sum(last_score::float8) FROM cut) AS bound,
-           l.score::float8 AS last_score, l.created_at AS last_created_at,
+           (SELECT min(last_created_at) FROM cut_last) AS bound_created_at,
            (SELECT json_agg(json_build_object('id', r.id, 'score', r.score, 'createdAt', r.created_at)
                             ORDER BY r.score DESC, r.created_at DESC, r.id ASC)
-              FROM ranked r) AS hits
-      FROM (SELECT 1) one
-      LEFT JOIN LATERAL (SELECT t.score, t.created_at FROM taken t JOIN cut ON cut.lexeme = t.lexeme
-                          ORDER BY t.score, t.created_at LIMIT 1) l ON true`;
+              FROM ranked r) AS hits`;
   const row = rows[0]!;
   return {
     disjunction: row.disjunction,
     expansionCapped: row.expansion_capped,
     truncatedLists: Number(row.truncated_lists),
     bound: row.bound === null ? null : Number(row.bound),
-    lastScore: row.last_score === null ? null : Number(row.last_score),
-    lastCreatedAt: row.last_created_at === null ? null : new Date(row.last_created_at),
+    boundCreatedAt: row.bound_created_at === null ? null : new Date(row.bound_created_at),
     hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
   };
 }
