@@ -41,7 +41,11 @@ export async function startProcess(
   command?: { file: string; args: string[] },
 ): Promise<{ stop(): Promise<void>; pid: number | undefined }> {
   const child = command
-    ? spawn(command.file, command.args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] })
+    ? spawn(command.file, command.args, {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "ignore", "inherit"],
+      })
     : spawn(process.execPath, [...nodeArgs, "--import", "tsx", path.join(ROOT, entry)], {
         cwd: ROOT,
         env: { ...process.env, ...env },
@@ -78,7 +82,8 @@ export interface LoadResult {
 
 export async function load(url: string, seconds: number, connections = 50): Promise<LoadResult> {
   const result = await autocannon({ url, connections, duration: seconds, pipelining: 1 });
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
 }
 

@@ -61,7 +61,9 @@ export const benchImages: BenchImage[] = [
         rgba[i * 4 + 2] = rgb[p + 2]!;
         rgba[i * 4 + 3] = Math.round(((i % 1200) / 1199) * 255);
       }
-      return sharp(rgba, { raw: { width: 1200, height: 800, channels: 4 } }).png().toBuffer();
+      return sharp(rgba, { raw: { width: 1200, height: 800, channels: 4 } })
+        .png()
+        .toBuffer();
     },
   },
 ];
@@ -96,7 +98,9 @@ export const benchSteps: BenchStep[] = [
     ipx: (i) => `s_800x800,fit_contain,b_ffffff${q(i, 82)}`,
     raw: (p, i) =>
       encode(
-        p.rotate().resize(800, 800, { fit: "contain", position: "centre", background: { r: 255, g: 255, b: 255, alpha: 1 } }),
+        p
+          .rotate()
+          .resize(800, 800, { fit: "contain", position: "centre", background: { r: 255, g: 255, b: 255, alpha: 1 } }),
         i,
         82,
       ),

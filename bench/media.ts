@@ -156,7 +156,12 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
   const nodeArgs = process.env.BENCH_MEDIA_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const media = await startProcess("services/media/src/index.ts", { ...serviceEnv, MEDIA_PORT: String(port) }, `${base}/healthz`, nodeArgs);
+  const media = await startProcess(
+    "services/media/src/index.ts",
+    { ...serviceEnv, MEDIA_PORT: String(port) },
+    `${base}/healthz`,
+    nodeArgs,
+  );
   started.push(media);
 
   out.push(
@@ -167,7 +172,11 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
 
   if (PARTS.includes("miss")) {
     const ipxPort = await freePort();
-    const ipx = await startProcess("bench/ipx-server.ts", { PORT: String(ipxPort), IPX_DIR: originals.dir }, `http://127.0.0.1:${ipxPort}/`);
+    const ipx = await startProcess(
+      "bench/ipx-server.ts",
+      { PORT: String(ipxPort), IPX_DIR: originals.dir },
+      `http://127.0.0.1:${ipxPort}/`,
+    );
     started.push(ipx);
     const ipxBase = `http://127.0.0.1:${ipxPort}`;
     // Expected rate per cell, to link enough fresh ids: starts generous, then follows the measurements.
@@ -201,7 +210,10 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 );
               } else {
                 const first = originals.reserve(image, need);
-                const suffix = who === "ipx" ? `${assetId(0, image).slice(8)}@blob` : `${assetId(0, image).slice(8)}.${image.extension}`;
+                const suffix =
+                  who === "ipx"
+                    ? `${assetId(0, image).slice(8)}@blob`
+                    : `${assetId(0, image).slice(8)}.${image.extension}`;
                 const prefix = who === "ipx" ? `/${step.ipx(image)}/` : `/${step.service}/`;
                 const before = who === "service" ? await readMisses(base) : 0;
                 const res = checkWrk(
@@ -215,7 +227,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                     scriptArgs: [prefix, String(first), suffix],
                   }),
                 );
-                if (res.requests + c >= need) throw new Error(`${who} ${cell}: ran out of fresh ids (${need}); raise the guess`);
+                if (res.requests + c >= need)
+                  throw new Error(`${who} ${cell}: ran out of fresh ids (${need}); raise the guess`);
                 if (who === "service") {
                   const misses = (await readMisses(base)) - before;
                   if (misses < res.requests) throw new Error(`${cell}: ${res.requests} requests but ${misses} MISS`);
@@ -244,7 +257,17 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
         "`same output` compares width x height x channels of the three results.",
       "",
       table(
-        ["image", "step", "conns", "service req/s", "raw sharp", "IPX", "service / sharp", "service / IPX", "same output"],
+        [
+          "image",
+          "step",
+          "conns",
+          "service req/s",
+          "raw sharp",
+          "IPX",
+          "service / sharp",
+          "service / IPX",
+          "same output",
+        ],
         rows,
       ),
     );
@@ -270,7 +293,9 @@ async function checkSameOutput(
     const m = await sharp(bytes).metadata();
     return `${m.width}x${m.height}x${m.channels} ${m.format}`;
   };
-  const svc = await shape(Buffer.from(await (await fetchOk(`${base}/${step.service}/${id}.${image.extension}`)).arrayBuffer()));
+  const svc = await shape(
+    Buffer.from(await (await fetchOk(`${base}/${step.service}/${id}.${image.extension}`)).arrayBuffer()),
+  );
   const ipx = await shape(Buffer.from(await (await fetchOk(`${ipxBase}/${step.ipx(image)}/${id}@blob`)).arrayBuffer()));
   const raw = await shape(await step.raw(sharp(path.join(originals.dir, `${id}@blob`)), image).toBuffer());
   return svc === raw && svc === ipx ? `yes (${svc})` : `NO: service ${svc}, sharp ${raw}, IPX ${ipx}`;
@@ -285,7 +310,13 @@ function replayHeaders(res: Response): Record<string, string> {
   return h;
 }
 
-async function measureHit(wrk: string, base: string, originals: Originals, dir: string, started: Proc[]): Promise<string[]> {
+async function measureHit(
+  wrk: string,
+  base: string,
+  originals: Originals,
+  dir: string,
+  started: Proc[],
+): Promise<string[]> {
   const image = benchImages.find((i) => i.tag === 2)!;
   const id = assetId(originals.reserve(image, 1), image);
   const url = `${base}/thumbnail:size=800/${id}.jpg`;
@@ -318,7 +349,10 @@ async function measureHit(wrk: string, base: string, originals: Originals, dir: 
     for (let r = 0; r < REPEAT; r++) {
       const order = r % 2 === 0 ? servers : [...servers].reverse();
       for (const s of order) {
-        const res = checkWrk(`HIT ${s.name} c=${c}`, await runWrk({ wrk, url: s.url, connections: c, seconds: HIT_SECONDS }));
+        const res = checkWrk(
+          `HIT ${s.name} c=${c}`,
+          await runWrk({ wrk, url: s.url, connections: c, seconds: HIT_SECONDS }),
+        );
         const key = `${s.name} ${c}`;
         results.set(key, [...(results.get(key) ?? []), res.rps]);
       }
@@ -344,8 +378,12 @@ async function measureHit(wrk: string, base: string, originals: Originals, dir: 
     const ref: number[] = [];
     for (let r = 0; r < REPEAT; r++) {
       const h = { "If-None-Match": etag };
-      ref.push(checkWrk("304 bare", await runWrk({ wrk, url: bareUrl, connections: c, seconds: HIT_SECONDS, headers: h })).rps);
-      svc.push(checkWrk("304 service", await runWrk({ wrk, url, connections: c, seconds: HIT_SECONDS, headers: h })).rps);
+      ref.push(
+        checkWrk("304 bare", await runWrk({ wrk, url: bareUrl, connections: c, seconds: HIT_SECONDS, headers: h })).rps,
+      );
+      svc.push(
+        checkWrk("304 service", await runWrk({ wrk, url, connections: c, seconds: HIT_SECONDS, headers: h })).rps,
+      );
     }
     revalidation.push([String(c), fmt(median(svc)), fmt(median(ref)), ratio(median(svc), median(ref))]);
   }
@@ -367,7 +405,9 @@ async function measureHit(wrk: string, base: string, originals: Originals, dir: 
 }
 
 async function startNginx(dir: string, bodyFile: string): Promise<{ proc: Proc; url: string } | undefined> {
-  const bin = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].find((p) => spawnSync(p, ["-v"]).status === 0);
+  const bin = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].find(
+    (p) => spawnSync(p, ["-v"]).status === 0,
+  );
   if (!bin) return undefined;
   const port = await freePort();
   const prefix = path.join(dir, "nginx");
@@ -403,13 +443,19 @@ async function measureRedis(
   started: Proc[],
 ): Promise<string[]> {
   const title = "### Redis-tier HIT (memory tier off)";
-  const redisBin = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find((p) => spawnSync(p, ["--version"]).status === 0);
+  const redisBin = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find(
+    (p) => spawnSync(p, ["--version"]).status === 0,
+  );
   if (!redisBin) return [title, "", "SKIPPED: redis-server is not installed."];
   const redisPort = await freePort();
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
-  const redis = spawn(redisBin, ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
-    stdio: "ignore",
-  });
+  const redis = spawn(
+    redisBin,
+    ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    {
+      stdio: "ignore",
+    },
+  );
   const redisProc: Proc = {
     stop: () =>
       new Promise<void>((resolve) => {
@@ -423,7 +469,13 @@ async function measureRedis(
   const base = `http://127.0.0.1:${port}`;
   const media = await startProcess(
     "services/media/src/index.ts",
-    { ...serviceEnv, MEDIA_PORT: String(port), REDIS_URL: redisUrl, CACHE_MEMORY_BYTES: "0", REDIS_KEY_PREFIX: "bench:" },
+    {
+      ...serviceEnv,
+      MEDIA_PORT: String(port),
+      REDIS_URL: redisUrl,
+      CACHE_MEMORY_BYTES: "0",
+      REDIS_KEY_PREFIX: "bench:",
+    },
     `${base}/healthz`,
   );
   started.push(media);
@@ -451,8 +503,18 @@ async function measureRedis(
     const svc: number[] = [];
     const ref: number[] = [];
     for (let r = 0; r < REPEAT; r++) {
-      ref.push(checkWrk("redis bare", await runWrk({ wrk, url: `http://127.0.0.1:${barePort}${pathname}`, connections: c, seconds: HIT_SECONDS })).rps);
-      svc.push(checkWrk("redis service", await runWrk({ wrk, url: `${base}${pathname}`, connections: c, seconds: HIT_SECONDS })).rps);
+      ref.push(
+        checkWrk(
+          "redis bare",
+          await runWrk({ wrk, url: `http://127.0.0.1:${barePort}${pathname}`, connections: c, seconds: HIT_SECONDS }),
+        ).rps,
+      );
+      svc.push(
+        checkWrk(
+          "redis service",
+          await runWrk({ wrk, url: `${base}${pathname}`, connections: c, seconds: HIT_SECONDS }),
+        ).rps,
+      );
     }
     rows.push([String(c), fmt(median(svc)), fmt(median(ref)), ratio(median(svc), median(ref))]);
     process.stderr.write(`[bench media] Redis HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);

@@ -61,7 +61,11 @@ async function main(): Promise<number> {
     .map((file) => readFileSync(file, "utf8").trimEnd());
   writeFileSync(
     path.join(dir, "latest.md"),
-    `<!-- Built by bench/run.ts from ${Object.keys(SECTIONS).map((n) => `${n}.md`).join(" + ")}; each section carries the header of the run that produced it. -->\n\n${parts.join("\n\n---\n\n")}\n`,
+    `<!-- Built by bench/run.ts from ${Object.keys(SECTIONS)
+      .map((n) => `${n}.md`)
+      .join(
+        " + ",
+      )}; each section carries the header of the run that produced it. -->\n\n${parts.join("\n\n---\n\n")}\n`,
   );
   return failed ? 1 : 0;
 }
