@@ -109,6 +109,8 @@ export interface WrkResult {
   socketErrors: number;
   p50Ms: number;
   p99Ms: number;
+  /** First error response, when the script prints one ("FIRST-ERROR <status> <body>"). */
+  firstError?: string;
 }
 
 function wrkMs(text: string): number {
@@ -155,6 +157,7 @@ export async function runWrk(options: {
     socketErrors: sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
     p50Ms: wrkMs(/\s50%\s+(\S+)/.exec(stdout)?.[1] ?? ""),
     p99Ms: wrkMs(/\s99%\s+(\S+)/.exec(stdout)?.[1] ?? ""),
+    firstError: /^FIRST-ERROR (.*)$/m.exec(stdout)?.[1],
   };
 }
 

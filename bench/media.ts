@@ -127,7 +127,10 @@ function runSharpReference(job: object): Promise<number> {
 
 function checkWrk(label: string, r: WrkResult): WrkResult {
   if (r.failed > 0 || r.socketErrors > 0)
-    throw new Error(`${label}: ${r.failed} error responses, ${r.socketErrors} socket errors (of ${r.requests})`);
+    throw new Error(
+      `${label}: ${r.failed} error responses, ${r.socketErrors} socket errors (of ${r.requests})` +
+        (r.firstError ? `; first: ${r.firstError}` : ""),
+    );
   if (r.requests === 0) throw new Error(`${label}: no request completed`);
   return r;
 }

@@ -14,3 +14,12 @@ function request()
   counter = counter + 1
   return wrk.format("GET", path)
 end
+
+-- The first error response is printed (wrk's stdout), so the bench can say what went wrong.
+local shown = false
+function response(status, headers, body)
+  if status >= 400 and not shown then
+    shown = true
+    io.write("FIRST-ERROR ", status, " ", string.sub(body or "", 1, 300), "\n")
+  end
+end

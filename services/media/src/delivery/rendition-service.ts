@@ -1,4 +1,4 @@
-import { buffer } from "node:stream/consumers";
+import type { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger, Metrics } from "@media-platform/observability";
 import type { MediaRequest } from "@media-platform/contracts";
@@ -191,7 +191,7 @@ export class RenditionService {
         }
         let original: Buffer;
         try {
-          original = await buffer(blob.body);
+          original = await readAll(blob.body);
         } catch (err) {
           // The store answered but the body broke off (connection reset, file vanished).
           metrics.dependencyError("storage");
@@ -250,4 +250,20 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
       },
     );
   });
+}
+
+/**
+ * The whole body as one Buffer. A body that arrives in one chunk (the filesystem store reads
+ * originals in one read) is used as is, without the copy stream/consumers' buffer() makes.
+ */
+async function readAll(body: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of body) {
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    chunks.push(buf);
+    length += buf.length;
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  return Buffer.concat(chunks, length);
 }
