@@ -13,7 +13,7 @@
  * See bench/README.md for the settings (BENCH_* variables) and how to read the tables.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
@@ -108,7 +108,20 @@ async function readMisses(base: string): Promise<number> {
   return Number(m[1]);
 }
 
-function runSharpReference(job: object): Promise<number> {
+/** CPU time (user + system, all threads) a process used so far, in ms; undefined off Linux. */
+function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime are fields 14 and 15 of the line, in clock ticks (USER_HZ, 100 on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+function runSharpReference(job: object): Promise<{ rps: number; cpuMsPerOp: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "bench/sharp-reference.ts")], {
       cwd: ROOT,
@@ -120,7 +133,7 @@ function runSharpReference(job: object): Promise<number> {
     child.once("error", reject);
     child.once("exit", (code) => {
       if (code !== 0) return reject(new Error(`sharp reference exited with ${code}`));
-      resolve((JSON.parse(out.trim().split("\n").at(-1)!) as { rps: number }).rps);
+      resolve(JSON.parse(out.trim().split("\n").at(-1)!) as { rps: number; cpuMsPerOp: number });
     });
   });
 }
@@ -182,35 +195,41 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     );
     started.push(ipx);
     const ipxBase = `http://127.0.0.1:${ipxPort}`;
-    // Expected rate per cell, to link enough fresh ids: starts generous, then follows the measurements.
+    // Expected rate per image/step (from the first request, then the measurements): enough fresh
+    // ids per cell, and cells long enough for ~40 requests (slow work gets up to 5x MISS_SECONDS).
     const rateGuess = new Map<string, number>();
     const rows: string[][] = [];
     for (const image of images) {
       for (const step of steps) {
-        const same = await checkSameOutput(base, ipxBase, originals, image, step);
+        const { same, ms } = await checkSameOutput(base, ipxBase, originals, image, step);
+        const work = `${image.name} ${step.name}`;
+        rateGuess.set(work, 1000 / ms);
         for (const c of MISS_CONNECTIONS) {
           const cell = `${image.name} ${step.name} c=${c}`;
           const svc: number[] = [];
           const raw: number[] = [];
           const peer: number[] = [];
+          const cpu = { service: [] as number[], sharp: [] as number[], ipx: [] as number[] };
           for (let r = 0; r < REPEAT; r++) {
-            const guess = rateGuess.get(cell) ?? 600;
-            const need = Math.ceil(guess * 1.5 * MISS_SECONDS) + c + 16;
+            const guess = rateGuess.get(work)!;
+            const seconds = Math.min(MISS_SECONDS * 5, Math.max(MISS_SECONDS, Math.ceil(40 / guess)));
+            // Generous: a fast reference or a quieter moment can beat the guess several times over.
+            const need = Math.ceil(Math.max(guess, 50) * 4 * seconds) + c + 16;
             const order = r % 2 === 0 ? ["sharp", "ipx", "service"] : ["service", "ipx", "sharp"];
             for (const who of order) {
               if (who === "sharp") {
                 const first = originals.reserve(image, 64);
-                raw.push(
-                  await runSharpReference({
-                    originalsDir: originals.dir,
-                    image: image.name,
-                    step: step.name,
-                    first,
-                    count: 64,
-                    concurrency: c,
-                    seconds: MISS_SECONDS,
-                  }),
-                );
+                const ref = await runSharpReference({
+                  originalsDir: originals.dir,
+                  image: image.name,
+                  step: step.name,
+                  first,
+                  count: 64,
+                  concurrency: c,
+                  seconds,
+                });
+                raw.push(ref.rps);
+                cpu.sharp.push(ref.cpuMsPerOp);
               } else {
                 const first = originals.reserve(image, need);
                 const suffix =
@@ -219,17 +238,22 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                     : `${assetId(0, image).slice(8)}.${image.extension}`;
                 const prefix = who === "ipx" ? `/${step.ipx(image)}/` : `/${step.service}/`;
                 const before = who === "service" ? await readMisses(base) : 0;
+                const pid = who === "service" ? media.pid : ipx.pid;
+                const cpuBefore = processCpuMs(pid);
                 const res = checkWrk(
                   `${who} ${cell}`,
                   await runWrk({
                     wrk,
                     url: who === "ipx" ? ipxBase : base,
                     connections: c,
-                    seconds: MISS_SECONDS,
+                    seconds,
                     script: path.join(ROOT, "bench/miss.lua"),
                     scriptArgs: [prefix, String(first), suffix],
                   }),
                 );
+                const cpuAfter = processCpuMs(pid);
+                if (cpuBefore !== undefined && cpuAfter !== undefined)
+                  cpu[who as "service" | "ipx"].push((cpuAfter - cpuBefore) / res.requests);
                 if (res.requests + c >= need)
                   throw new Error(`${who} ${cell}: ran out of fresh ids (${need}); raise the guess`);
                 if (who === "service") {
@@ -237,7 +261,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                   if (misses < res.requests) throw new Error(`${cell}: ${res.requests} requests but ${misses} MISS`);
                   svc.push(res.rps);
                 } else peer.push(res.rps);
-                rateGuess.set(cell, Math.max(rateGuess.get(cell) ?? 0, res.rps));
+                rateGuess.set(work, Math.max(rateGuess.get(work)!, res.rps));
               }
             }
           }
@@ -245,7 +269,19 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           const rs = median(raw);
           const ip = median(peer);
           log(`${cell}: service ${s.toFixed(1)}, sharp ${rs.toFixed(1)}, ipx ${ip.toFixed(1)} req/s (${loadNote()})`);
-          rows.push([image.name, step.name, String(c), fmt(s), fmt(rs), fmt(ip), ratio(s, rs), ratio(s, ip), same]);
+          const ms = (v: number[]) => (v.length > 0 ? median(v).toFixed(1) : "?");
+          rows.push([
+            image.name,
+            step.name,
+            String(c),
+            fmt(s),
+            fmt(rs),
+            fmt(ip),
+            ratio(s, rs),
+            ratio(s, ip),
+            `${ms(cpu.service)} / ${ms(cpu.sharp)} / ${ms(cpu.ipx)}`,
+            same,
+          ]);
         }
       }
     }
@@ -257,6 +293,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
       "Service: `GET /<step>/<fresh id>.<ext>` (checked: every request counted in `media_misses_total`). " +
         "Raw sharp: `bench/sharp-reference.ts`, c operations in flight, `fs.readFile` + the same sharp calls, " +
         "`sharp.cache(false)` like the service. IPX 3.1.1 (its own sharp 0.34): `GET /<modifiers>/<file>` on the same files. " +
+        "`CPU ms/req`: CPU time of the whole process (all threads) per request or operation, the work each " +
+        "system spends; it stays comparable when the machine is busy and req/s does not. " +
         "`same output` compares width x height x channels of the three results.",
       "",
       table(
@@ -269,6 +307,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           "IPX",
           "service / sharp",
           "service / IPX",
+          "CPU ms/req service / sharp / IPX",
           "same output",
         ],
         rows,
@@ -289,19 +328,25 @@ async function checkSameOutput(
   originals: Originals,
   image: BenchImage,
   step: BenchStep,
-): Promise<string> {
+): Promise<{ same: string; ms: number }> {
   const first = originals.reserve(image, 1);
   const id = assetId(first, image);
   const shape = async (bytes: Buffer) => {
     const m = await sharp(bytes).metadata();
     return `${m.width}x${m.height}x${m.channels} ${m.format}`;
   };
-  const svc = await shape(
-    Buffer.from(await (await fetchOk(`${base}/${step.service}/${id}.${image.extension}`)).arrayBuffer()),
-  );
+  // One request first (JIT, first-use costs), then the timed one that seeds the rate guess.
+  await (
+    await fetchOk(`${base}/${step.service}/${assetId(originals.reserve(image, 1), image)}.${image.extension}`)
+  ).arrayBuffer();
+  const started = performance.now();
+  const svcBytes = Buffer.from(await (await fetchOk(`${base}/${step.service}/${id}.${image.extension}`)).arrayBuffer());
+  const ms = performance.now() - started;
+  const svc = await shape(svcBytes);
   const ipx = await shape(Buffer.from(await (await fetchOk(`${ipxBase}/${step.ipx(image)}/${id}@blob`)).arrayBuffer()));
   const raw = await shape(await step.raw(sharp(path.join(originals.dir, `${id}@blob`)), image).toBuffer());
-  return svc === raw && svc === ipx ? `yes (${svc})` : `NO: service ${svc}, sharp ${raw}, IPX ${ipx}`;
+  const same = svc === raw && svc === ipx ? `yes (${svc})` : `NO: service ${svc}, sharp ${raw}, IPX ${ipx}`;
+  return { same, ms };
 }
 
 /** Headers of a service response, as the bare server should replay them. */

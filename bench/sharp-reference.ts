@@ -3,7 +3,7 @@
  * the load generator shares its event loop): `concurrency` operations in flight for `seconds`,
  * each reading its original from disk (fs.readFile) and running the same sharp calls as the
  * service, with the service's libvips cache setting (off, pipeline/render.ts configureSharp).
- * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps} on stdout.
+ * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps, cpuMsPerOp} on stdout.
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -33,17 +33,23 @@ async function main(): Promise<void> {
   };
   for (let i = 0; i < 3; i++) await op();
   let ops = 0;
+  let all = 0;
+  const cpu = process.cpuUsage();
   const start = performance.now();
   const end = start + job.seconds * 1000;
   const loop = async () => {
     while (performance.now() < end) {
       await op();
+      all++;
       if (performance.now() <= end) ops++;
     }
   };
   await Promise.all(Array.from({ length: job.concurrency }, loop));
   // Operations completed inside the window, per second of the window (as wrk counts requests).
-  process.stdout.write(`${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds })}\n`);
+  // CPU of the whole process (all threads) per operation, over every operation started in the window.
+  const used = process.cpuUsage(cpu);
+  const cpuMsPerOp = (used.user + used.system) / 1000 / all;
+  process.stdout.write(`${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds, cpuMsPerOp })}\n`);
 }
 
 main().catch((err: unknown) => {
