@@ -5,6 +5,7 @@ import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts"
 import { createLogger, createMetrics, type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
 import { createBlobStore, type BlobStore } from "@media-platform/storage";
 import { createMediaApp } from "./app";
+import { NOSNIFF, NOSNIFF_HEADER } from "./cache/entry";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
@@ -145,7 +146,11 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   });
   const hotPath = createHotPath({ memory, signer, metrics });
   const server = http.createServer((req, res) => {
-    if (!hotPath(req, res)) app(req, res);
+    if (hotPath(req, res)) return;
+    // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
+    // so even its final error handler's answer has it.
+    res.setHeader(NOSNIFF_HEADER, NOSNIFF);
+    app(req, res);
   });
 
   const closeHooks: CloseHook[] = [

@@ -18,6 +18,7 @@ describe("cache entries", () => {
       ETag: entry.etag,
       "Cache-Control": "public, max-age=31536000, immutable",
       "X-Cache": "HIT",
+      "X-Content-Type-Options": "nosniff",
     });
   });
 
