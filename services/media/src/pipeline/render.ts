@@ -60,9 +60,8 @@ export function outputFormatFor(contentType: string): OutputFormat {
  * when the same operation repeats on the same input; results here are cached by the service
  * instead, so the libvips cache would only hold memory.
  */
-export function configureSharp(options: { cache?: boolean; threads?: number } = {}): void {
+export function configureSharp(options: { cache?: boolean } = {}): void {
   sharp.cache(options.cache ?? false);
-  if (options.threads !== undefined && options.threads > 0) sharp.concurrency(options.threads);
 }
 
 // libvips reports a bad original with these message shapes (seen: "Input file has corrupt

@@ -7,8 +7,6 @@ import type { PixelWorkers } from "../transformations/transformation";
 export interface PixelWorkerOptions {
   /** Number of worker threads (started on demand). Default: os.availableParallelism(). */
   size?: number;
-  /** Same as size (the name the server's config uses); size wins when both are given. */
-  threads?: number;
   /**
    * Extra modules (absolute paths, .ts or .js) whose `kernels` export is merged into every
    * worker's registry: a way to plug in kernels without touching the built-in table.
@@ -83,7 +81,7 @@ const WORKER_ENTRY = path.join(__dirname, "worker.cjs");
  * the worker carries on; a worker that dies rejects its task and is replaced.
  */
 export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorkerPool {
-  const size = Math.max(1, Math.floor(options.size ?? options.threads ?? os.availableParallelism()));
+  const size = Math.max(1, Math.floor(options.size ?? os.availableParallelism()));
   const kernelModules = options.kernelModules ?? [];
   const slots = new Set<Slot>();
   const queue: Task[] = [];
@@ -170,16 +168,25 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
       data.byteOffset === 0 && data.byteLength === data.buffer.byteLength
         ? data
         : Uint8Array.prototype.slice.call(data);
+    const message = {
+      id: task.id,
+      kernel: task.kernel,
+      image: { data: own, width, height, channels },
+      params: task.params,
+    };
     try {
-      slot.worker.postMessage(
-        { id: task.id, kernel: task.kernel, image: { data: own, width, height, channels }, params: task.params },
-        [own.buffer as ArrayBuffer],
-      );
+      try {
+        slot.worker.postMessage(message, [own.buffer as ArrayBuffer]);
+      } catch (error) {
+        // External memory (sharp's output buffers) cannot be detached: Node 20 clones it on its
+        // own, Node 22+ throws DataCloneError. Either way it is sent as a copy.
+        if ((error as { name?: unknown } | null)?.name !== "DataCloneError") throw error;
+        slot.worker.postMessage(message);
+      }
     } catch (error) {
       settle(slot, { error: error instanceof Error ? error : new Error(String(error)) });
       return;
     }
-    // External memory (sharp's output buffers) cannot be detached: V8 cloned it instead.
     if (own.buffer.byteLength !== 0) counters.cloned++;
   };
 
