@@ -7,7 +7,7 @@ import { makeEntry, type CacheEntry } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
 import type { RenderInput, Rendition } from "../pipeline/render";
-import { HttpProblem } from "../problem";
+import { AssetNotFoundError } from "./asset-not-found";
 import type { MediaCounters } from "./counters";
 import { RequestTimeoutError } from "./errors";
 import type { Limiter } from "./limiter";
@@ -184,11 +184,7 @@ export class RenditionService {
       const rendition = await this.deps.limiter.run(async () => {
         signal.throwIfAborted();
         const blob = await this.readOriginal(request.assetId);
-        if (!blob) {
-          throw new HttpProblem(404, "asset-not-found", `No asset ${request.assetId} exists`, {
-            title: "Asset not found",
-          });
-        }
+        if (!blob) throw new AssetNotFoundError(request.assetId);
         let original: Buffer;
         try {
           original = await buffer(blob.body);
