@@ -15,7 +15,16 @@ const project = (dir) => ({
 });
 module.exports = {
   rootDir: __dirname,
-  projects: ["packages/contracts", "packages/storage", "packages/observability", "packages/client", "services/management", "services/media", "infra"]
+  projects: [
+    "packages/contracts",
+    "packages/storage",
+    "packages/observability",
+    "packages/client",
+    "packages/runtime",
+    "services/management",
+    "services/media",
+    "infra",
+  ]
     .filter((d) => require("node:fs").existsSync(`${__dirname}/${d}/test`))
     .map(project),
   testTimeout: 60000,

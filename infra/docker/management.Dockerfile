@@ -2,7 +2,8 @@
 # Management API image. Build from the repository root:
 #   docker build -f infra/docker/management.Dockerfile -t media-platform/management .
 # Stages: base (Node 24 LTS + pnpm) -> build (full install from the lockfile, offline Prisma
-# client generation, pruned production deploy) -> runtime (only the deploy output, non-root).
+# client generation, `pnpm build` to JavaScript, pruned production deploy) -> runtime (only the
+# deploy output, non-root).
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
@@ -25,12 +26,14 @@ COPY . .
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm install --frozen-lockfile --offline
 # Prisma client, generated offline (stub schema engine; generation never calls it).
 RUN node prisma/generate.cjs
+# Compiled once here (the generated client included): the container runs dist/index.js, and the
+# CLIs dist/cli/token.js and dist/cli/migrate.js; nothing is transpiled at start-up.
+RUN pnpm build management
 # Pruned production install of the service alone: its dependencies (workspace packages copied
-# in), no devDependencies, plus its own files including src/generated/prisma.
+# in), no devDependencies, plus its own files including dist/.
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     pnpm deploy --legacy --filter @media-platform/management --prod /out/services/management \
- && test -f /out/services/management/src/generated/prisma/client.ts \
- && test -d /out/services/management/node_modules/tsx
+ && test -f /out/services/management/dist/index.js
 
 FROM ${NODE_IMAGE} AS runtime
 # jemalloc instead of glibc malloc: glibc's per-thread arenas fragment around libvips' large,
@@ -49,7 +52,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 # Code stays root-owned (read-only for the service user); only /data is writable.
 COPY --from=build /out/services/management /app/services/management
-# The migration runner reads <repo>/prisma/migrations relative to its own source file.
+# The migration runner reads prisma/migrations two folders above the service (as in the repo).
 COPY --from=build /app/prisma/migrations /app/prisma/migrations
 COPY --from=build /app/prisma/schema.prisma /app/prisma/schema.prisma
 COPY infra/docker/healthcheck.cjs /app/healthcheck.cjs
@@ -61,4 +64,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "/app/healthcheck.cjs", "MANAGEMENT_PORT", "/healthz"]
 # Applies pending migrations at start-up, then serves /v1. SIGTERM = graceful shutdown.
-CMD ["node", "--import", "tsx", "src/index.ts"]
+CMD ["node", "dist/index.js"]

@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
 # Media transformation service image. Build from the repository root:
 #   docker build -f infra/docker/media.Dockerfile -t media-platform/media .
-# Stages: base (Node 24 LTS + pnpm) -> build (full install from the lockfile, pruned
-# production deploy) -> runtime (only the deploy output, non-root). sharp's libvips comes
-# from its npm binary package (@img/sharp-libvips-linux-*), so no system libvips is needed.
+# Stages: base (Node 24 LTS + pnpm) -> build (full install from the lockfile, `pnpm build` to
+# JavaScript, pruned production deploy) -> runtime (only the deploy output, non-root). sharp's
+# libvips comes from its npm binary package (@img/sharp-libvips-linux-*), so no system libvips
+# is needed.
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
@@ -22,11 +23,14 @@ COPY pnpm-lock.yaml pnpm-workspace.yaml package.json .npmrc ./
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm fetch --frozen-lockfile
 COPY . .
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm install --frozen-lockfile --offline
+# Compiled once here: the container runs JavaScript (dist/index.js with the workspace packages
+# bundled in, plus the worker-thread entries), nothing is transpiled at start-up.
+RUN pnpm build media
 # The root postinstall generates the Prisma client for the workspace; the media service does
 # not use it (it never touches Postgres), so it is not part of this image.
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     pnpm deploy --legacy --filter @media-platform/media --prod /out/services/media \
- && test -d /out/services/media/node_modules/tsx \
+ && test -f /out/services/media/dist/index.js \
  && test -d /out/services/media/node_modules/sharp
 
 FROM ${NODE_IMAGE} AS runtime
@@ -52,5 +56,5 @@ WORKDIR /app/services/media
 EXPOSE 3001
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "/app/healthcheck.cjs", "MEDIA_PORT", "/healthz"]
-# Worker threads load their TypeScript kernels through tsx as well.
-CMD ["node", "--import", "tsx", "src/index.ts"]
+# Plain JavaScript; the pixel worker threads load the compiled kernels from dist/kernels.
+CMD ["node", "dist/index.js"]

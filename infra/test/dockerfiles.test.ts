@@ -78,9 +78,15 @@ describe.each(SERVICE_NAMES)("infra/docker/%s.Dockerfile", (service) => {
     ["EXPOSE on another port", (t) => t.replace(/^EXPOSE \d+$/m, "EXPOSE 8080"), /EXPOSE 8080 does not include/],
     [
       "a shell-form CMD",
-      (t) => t.replace(/^CMD \[.*\]$/m, "CMD node src/index.ts"),
-      /expected \["node","--import","tsx","src\/index.ts"\]/,
+      (t) => t.replace(/^CMD \[.*\]$/m, "CMD node dist/index.js"),
+      /expected \["node","dist\/index.js"\]/,
     ],
+    [
+      "TypeScript run through tsx",
+      (t) => t.replace(/^CMD \[.*\]$/m, 'CMD ["node", "--import", "tsx", "src/index.ts"]'),
+      /expected \["node","dist\/index.js"\]/,
+    ],
+    ["no build", (t) => t.replace(/^RUN pnpm build \w+\n/m, ""), /no `pnpm build/],
   ];
   test.each(breakages)("the checks catch %s", (_name, breakIt, expected) => {
     const broken = breakIt(text(service));

@@ -1,6 +1,6 @@
 // No Docker engine here, so the images are assembled the way the Dockerfiles say, outside
 // Docker: the build context filtered by .dockerignore, the build stage's RUN commands executed
-// (pnpm install --frozen-lockfile, prisma generation, pnpm deploy --prod), the runtime stage's
+// (pnpm install --frozen-lockfile, prisma generation, pnpm build, pnpm deploy --prod), the runtime stage's
 // COPYs laid out under a temp root, its ENV and WORKDIR and CMD used to start each service.
 // Both services then run from those trees in production mode with docker-compose.yml's
 // environment (Postgres, Redis, S3 = s3rver; hosts rewritten to loopback): readiness through
@@ -183,19 +183,25 @@ async function waitReady(
   });
 
   test.each(["management", "media"] as ServiceName[])(
-    "the %s image assembles: deploy output, tsx, sharp, healthcheck script",
+    "the %s image assembles: compiled deploy output (no tsx), sharp, healthcheck script",
     (service) => {
       const image = assemble(service, ctx, work);
       images[service] = image;
-      expect(image.cmd).toEqual(["node", "--import", "tsx", "src/index.ts"]);
-      expect(fs.existsSync(path.join(image.workdir, "src/index.ts"))).toBe(true);
-      expect(fs.existsSync(path.join(image.workdir, "node_modules/tsx/package.json"))).toBe(true);
+      expect(image.cmd).toEqual(["node", "dist/index.js"]);
+      expect(fs.existsSync(path.join(image.workdir, "dist/index.js"))).toBe(true);
+      // Plain JavaScript at run time: no TypeScript loader in the pruned install.
+      expect(fs.existsSync(path.join(image.workdir, "node_modules/tsx"))).toBe(false);
       expect(fs.existsSync(path.join(image.workdir, "node_modules/sharp/package.json"))).toBe(true);
       expect(fs.existsSync(path.join(image.root, "app/healthcheck.cjs"))).toBe(true);
       // Dev-only tools stay out of the pruned install.
       expect(fs.existsSync(path.join(image.workdir, "node_modules/jest"))).toBe(false);
+      if (service === "media") {
+        // Worker-thread entries beside the bundle, where the pool and the face detector look.
+        for (const f of ["worker.cjs", "kernels/index.js", "face-worker.cjs"])
+          expect([f, fs.existsSync(path.join(image.workdir, "dist", f))]).toEqual([f, true]);
+      }
       if (service === "management") {
-        expect(fs.existsSync(path.join(image.workdir, "src/generated/prisma/client.ts"))).toBe(true);
+        expect(fs.existsSync(path.join(image.workdir, "dist/cli/token.js"))).toBe(true);
         expect(fs.readdirSync(path.join(image.root, "app/prisma/migrations")).length).toBeGreaterThan(0);
       }
     },

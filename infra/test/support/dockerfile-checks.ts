@@ -132,11 +132,19 @@ export function dockerfileProblems(
     if (!/--prod\b/.test(deploy)) problems.push("pnpm deploy without --prod");
     if (deployIdx < installIdx) problems.push("pnpm deploy runs before pnpm install");
   }
+  // Compiled to JavaScript before the deploy copies the service's files (dist/ included).
+  const buildIdx = runs.findIndex((r) => new RegExp(`\\bpnpm build ${service}\\b`).test(r));
+  if (buildIdx < 0) problems.push(`no \`pnpm build ${service}\` (the CMD runs compiled dist/index.js)`);
+  else if (deployIdx >= 0 && buildIdx > deployIdx)
+    problems.push("pnpm build runs after pnpm deploy (the deploy would miss dist/)");
+  else if (buildIdx < installIdx) problems.push("pnpm build runs before pnpm install");
   if (service === "management") {
     const genIdx = runs.findIndex((r) => /\bnode prisma\/generate\.cjs\b/.test(r));
     if (genIdx < 0) problems.push("Prisma client not generated (`node prisma/generate.cjs`)");
     else if (deployIdx >= 0 && genIdx > deployIdx)
       problems.push("Prisma client generated after pnpm deploy (the deploy would miss it)");
+    else if (buildIdx >= 0 && genIdx > buildIdx)
+      problems.push("Prisma client generated after pnpm build (the bundle would miss it)");
   }
 
   // Runtime stage.
@@ -151,21 +159,14 @@ export function dockerfileProblems(
   const userIdx = users.length ? lastIns.indexOf(users[users.length - 1]) : -1;
   if (cmdIns && userIdx > lastIns.indexOf(cmdIns)) problems.push("USER comes after CMD");
   const cmd = cmdIns ? execForm(cmdIns.args) : null;
-  if (!cmd || cmd.join(" ") !== "node --import tsx src/index.ts")
-    problems.push(`CMD ${cmdIns?.args}: expected ["node","--import","tsx","src/index.ts"]`);
+  if (!cmd || cmd.join(" ") !== "node dist/index.js")
+    problems.push(`CMD ${cmdIns?.args}: expected ["node","dist/index.js"]`);
   const workdirs = lastIns.filter((i) => i.keyword === "WORKDIR");
   const workdir = workdirs[workdirs.length - 1]?.args;
   if (workdir !== imageServiceDir(service))
     problems.push(`runtime WORKDIR ${workdir}, expected ${imageServiceDir(service)}`);
   if (!fs.existsSync(repoPath(`services/${service}/src/index.ts`)))
-    problems.push(`services/${service}/src/index.ts (the CMD) does not exist`);
-  const svcPkg = JSON.parse(readRepoFile(`services/${service}/package.json`)) as {
-    dependencies?: Record<string, string>;
-  };
-  if (!svcPkg.dependencies?.tsx)
-    problems.push(
-      `CMD needs tsx at run time but it is not in services/${service}/package.json dependencies (pnpm deploy --prod drops devDependencies)`,
-    );
+    problems.push(`services/${service}/src/index.ts (compiled to the CMD's dist/index.js) does not exist`);
   const copiesService = lastIns.some(
     (i) => i.keyword === "COPY" && /--from=\S+/.test(i.args) && i.args.trim().endsWith(` ${imageServiceDir(service)}`),
   );

@@ -214,7 +214,7 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
     if (c.securityContext?.readOnlyRootFilesystem) {
       const mounted = (p: string) => mounts.some((vm) => p === vm.mountPath || p.startsWith(`${vm.mountPath}/`));
       if (!mounted("/tmp"))
-        problems.push(`${where}: read-only root filesystem without a /tmp volume (tsx cache, temp files)`);
+        problems.push(`${where}: read-only root filesystem without a /tmp volume (temp files)`);
       if (name === "management" && env.DATA_DIR && !mounted(env.DATA_DIR))
         problems.push(`${where}: DATA_DIR ${env.DATA_DIR} is on the read-only root filesystem`);
     }

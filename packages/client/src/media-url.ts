@@ -5,7 +5,8 @@ import {
   isTransformationName,
   paramSpecsOf,
   signedMediaUrl,
-  transformationNames,
+  unknownParameterMessage,
+  unknownTransformationMessage,
   validateMediaRequest,
   type GivenParams,
   type MediaUrlIssue,
@@ -37,10 +38,7 @@ function checkShape(steps: readonly TransformationStep[]): void {
   for (const s of steps as readonly { name: unknown; params?: unknown }[]) {
     const name = String(s?.name);
     if (!isTransformationName(name)) {
-      issues.push({
-        path: name,
-        message: `unknown transformation ${JSON.stringify(name)}; known: ${transformationNames.join(", ")}`,
-      });
+      issues.push({ path: name, message: unknownTransformationMessage(name) });
       continue;
     }
     const params = s.params ?? {};
@@ -51,11 +49,7 @@ function checkShape(steps: readonly TransformationStep[]): void {
     const specs = paramSpecsOf(name);
     for (const [key, value] of Object.entries(params)) {
       if (!(key in specs)) {
-        const known = Object.keys(specs);
-        issues.push({
-          path: `${name}.${key}`,
-          message: `unknown parameter; ${name} accepts ${known.length ? known.join(", ") : "no parameters"}`,
-        });
+        issues.push({ path: `${name}.${key}`, message: unknownParameterMessage(name) });
       } else if (value !== undefined && typeof value !== "number" && typeof value !== "string") {
         issues.push({ path: `${name}.${key}`, message: "must be a number or a string" });
       } else if (typeof value === "number" && !Number.isFinite(value)) {

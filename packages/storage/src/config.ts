@@ -1,11 +1,9 @@
 import { z } from "zod";
+import { blankAsUnset, ConfigError, configProblems, type ConfigProblem } from "@media-platform/runtime";
 import type { BlobStore } from "./blob-store";
 import { FilesystemBlobStore } from "./filesystem";
 import { S3BlobStore, S3_DEFAULTS } from "./s3";
 
-/** Env files and compose often set a variable to "" (or spaces) to mean "unset"; both services use this rule. */
-export const blankAsUnset = (value: unknown): unknown =>
-  typeof value === "string" && value.trim() === "" ? undefined : value;
 const optionalString = z.preprocess(blankAsUnset, z.string().min(1).optional());
 const positiveMs = (fallback: number) =>
   z.preprocess(
@@ -84,16 +82,16 @@ export type StorageEnv = z.output<typeof storageEnvSchema>;
 /** Same shape; named for callers that build it by hand (tests, scripts). */
 export type StorageConfig = StorageEnv;
 
-/** Error whose message names every bad variable, e.g. "S3_BUCKET: must be 3-63 characters". */
-export class StorageConfigError extends Error {
-  constructor(readonly problems: ReadonlyArray<{ variable: string; message: string }>) {
-    super(`invalid storage configuration: ${problems.map((p) => `${p.variable}: ${p.message}`).join("; ")}`);
+/** The services' ConfigError, raised by the storage settings, e.g. "S3_BUCKET: must be 3-63 characters". */
+export class StorageConfigError extends ConfigError {
+  constructor(problems: ReadonlyArray<ConfigProblem>) {
+    super(problems);
     this.name = "StorageConfigError";
   }
 }
 
-function crossFieldProblems(config: StorageEnv): Array<{ variable: string; message: string }> {
-  const problems: Array<{ variable: string; message: string }> = [];
+function crossFieldProblems(config: StorageEnv): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
   if (config.STORAGE_DRIVER === "s3" && !config.S3_BUCKET) {
     problems.push({
       variable: "S3_BUCKET",
@@ -113,14 +111,7 @@ function crossFieldProblems(config: StorageEnv): Array<{ variable: string; messa
 /** Validates the storage variables of `env`; throws StorageConfigError naming each bad one. */
 export function parseStorageEnv(env: Record<string, string | undefined> = process.env): StorageEnv {
   const result = storageEnvSchema.safeParse(env);
-  if (!result.success) {
-    throw new StorageConfigError(
-      result.error.issues.map((issue) => ({
-        variable: String(issue.path[0] ?? "storage"),
-        message: issue.message,
-      })),
-    );
-  }
+  if (!result.success) throw new StorageConfigError(configProblems(result.error));
   const problems = crossFieldProblems(result.data);
   if (problems.length > 0) throw new StorageConfigError(problems);
   return result.data;

@@ -1,13 +1,15 @@
 import path from "node:path";
 import { z } from "zod";
+import {
+  ConfigError,
+  optionalStringField as optionalString,
+  parseEnv,
+  portField as port,
+  positiveIntField as positiveInt,
+} from "@media-platform/runtime";
 import { parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
 
-const port = z.coerce.number().int().min(0).max(65535);
-const optionalString = z
-  .string()
-  .optional()
-  .transform((v) => (v === undefined || v.trim() === "" ? undefined : v));
-const positiveInt = z.coerce.number().int().positive();
+export { ConfigError };
 
 /**
  * Every environment variable of the management service (storage variables come from
@@ -84,37 +86,22 @@ export interface ManagementConfig {
   storage: StorageEnv;
 }
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
-
-/** Formats zod issues as "VAR: message" lines. */
-export function describeEnvIssues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.join(".") || "(env)"}: ${i.message}`).join("; ");
-}
-
 /** Validates the environment; throws ConfigError naming the offending variable(s). */
 export function loadConfig(env: Record<string, string | undefined> = process.env): ManagementConfig {
-  const parsed = ownEnvSchema.safeParse(env);
-  if (!parsed.success) throw new ConfigError(`invalid configuration: ${describeEnvIssues(parsed.error)}`);
-  const e = parsed.data;
-  const keyCount = [e.AUTH_JWKS_URL, e.AUTH_JWT_SECRET, e.AUTH_PUBLIC_KEY].filter((v) => v !== undefined).length;
-  if (keyCount > 1) {
+  const e = parseEnv(ownEnvSchema, env);
+  const keys = (["AUTH_JWKS_URL", "AUTH_JWT_SECRET", "AUTH_PUBLIC_KEY"] as const).filter((k) => e[k] !== undefined);
+  if (keys.length > 1) {
     throw new ConfigError(
-      "invalid configuration: AUTH_JWKS_URL, AUTH_JWT_SECRET and AUTH_PUBLIC_KEY are exclusive; set one",
+      keys.map((variable) => ({
+        variable,
+        message: "AUTH_JWKS_URL, AUTH_JWT_SECRET and AUTH_PUBLIC_KEY are exclusive; set one",
+      })),
     );
   }
   const dataDir = path.resolve(e.DATA_DIR);
-  let storage: StorageEnv;
-  try {
-    const storageDir = env.STORAGE_DIR?.trim() ? env.STORAGE_DIR : path.join(dataDir, "blobs");
-    storage = parseStorageEnv({ ...env, STORAGE_DIR: storageDir });
-  } catch (err) {
-    throw new ConfigError(err instanceof Error ? err.message : String(err));
-  }
+  // A StorageConfigError is a ConfigError: it propagates as is.
+  const storageDir = env.STORAGE_DIR?.trim() ? env.STORAGE_DIR : path.join(dataDir, "blobs");
+  const storage: StorageEnv = parseStorageEnv({ ...env, STORAGE_DIR: storageDir });
   return {
     port: e.MANAGEMENT_PORT,
     host: e.HOST,

@@ -2,66 +2,17 @@ import type { ErrorRequestHandler, RequestHandler, Response } from "express";
 import type { Metrics } from "@media-platform/observability";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { PROBLEM_CONTENT_TYPE, type Problem } from "@media-platform/contracts";
+import { PROBLEM_CONTENT_TYPE, PROBLEM_TITLES, ProblemError, type FieldError } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
+import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./assets/image-errors";
 import { Prisma } from "./generated/prisma/client";
 
-export interface FieldError {
-  path: string;
-  message: string;
-}
+export { ProblemError, type FieldError };
 
-/** An error that is answered as an RFC 9457 problem. Anything else becomes a bare 500. */
-export class HttpProblem extends Error {
-  readonly status: number;
-  readonly title: string;
-  readonly errors: FieldError[] | undefined;
-  readonly headers: Record<string, string>;
-  constructor(
-    status: number,
-    detail: string,
-    options: { title?: string; errors?: FieldError[]; headers?: Record<string, string> } = {},
-  ) {
-    super(detail);
-    this.name = "HttpProblem";
-    this.status = status;
-    this.title = options.title ?? TITLES[status] ?? "Error";
-    this.errors = options.errors;
-    this.headers = options.headers ?? {};
-  }
-}
-
-const TITLES: Record<number, string> = {
-  400: "Bad Request",
-  401: "Unauthorized",
-  403: "Forbidden",
-  404: "Not Found",
-  405: "Method Not Allowed",
-  409: "Conflict",
-  413: "Content Too Large",
-  415: "Unsupported Media Type",
-  422: "Unprocessable Content",
-  500: "Internal Server Error",
-  503: "Service Unavailable",
-};
-
-const TYPE_SLUGS: Record<number, string> = {
-  400: "validation-error",
-  401: "unauthorized",
-  404: "not-found",
-  409: "conflict",
-  413: "payload-too-large",
-  415: "unsupported-media-type",
-  422: "undecodable-image",
-  500: "internal-error",
-  503: "service-unavailable",
-};
-
-export const problemType = (status: number): string =>
-  `https://media-platform.dev/problems/${TYPE_SLUGS[status] ?? `http-${status}`}`;
-
-export const badRequest = (detail: string, errors?: FieldError[]) => new HttpProblem(400, detail, { errors });
-export const notFound = (detail = "The requested resource does not exist") => new HttpProblem(404, detail);
+export const badRequest = (detail: string, errors?: FieldError[]) =>
+  new ProblemError(400, "validation-error", detail, { errors });
+export const notFound = (detail = "The requested resource does not exist") =>
+  new ProblemError(404, "not-found", detail);
 
 /** zod issues -> `errors: [{ path, message }]`, paths prefixed with where the value came from. */
 export function zodErrors(error: z.ZodError, prefix: string): FieldError[] {
@@ -85,15 +36,15 @@ export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, where
   return result.data;
 }
 
-export function sendProblem(res: Response, problem: Problem, headers: Record<string, string> = {}): void {
+export function sendProblem(res: Response, problem: ProblemError, instance: string): void {
   res.status(problem.status);
-  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  for (const [k, v] of Object.entries(problem.headers)) res.setHeader(k, v);
   res.setHeader("Cache-Control", "no-store");
-  res.type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
+  res.type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem.toBody(instance)));
 }
 
 export const notFoundHandler: RequestHandler = (req, _res, next) => {
-  next(new HttpProblem(404, `No route for ${req.method} ${req.path}`));
+  next(new ProblemError(404, "not-found", `No route for ${req.method} ${req.path}`));
 };
 
 interface HttpLikeError {
@@ -125,7 +76,58 @@ export interface ErrorHandlerOptions {
   metrics?: Pick<Metrics, "dependencyError">;
 }
 
-/** Maps every error to problem+json. Never leaks stack traces or internal messages. */
+/**
+ * Maps every error to a problem, without side effects: the domain errors of the service layers,
+ * an unavailable dependency (503, retry), body-parser's 4xx, anything else a bare 500. Never
+ * leaks stack traces or internal messages.
+ */
+export function toProblem(err: unknown): ProblemError {
+  if (err instanceof ProblemError) return err;
+  if (err instanceof UnsupportedImageError) return new ProblemError(415, "unsupported-media-type", err.message);
+  if (err instanceof UndecodableImageError) return new ProblemError(422, "undecodable-image", err.message);
+  if (err instanceof ImagePixelLimitError) {
+    return new ProblemError(422, "image-too-large", err.message, {
+      errors: [{ path: "body.file", message: `must have at most ${err.limitInputPixels} pixels (LIMIT_INPUT_PIXELS)` }],
+    });
+  }
+  if (unavailableDependency(err)) {
+    return new ProblemError(
+      503,
+      "service-unavailable",
+      "A backing service (database or blob storage) is unavailable; retry later",
+      { headers: { "Retry-After": "5" } },
+    );
+  }
+  const e = (typeof err === "object" && err !== null ? err : {}) as HttpLikeError;
+  // body-parser / express errors carry a 4xx status and `expose: true`.
+  const status = typeof e.status === "number" ? e.status : typeof e.statusCode === "number" ? e.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    const detail =
+      e.type === "entity.parse.failed"
+        ? "Malformed JSON body"
+        : e.type === "entity.too.large"
+          ? "Request body too large"
+          : e.type === "encoding.unsupported" || e.type === "charset.unsupported"
+            ? "Unsupported body encoding"
+            : (PROBLEM_TITLES[status] ?? "Bad request");
+    return new ProblemError(status, STATUS_SLUGS[status] ?? `http-${status}`, detail, {
+      title: PROBLEM_TITLES[status] ?? "Client Error",
+    });
+  }
+  return new ProblemError(500, "internal-error", "An unexpected error occurred");
+}
+
+/** Slugs for the 4xx errors Express and body-parser raise themselves (they carry only a status). */
+const STATUS_SLUGS: Record<number, string> = {
+  400: "validation-error",
+  401: "unauthorized",
+  404: "not-found",
+  409: "conflict",
+  413: "payload-too-large",
+  415: "unsupported-media-type",
+};
+
+/** Express error handler: logs (and counts) what is not the caller's fault, then sends toProblem's answer. */
 export function errorHandler(options: ErrorHandlerOptions): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) {
@@ -135,64 +137,15 @@ export function errorHandler(options: ErrorHandlerOptions): ErrorRequestHandler 
     // Request-scoped child logger (carries requestId) set by requestContext(). Only the error and
     // method/path are logged: never headers, so no token reaches the log.
     const log: Logger = (req as { log?: Logger }).log ?? options.log;
-    const instance = req.originalUrl.split("?")[0];
-    if (err instanceof HttpProblem) {
-      const body: Problem = {
-        type: problemType(err.status),
-        title: err.title,
-        status: err.status,
-        detail: err.message,
-        instance,
-      };
-      if (err.errors) body.errors = err.errors;
-      sendProblem(res, body, err.headers);
-      return;
-    }
-    const dependency = unavailableDependency(err);
+    const instance = req.originalUrl.split("?")[0]!;
+    const problem = toProblem(err);
+    const dependency = problem.status === 503 ? unavailableDependency(err) : null;
     if (dependency) {
       options.metrics?.dependencyError(dependency);
       log.error({ err, dependency, method: req.method, path: instance }, `backing service unavailable: ${dependency}`);
-      sendProblem(
-        res,
-        {
-          type: problemType(503),
-          title: TITLES[503]!,
-          status: 503,
-          detail: "A backing service (database or blob storage) is unavailable; retry later",
-          instance,
-        },
-        { "Retry-After": "5" },
-      );
-      return;
+    } else if (problem.status === 500) {
+      log.error({ err, method: req.method, path: instance }, "unhandled error");
     }
-    const e = (typeof err === "object" && err !== null ? err : {}) as HttpLikeError;
-    // body-parser / express errors carry a 4xx status and `expose: true`.
-    const status = typeof e.status === "number" ? e.status : typeof e.statusCode === "number" ? e.statusCode : 500;
-    if (status >= 400 && status < 500) {
-      const detail =
-        e.type === "entity.parse.failed"
-          ? "Malformed JSON body"
-          : e.type === "entity.too.large"
-            ? "Request body too large"
-            : e.type === "encoding.unsupported" || e.type === "charset.unsupported"
-              ? "Unsupported body encoding"
-              : (TITLES[status] ?? "Bad request");
-      sendProblem(res, {
-        type: problemType(status),
-        title: TITLES[status] ?? "Client Error",
-        status,
-        detail,
-        instance,
-      });
-      return;
-    }
-    log.error({ err, method: req.method, path: instance }, "unhandled error");
-    sendProblem(res, {
-      type: problemType(500),
-      title: TITLES[500]!,
-      status: 500,
-      detail: "An unexpected error occurred",
-      instance,
-    });
+    sendProblem(res, problem, instance);
   };
 }

@@ -1,14 +1,7 @@
-import type { AddressInfo } from "node:net";
 import http from "node:http";
 import { createBlobStore, type BlobStore } from "@media-platform/storage";
-import {
-  gracefulShutdown,
-  type CloseHook,
-  type Logger,
-  type Metrics,
-  type ShutdownController,
-  type ShutdownOptions,
-} from "@media-platform/observability";
+import { type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
+import { listen } from "@media-platform/runtime";
 import { createApp, createManagementMetrics } from "./app";
 import { createVerifier, resolveKeySource } from "./auth/keys";
 import { loadConfig, type ManagementConfig } from "./config";
@@ -26,12 +19,6 @@ export interface RunningManagement {
   metrics: Metrics;
   /** What to close once the server has drained, in order (the database, when this service opened it). */
   closeHooks: CloseHook[];
-  /**
-   * Graceful shutdown on SIGTERM/SIGINT: stop accepting, let in-flight requests finish within
-   * `deadlineMs` (default 30 s), /readyz answers 503 `draining` meanwhile, then run `closeHooks`
-   * and exit 0 (1 if a hook failed).
-   */
-  shutdownOnSignals(options?: Omit<ShutdownOptions, "hooks" | "logger">): ShutdownController;
   /** Immediate close (tests): cuts open connections, closes the database. */
   close(): Promise<void>;
 }
@@ -40,6 +27,8 @@ export interface StartOverrides {
   logger?: Logger;
   blobStore?: BlobStore;
   database?: Database;
+  /** True while shutting down (runService's graceful shutdown): /readyz answers 503 `draining`. */
+  isDraining?: () => boolean;
 }
 
 /**
@@ -66,10 +55,9 @@ export async function startManagement(
       workspaceClaim: config.auth.workspaceClaim,
     });
     const metrics = createManagementMetrics();
-    let shutdown: ShutdownController | undefined;
     const app = createApp({
       metrics,
-      isDraining: () => shutdown?.isShuttingDown() ?? false,
+      isDraining: overrides.isDraining,
       prisma: db.prisma,
       blobStore,
       log,
@@ -80,16 +68,7 @@ export async function startManagement(
       duplicateHammingThreshold: config.duplicateHammingThreshold,
     });
     const server = http.createServer(app);
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(config.port, config.host, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-    const { port } = server.address() as AddressInfo;
-    const host = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
-    const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    const { port, url } = await listen(server, config.port, config.host);
     log.info(
       {
         url,
@@ -110,19 +89,9 @@ export async function startManagement(
       log,
       metrics,
       closeHooks,
-      shutdownOnSignals(options = {}) {
-        shutdown ??= gracefulShutdown(server, {
-          deadlineMs: 30_000,
-          ...options,
-          logger: log,
-          hooks: closeHooks,
-        });
-        return shutdown;
-      },
       async close() {
         if (closed) return;
         closed = true;
-        shutdown?.dispose();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();

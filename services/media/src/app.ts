@@ -13,11 +13,12 @@ import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
 import type { MediaCounters } from "./delivery/counters";
 import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
 import { QueueFullError } from "./delivery/limiter";
+import { AssetNotFoundError } from "./delivery/asset-not-found";
 import type { RenditionService } from "./delivery/rendition-service";
 import type { UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
 import { FaceDetectionError } from "./faces";
-import { HttpProblem, instanceOf, writeProblem } from "./problem";
+import { ProblemError, instanceOf, writeProblem } from "./problem";
 import {
   InputPixelLimitError,
   TransformationInputError,
@@ -134,7 +135,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
     if (!looksLikeMediaPath(path)) return next();
     if (req.method !== "GET" && req.method !== "HEAD") {
       return next(
-        new HttpProblem(405, "method-not-allowed", `${req.method} is not allowed; media URLs answer GET and HEAD`, {
+        new ProblemError(405, "method-not-allowed", `${req.method} is not allowed; media URLs answer GET and HEAD`, {
           headers: { Allow: "GET, HEAD" },
         }),
       );
@@ -143,7 +144,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
       if (signer) {
         const check = signer.check(target);
         if (check !== "ok") {
-          throw new HttpProblem(
+          throw new ProblemError(
             403,
             "invalid-signature",
             check === "missing"
@@ -175,12 +176,13 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   });
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
-    next(new HttpProblem(404, "not-found", `No route for ${req.method} ${instanceOf(req.url)}`));
+    next(new ProblemError(404, "not-found", `No route for ${req.method} ${instanceOf(req.url)}`));
   });
 
   // Express recognises error handlers by their four parameters.
   app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(err);
+    countFailure(err, deps);
     const problem = toProblem(err, deps);
     if (problem.slug === "internal-error") {
       (req.log ?? logger).error({ err, method: req.method, path: instanceOf(req.url) }, "unhandled error");
@@ -207,7 +209,7 @@ function refuseOtherSpellings(
   const canonical = canonicalMediaPath(request);
   const query = target.length > path.length ? target.slice(path.length) : "";
   if (canonical !== path) {
-    throw new HttpProblem(
+    throw new ProblemError(
       400,
       "non-canonical-media-url",
       `This media URL is not in canonical form; request ${canonical}${signing ? "?sig=<signature of that path>" : query} instead`,
@@ -219,7 +221,7 @@ function refuseOtherSpellings(
   }
   // With signing on, the signature check has already required the query to be exactly ?sig=...
   if (!allowQuery && query !== "" && !signing) {
-    throw new HttpProblem(
+    throw new ProblemError(
       400,
       "query-not-allowed",
       `This deployment refuses query strings on media URLs (MEDIA_ALLOW_QUERY=false); request ${path} instead`,
@@ -228,31 +230,43 @@ function refuseOtherSpellings(
   }
 }
 
-/** Maps every failure to a problem. Never leaks stack traces or internal messages. */
-export function toProblem(
+/** Counts the failures that have their own series (rejections at the queue, timeouts). */
+function countFailure(
   err: unknown,
-  deps: Pick<MediaAppDeps, "limitInputPixels" | "counters"> & { metrics: Pick<Metrics, "queueRejections"> },
-): HttpProblem {
-  if (err instanceof HttpProblem) return err;
+  deps: Pick<MediaAppDeps, "counters"> & { metrics: Pick<Metrics, "queueRejections"> },
+): void {
+  if (err instanceof QueueFullError) deps.metrics.queueRejections.inc();
+  else if (err instanceof RequestTimeoutError) deps.counters.inc("timeouts");
+}
+
+/**
+ * Maps every failure to a problem, without side effects (counting is countFailure's, logging
+ * the error handler's). Never leaks stack traces or internal messages.
+ */
+export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixels">): ProblemError {
+  if (err instanceof ProblemError) return err;
+  if (err instanceof AssetNotFoundError) {
+    return new ProblemError(404, "asset-not-found", err.message, { title: "Asset not found" });
+  }
   if (err instanceof MediaUrlError) {
     // A well-formed transformation on an id that cannot exist (not a UUID) names no asset: 404,
     // as the management API answers for malformed ids. Any other issue is the caller's URL: 400.
     if (err.issues.every((issue) => issue.path === "assetId")) {
-      return new HttpProblem(404, "asset-not-found", "No asset has this id (asset ids are UUIDs)", {
+      return new ProblemError(404, "asset-not-found", "No asset has this id (asset ids are UUIDs)", {
         title: "Asset not found",
         errors: err.issues,
       });
     }
-    return new HttpProblem(400, "invalid-media-url", err.message, { title: "Invalid media URL", errors: err.issues });
+    return new ProblemError(400, "invalid-media-url", err.message, { title: "Invalid media URL", errors: err.issues });
   }
   if (err instanceof TransformationInputError) {
-    return new HttpProblem(400, "invalid-media-url", `${err.path}: ${err.message}`, {
+    return new ProblemError(400, "invalid-media-url", `${err.path}: ${err.message}`, {
       title: "Transformation cannot apply to this image",
       errors: [{ path: err.path, message: err.message }],
     });
   }
   if (err instanceof InputPixelLimitError) {
-    return new HttpProblem(
+    return new ProblemError(
       413,
       "input-pixel-limit",
       `The stored original has more pixels than this deployment processes (LIMIT_INPUT_PIXELS = ${deps.limitInputPixels})`,
@@ -263,39 +277,37 @@ export function toProblem(
     );
   }
   if (err instanceof UndecodableOriginalError || err instanceof UnsupportedOriginalError) {
-    return new HttpProblem(422, "undecodable-original", err.message, { title: "Stored original cannot be processed" });
+    return new ProblemError(422, "undecodable-original", err.message, { title: "Stored original cannot be processed" });
   }
   if (err instanceof QueueFullError) {
-    deps.metrics.queueRejections.inc();
-    return new HttpProblem(503, "overloaded", "Too many transformations are running or waiting; retry shortly", {
+    return new ProblemError(503, "overloaded", "Too many transformations are running or waiting; retry shortly", {
       title: "Service overloaded",
       headers: { "Retry-After": String(RETRY_AFTER.queueFull) },
     });
   }
   if (err instanceof RequestCancelledError) {
     // Nobody reads this answer (the client has gone); it only keeps the access log truthful.
-    return new HttpProblem(499, "request-cancelled", err.message, { title: "Client closed request" });
+    return new ProblemError(499, "request-cancelled", err.message, { title: "Client closed request" });
   }
   if (err instanceof RequestTimeoutError) {
-    deps.counters.inc("timeouts");
-    return new HttpProblem(503, "timeout", `${err.message} (MEDIA_REQUEST_TIMEOUT_MS); retry shortly`, {
+    return new ProblemError(503, "timeout", `${err.message} (MEDIA_REQUEST_TIMEOUT_MS); retry shortly`, {
       title: "Transformation timed out",
       headers: { "Retry-After": String(RETRY_AFTER.timeout) },
     });
   }
   if (err instanceof FaceDetectionError) {
     // The detector worker failed (crash, model load): transient, and nothing was cached.
-    return new HttpProblem(503, "face-detection-unavailable", "Face detection is unavailable; retry shortly", {
+    return new ProblemError(503, "face-detection-unavailable", "Face detection is unavailable; retry shortly", {
       title: "Face detection unavailable",
       headers: { "Retry-After": String(RETRY_AFTER.faceDetection) },
     });
   }
   if (err instanceof StorageUnavailableError) {
     // Counted as dependency_errors_total{dependency="storage"} where the store failed (RenditionService).
-    return new HttpProblem(503, "storage-unavailable", "The blob store is unavailable; retry shortly", {
+    return new ProblemError(503, "storage-unavailable", "The blob store is unavailable; retry shortly", {
       title: "Storage unavailable",
       headers: { "Retry-After": String(RETRY_AFTER.storage) },
     });
   }
-  return new HttpProblem(500, "internal-error", "An unexpected error occurred");
+  return new ProblemError(500, "internal-error", "An unexpected error occurred");
 }

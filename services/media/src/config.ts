@@ -3,32 +3,13 @@ import { z } from "zod";
 import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts";
 import {
   blankAsUnset,
-  parseStorageEnv,
-  storageEnvSchema,
-  StorageConfigError,
-  type StorageConfig,
-} from "@media-platform/storage";
-
-const int = (min: number, max: number, fallback: number, what: string) =>
-  z.preprocess(
-    blankAsUnset,
-    z.coerce
-      .number({ error: `must be ${what}` })
-      .int(`must be ${what}`)
-      .min(min, `must be ${what}`)
-      .max(max, `must be ${what}`)
-      .default(fallback),
-  );
-const num = (min: number, max: number, fallback: number, what: string) =>
-  z.preprocess(
-    blankAsUnset,
-    z.coerce
-      .number({ error: `must be ${what}` })
-      .min(min, `must be ${what}`)
-      .max(max, `must be ${what}`)
-      .default(fallback),
-  );
-const optionalString = z.preprocess(blankAsUnset, z.string().min(1).optional());
+  ConfigError,
+  intField as int,
+  numberField as num,
+  optionalStringField as optionalString,
+  parseEnv,
+} from "@media-platform/runtime";
+import { parseStorageEnv, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
 
 const MiB = 1024 * 1024;
 
@@ -164,31 +145,15 @@ export interface MediaConfig {
   storage: StorageConfig;
 }
 
-/** A bad environment: the message names every offending variable ("MEDIA_PORT: must be ..."). */
-export class MediaConfigError extends Error {
-  constructor(readonly problems: ReadonlyArray<{ variable: string; message: string }>) {
-    super(`invalid media configuration: ${problems.map((p) => `${p.variable}: ${p.message}`).join("; ")}`);
-    this.name = "MediaConfigError";
-  }
-}
+/** The services' one ConfigError (runtime package), under the name media's callers know. */
+export { ConfigError as MediaConfigError };
 
-/** Validates the environment; throws MediaConfigError naming each bad variable. */
+/** Validates the environment; throws ConfigError naming each bad variable. */
 export function loadMediaConfig(env: Record<string, string | undefined> = process.env): MediaConfig {
-  const parsed = mediaEnvSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new MediaConfigError(
-      parsed.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? "(env)"), message: issue.message })),
-    );
-  }
-  const e = parsed.data;
+  const e = parseEnv(mediaEnvSchema, env);
   const dataDir = path.resolve(e.DATA_DIR);
-  let storage: StorageConfig;
-  try {
-    storage = parseStorageEnv({ ...env, STORAGE_DIR: e.STORAGE_DIR ?? path.join(dataDir, "blobs") });
-  } catch (err) {
-    if (err instanceof StorageConfigError) throw new MediaConfigError(err.problems);
-    throw err;
-  }
+  // A StorageConfigError is a ConfigError: it propagates as is.
+  const storage: StorageConfig = parseStorageEnv({ ...env, STORAGE_DIR: e.STORAGE_DIR ?? path.join(dataDir, "blobs") });
   return {
     port: e.MEDIA_PORT,
     host: e.HOST,

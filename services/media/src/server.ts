@@ -1,8 +1,8 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Express } from "express";
-import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts";
+import type { MediaLimits } from "@media-platform/contracts";
 import { createLogger, createMetrics, type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
+import { listen } from "@media-platform/runtime";
 import { createBlobStore, type BlobStore } from "@media-platform/storage";
 import { createMediaApp } from "./app";
 import { NOSNIFF, NOSNIFF_HEADER } from "./cache/entry";
@@ -32,18 +32,34 @@ export interface MediaServerOptions {
   queueLimit: number;
 }
 
-export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.freeze({
-  limits: defaultMediaLimits,
-  limitInputPixels: 100_000_000,
-  cache: { memoryBytes: 256 * 1024 * 1024, ttlSeconds: 7 * 86400, maxEntryBytes: 10 * 1024 * 1024 },
-  redis: undefined,
-  signingKey: undefined,
-  allowQuery: true,
-  requestTimeoutMs: 30_000,
-  inflightPixels: defaultMediaLimits.maxWorkPixels,
-  concurrency: 4,
-  queueLimit: 64,
-});
+/** The config schema's defaults (an empty environment), so each default is stated once, in config.ts. */
+export const defaultMediaServerOptions: Readonly<MediaServerOptions> = (() => {
+  const {
+    limits,
+    limitInputPixels,
+    cache,
+    redis,
+    signingKey,
+    allowQuery,
+    requestTimeoutMs,
+    inflightPixels,
+    concurrency,
+    queueLimit,
+  } =
+    loadMediaConfig({});
+  return Object.freeze({
+    limits,
+    limitInputPixels,
+    cache,
+    redis,
+    signingKey,
+    allowQuery,
+    requestTimeoutMs,
+    inflightPixels,
+    concurrency,
+    queueLimit,
+  });
+})();
 
 export interface MediaServerDeps {
   store: BlobStore;
@@ -173,14 +189,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     async listen(port = 0, host = "127.0.0.1") {
       // Give Redis one connection attempt so the first requests can use it; never wait longer.
       await redis?.waitReady();
-      return new Promise<string>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(port, host, () => {
-          server.off("error", reject);
-          const address = server.address() as AddressInfo;
-          resolve(`http://${urlHost(host)}:${address.port}`);
-        });
-      });
+      return (await listen(server, port, host)).url;
     },
     close() {
       closing ??= (async () => {
@@ -198,11 +207,6 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       return closing;
     },
   };
-}
-
-function urlHost(host: string): string {
-  if (host === "0.0.0.0" || host === "::" || host === "") return "127.0.0.1";
-  return host.includes(":") ? `[${host}]` : host;
 }
 
 export interface RunningMedia {

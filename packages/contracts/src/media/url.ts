@@ -57,15 +57,22 @@ function decode(raw: string): string | undefined {
   }
 }
 
+/** The parser's message for a name that is not a transformation (the client reuses it). */
+export const unknownTransformationMessage = (name: string): string =>
+  `unknown transformation ${JSON.stringify(name)}; known: ${transformationNames.join(", ")}`;
+
+/** The parser's message for a parameter `transformation` does not take (the client reuses it). */
+export function unknownParameterMessage(transformation: TransformationName): string {
+  const known = Object.keys(paramSpecsOf(transformation));
+  return `unknown parameter; ${transformation} accepts ${known.length ? known.join(", ") : "no parameters"}`;
+}
+
 /** Validates one step given as raw strings (from a URL) and returns its typed parameters. */
 function parseStep(segment: string, limits: MediaLimits, issues: MediaUrlIssue[]): TransformationStep | undefined {
   const [rawName = "", ...rawParams] = segment.split(":");
   const name = decode(rawName) ?? rawName;
   if (!isTransformationName(name)) {
-    issues.push({
-      path: NAME.test(name) ? name : "path",
-      message: `unknown transformation ${JSON.stringify(name)}; known: ${transformationNames.join(", ")}`,
-    });
+    issues.push({ path: NAME.test(name) ? name : "path", message: unknownTransformationMessage(name) });
     return undefined;
   }
   const specs = paramSpecsOf(name);
@@ -81,11 +88,7 @@ function parseStep(segment: string, limits: MediaLimits, issues: MediaUrlIssue[]
     }
     const spec = specs[key];
     if (!spec) {
-      const known = Object.keys(specs);
-      issues.push({
-        path: `${name}.${key}`,
-        message: `unknown parameter; ${name} accepts ${known.length ? known.join(", ") : "no parameters"}`,
-      });
+      issues.push({ path: `${name}.${key}`, message: unknownParameterMessage(name) });
       continue;
     }
     if (key in params) {

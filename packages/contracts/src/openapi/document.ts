@@ -109,7 +109,8 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
   },
   422: {
     name: "UnprocessableContent",
-    description: "A recognised image format whose bytes cannot be decoded (truncated or corrupt)",
+    description:
+      "A recognised image format whose bytes cannot be decoded (truncated or corrupt: `undecodable-image`), or with more pixels than LIMIT_INPUT_PIXELS (`image-too-large`)",
     example: {
       slug: "undecodable-image",
       title: "Unprocessable Content",

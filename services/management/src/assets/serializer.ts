@@ -1,9 +1,12 @@
-import { IMAGE_FORMATS, type AssetDto, type AssetFormat } from "@media-platform/contracts";
+import { formatMediaPath, IMAGE_FORMATS, type AssetDto, type AssetFormat } from "@media-platform/contracts";
 import type { Asset } from "../generated/prisma/client";
 
 export function mediaUrlFor(mediaPublicUrl: string, asset: Pick<Asset, "id" | "format">): string {
-  const ext = IMAGE_FORMATS[asset.format as AssetFormat]?.extensions[0] ?? asset.format;
-  return `${mediaPublicUrl}/thumbnail:size=256/${asset.id}.${ext}`;
+  const extension = IMAGE_FORMATS[asset.format as AssetFormat].extensions[0];
+  return (
+    mediaPublicUrl +
+    formatMediaPath({ steps: [{ name: "thumbnail", params: { size: 256 } }], assetId: asset.id, extension })
+  );
 }
 
 export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {

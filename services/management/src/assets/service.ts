@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type {
   AssetDto,
-  AssetSort,
   FullTextQuery,
   FullTextResponse,
   ListAssetsQuery,
@@ -16,6 +15,7 @@ import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
 import { Prisma, type Asset } from "../generated/prisma/client";
 import { badRequest, notFound } from "../problem";
+import { afterCursor, cursorValue, decodeCursor, encodeCursor, type SortField } from "./cursor";
 import { findDuplicates } from "./duplicates";
 import { fullTextSearch } from "./search";
 import { serializeAsset } from "./serializer";
@@ -144,70 +144,6 @@ export async function patchAsset(
 
 // ---------------------------------------------------------------------------------------------
 // Listing with keyset pagination
-
-type SortField = "createdAt" | "updatedAt" | "userTitle" | "bytes";
-interface Cursor {
-  s: AssetSort;
-  v: string | null;
-  id: string;
-}
-
-const encodeCursor = (c: Cursor): string => Buffer.from(JSON.stringify(c), "utf8").toString("base64url");
-
-function decodeCursor(raw: string, sort: AssetSort): Cursor {
-  const invalid = () =>
-    badRequest("Invalid cursor", [{ path: "query.cursor", message: "not a cursor of this listing" }]);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
-  } catch {
-    throw invalid();
-  }
-  if (typeof parsed !== "object" || parsed === null) throw invalid();
-  const c = parsed as Record<string, unknown>;
-  if (c.s !== sort || typeof c.id !== "string" || !/^[0-9a-f-]{36}$/.test(c.id)) throw invalid();
-  if (!(c.v === null || typeof c.v === "string")) throw invalid();
-  const field = sort.replace(/^-/, "") as SortField;
-  if (c.v === null && field !== "userTitle") throw invalid();
-  if (typeof c.v === "string") {
-    if ((field === "createdAt" || field === "updatedAt") && Number.isNaN(Date.parse(c.v))) throw invalid();
-    if (field === "bytes" && !/^[0-9]{1,19}$/.test(c.v)) throw invalid();
-  }
-  return { s: sort, v: c.v, id: c.id };
-}
-
-function cursorValue(asset: Asset, field: SortField): string | null {
-  switch (field) {
-    case "createdAt":
-      return asset.createdAt.toISOString();
-    case "updatedAt":
-      return asset.updatedAt.toISOString();
-    case "bytes":
-      return asset.bytes.toString();
-    case "userTitle":
-      return asset.userTitle;
-  }
-}
-
-function typedValue(field: SortField, v: string): Date | bigint | string {
-  if (field === "createdAt" || field === "updatedAt") return new Date(v);
-  if (field === "bytes") return BigInt(v);
-  return v;
-}
-
-/** Rows strictly after the cursor in (field dir, id dir) order; userTitle sorts nulls last. */
-function afterCursor(field: SortField, desc: boolean, cursor: Cursor): Prisma.AssetWhereInput {
-  const cmp = desc ? "lt" : "gt";
-  const idAfter = { id: { [cmp]: cursor.id } };
-  if (cursor.v === null) return { AND: [{ userTitle: null }, idAfter] };
-  const value = typedValue(field, cursor.v);
-  const or: Prisma.AssetWhereInput[] = [
-    { [field]: { [cmp]: value } },
-    { AND: [{ [field]: { equals: value } }, idAfter] },
-  ];
-  if (field === "userTitle") or.push({ userTitle: null });
-  return { OR: or };
-}
 
 function escapeLike(s: string): string {
   return s.replace(/[\\%_]/g, (c) => `\\${c}`);

@@ -4,13 +4,16 @@ import multer from "multer";
 import sharp from "sharp";
 import phash from "sharp-phash";
 import { IMAGE_FORMATS, type AssetFormat } from "@media-platform/contracts";
-import { HttpProblem, badRequest } from "../problem";
+import { ProblemError, badRequest } from "../problem";
+import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./image-errors";
 
 /** Multipart overhead tolerated on top of MAX_UPLOAD_BYTES before a Content-Length is refused outright. */
 const MULTIPART_SLACK = 64 * 1024;
 
 const tooLarge = (max: number) =>
-  new HttpProblem(413, `The file exceeds the upload limit of ${max} bytes`, { headers: { Connection: "close" } });
+  new ProblemError(413, "payload-too-large", `The file exceeds the upload limit of ${max} bytes`, {
+    headers: { Connection: "close" },
+  });
 
 /**
  * multer with a hard size cap: busboy stops reading the part once the cap is passed, so no more
@@ -95,18 +98,17 @@ export async function analyseImage(buffer: Buffer, limitInputPixels: number): Pr
   } catch (err) {
     const message = err instanceof Error ? err.message : "";
     if (/unsupported image format/i.test(message)) {
-      throw new HttpProblem(415, "The file is not a supported image (accepted: JPEG, PNG, WebP, GIF, AVIF, TIFF)");
+      throw new UnsupportedImageError("The file is not a supported image (accepted: JPEG, PNG, WebP, GIF, AVIF, TIFF)");
     }
-    throw new HttpProblem(422, "The image could not be decoded (truncated or corrupt)");
+    throw new UndecodableImageError();
   }
   const format = acceptedFormat(meta);
   if (!format) {
-    throw new HttpProblem(
-      415,
+    throw new UnsupportedImageError(
       `Image format ${meta.format ?? "unknown"} is not accepted (accepted: JPEG, PNG, WebP, GIF, AVIF, TIFF)`,
     );
   }
-  if (!meta.width || !meta.height) throw new HttpProblem(422, "The image has no dimensions");
+  if (!meta.width || !meta.height) throw new UndecodableImageError("The image has no dimensions");
   let hashBits: string;
   try {
     // Decodes every pixel of the first frame: a truncated or corrupt body fails here.
@@ -114,9 +116,9 @@ export async function analyseImage(buffer: Buffer, limitInputPixels: number): Pr
   } catch (err) {
     const message = err instanceof Error ? err.message : "";
     if (/pixel limit/i.test(message)) {
-      throw new HttpProblem(422, `The image exceeds the decoder limit of ${limitInputPixels} pixels`);
+      throw new ImagePixelLimitError(limitInputPixels);
     }
-    throw new HttpProblem(422, "The image could not be decoded (truncated or corrupt)");
+    throw new UndecodableImageError();
   }
   return {
     format,

@@ -3,7 +3,7 @@ import type { CollectionDto, CreateCollection, ListCollectionsResponse } from "@
 import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
 import { Prisma, type Collection } from "../generated/prisma/client";
-import { HttpProblem, notFound } from "../problem";
+import { ProblemError, notFound } from "../problem";
 
 export function serializeCollection(c: Collection, assetCount: number): CollectionDto {
   return {
@@ -36,9 +36,14 @@ export async function createCollection(
     return serializeCollection(created, 0);
   } catch (err) {
     if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
-      throw new HttpProblem(409, `A collection named ${JSON.stringify(input.name)} already exists in this workspace`, {
-        errors: [{ path: "body.name", message: "must be unique within the workspace" }],
-      });
+      throw new ProblemError(
+        409,
+        "conflict",
+        `A collection named ${JSON.stringify(input.name)} already exists in this workspace`,
+        {
+          errors: [{ path: "body.name", message: "must be unique within the workspace" }],
+        },
+      );
     }
     throw err;
   }

@@ -21,8 +21,16 @@ export interface Migration {
   checksum: string;
 }
 
-/** prisma/migrations, resolved from this file so it works from any working directory. */
-export const DEFAULT_MIGRATIONS_DIR = path.resolve(__dirname, "../../../../prisma/migrations");
+/** The service folder (holding its package.json) above this file: src/db/ in development, dist/ compiled. */
+function serviceRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, "package.json"))) return dir;
+    if (path.dirname(dir) === dir) return path.resolve(from, "../..");
+  }
+}
+
+/** <repo>/prisma/migrations (services/management/../../), found from this file so it works from any working directory. */
+export const DEFAULT_MIGRATIONS_DIR = path.resolve(serviceRoot(__dirname), "../../prisma/migrations");
 
 const MIGRATION_NAME = /^[0-9]{14}_[A-Za-z0-9_]+$/;
 

@@ -33,10 +33,6 @@ export class MemoryCache {
     this.lru?.set(key, entry);
   }
 
-  delete(key: string): void {
-    this.lru?.delete(key);
-  }
-
   clear(): void {
     this.lru?.clear();
   }

@@ -36,10 +36,6 @@ export class MediaCounters {
     return this.values[name];
   }
 
-  snapshot(): Readonly<Record<CounterName, number>> {
-    return { ...this.values };
-  }
-
   /** Registers every counter on the service's registry as `media_<name>_total`, read at scrape time. */
   register(metrics: Pick<Metrics, "registry">): void {
     for (const name of Object.keys(counterHelp) as CounterName[]) {

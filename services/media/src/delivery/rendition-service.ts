@@ -6,7 +6,7 @@ import { makeEntry, type CacheEntry } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
 import type { RenderOptions, RenderInput, Rendition } from "../pipeline/render";
-import { HttpProblem } from "../problem";
+import { AssetNotFoundError } from "./asset-not-found";
 import type { MediaCounters } from "./counters";
 import { RequestTimeoutError } from "./errors";
 import type { Limiter, WorkGate } from "./limiter";
@@ -198,11 +198,7 @@ export class RenditionService {
       const rendition = await this.deps.limiter.run(async () => {
         signal.throwIfAborted();
         const blob = await this.readOriginal(request.assetId);
-        if (!blob) {
-          throw new HttpProblem(404, "asset-not-found", `No asset ${request.assetId} exists`, {
-            title: "Asset not found",
-          });
-        }
+        if (!blob) throw new AssetNotFoundError(request.assetId);
         // Streamed: the pipeline reads the header first and the rest only for work it admits.
         const original = bodyChunks(blob.body, () => {
           // The store answered but the body broke off (connection reset, file vanished).

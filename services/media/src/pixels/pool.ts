@@ -176,16 +176,25 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
       data.byteOffset === 0 && data.byteLength === data.buffer.byteLength
         ? data
         : Uint8Array.prototype.slice.call(data);
+    const message = {
+      id: task.id,
+      kernel: task.kernel,
+      image: { data: own, width, height, channels },
+      params: task.params,
+    };
     try {
-      slot.worker.postMessage(
-        { id: task.id, kernel: task.kernel, image: { data: own, width, height, channels }, params: task.params },
-        [own.buffer as ArrayBuffer],
-      );
+      try {
+        slot.worker.postMessage(message, [own.buffer as ArrayBuffer]);
+      } catch (error) {
+        // External memory (sharp's output buffers) cannot be detached: Node 20 clones it on its
+        // own, Node 22+ throws DataCloneError. Either way it is sent as a copy.
+        if ((error as { name?: unknown } | null)?.name !== "DataCloneError") throw error;
+        slot.worker.postMessage(message);
+      }
     } catch (error) {
       settle(slot, { error: error instanceof Error ? error : new Error(String(error)) });
       return;
     }
-    // External memory (sharp's output buffers) cannot be detached: V8 cloned it instead.
     if (own.buffer.byteLength !== 0) counters.cloned++;
   };
 

@@ -1,0 +1,13 @@
+export {
+  blankAsUnset,
+  ConfigError,
+  configProblems,
+  intField,
+  numberField,
+  optionalStringField,
+  parseEnv,
+  portField,
+  positiveIntField,
+  type ConfigProblem,
+} from "./env";
+export { listen, runService, serviceUrl, type ServiceMain } from "./serve";

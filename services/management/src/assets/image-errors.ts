@@ -1,0 +1,25 @@
+/** What image analysis finds wrong with an upload; the HTTP layer (problem.ts) maps each to a problem. */
+
+/** Not an image, or a format the platform does not accept (SVG included). */
+export class UnsupportedImageError extends Error {
+  constructor(detail: string) {
+    super(detail);
+    this.name = "UnsupportedImageError";
+  }
+}
+
+/** A recognised format whose bytes cannot be decoded (truncated, corrupt, no dimensions). */
+export class UndecodableImageError extends Error {
+  constructor(detail = "The image could not be decoded (truncated or corrupt)") {
+    super(detail);
+    this.name = "UndecodableImageError";
+  }
+}
+
+/** More pixels than LIMIT_INPUT_PIXELS lets the decoder read. */
+export class ImagePixelLimitError extends Error {
+  constructor(readonly limitInputPixels: number) {
+    super(`The image exceeds the decoder limit of ${limitInputPixels} pixels`);
+    this.name = "ImagePixelLimitError";
+  }
+}
