@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { PROBLEM_CONTENT_TYPE, type Problem } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
-import { Prisma } from "./generated/prisma/client";
+import { isDatabaseUnavailable } from "./db/availability";
 
 export interface FieldError {
   path: string;
@@ -109,13 +109,7 @@ interface HttpLikeError {
  */
 export function unavailableDependency(err: unknown): "database" | "storage" | null {
   if (err instanceof StorageUnavailableError) return "storage";
-  if (err instanceof Prisma.PrismaClientInitializationError) return "database";
-  if (err instanceof Prisma.PrismaClientKnownRequestError)
-    return ["P1001", "P1002", "P1008", "P1017", "P2024"].includes(err.code) ? "database" : null;
-  // Raw socket errors only come from the database driver: the blob stores wrap theirs in
-  // StorageUnavailableError.
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === "ECONNREFUSED" || code === "ECONNRESET" || code === "ETIMEDOUT" ? "database" : null;
+  return isDatabaseUnavailable(err) ? "database" : null;
 }
 
 export interface ErrorHandlerOptions {
