@@ -58,6 +58,15 @@ export function assetsRouter(ctx: AppContext): Router {
   r.patch(`${ASSETS_PATH}/:assetId`, requireJson, async (req, res) => {
     const id = assetId(req.params);
     const patch = parseOr400(patchAssetSchema, req.body, "body");
+    // `{}` would be a successful no-op: almost always a client bug (wrong Content-Type, a dropped field).
+    if (Object.keys(patch).length === 0) {
+      throw badRequest("The body must name at least one field to change", [
+        {
+          path: "body",
+          message: "must contain at least one of userTitle, userTags, userCaption, userDescription, collectionId",
+        },
+      ]);
+    }
     res.json(await patchAsset(ctx, principalOf(req), id, patch));
   });
 

@@ -10,11 +10,12 @@ import type {
   UploadFields,
   UploadResponse,
 } from "@media-platform/contracts";
+import { filenameSchema, MAX_FILENAME_LENGTH, MAX_TITLE_LENGTH } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
 import { Prisma, type Asset } from "../generated/prisma/client";
-import { badRequest, notFound } from "../problem";
+import { badRequest, notFound, parseOr400 } from "../problem";
 import { findDuplicates } from "./duplicates";
 import { fullTextSearch } from "./search";
 import { serializeAsset } from "./serializer";
@@ -48,6 +49,7 @@ export async function uploadAsset(
   fields: UploadFields,
 ): Promise<UploadResponse> {
   const { workspaceId } = principal;
+  const originalFilename = sanitizeFilename(file.originalname);
   if (fields.collectionId !== undefined) {
     await assertCollectionInWorkspace(ctx, workspaceId, fields.collectionId, "body.collectionId");
   }
@@ -66,7 +68,7 @@ export async function uploadAsset(
         id,
         workspaceId,
         collectionId: fields.collectionId ?? null,
-        originalFilename: sanitizeFilename(file.originalname),
+        originalFilename,
         mimeType: image.mimeType,
         format: image.format,
         width: image.width,
@@ -94,11 +96,18 @@ export async function uploadAsset(
   return dto;
 }
 
-/** Client file names are metadata only (never a path): strip directories and control characters. */
+/**
+ * Client file names are metadata only (never a path): directories stripped, NFC, single-line
+ * Unicode (400 for control characters or lone surrogates), cut to 255 UTF-16 units on a code point.
+ */
 export function sanitizeFilename(name: string): string {
-  // eslint-disable-next-line no-control-regex
-  const base = (name.split(/[\\/]/).pop() ?? "").replace(/[\u0000-\u001f\u007f]/g, "").trim();
-  return (base || "upload").slice(0, 255);
+  const base = (name.split(/[\\/]/).pop() ?? "").trim();
+  let cut = "";
+  for (const ch of base) {
+    if (cut.length + ch.length > MAX_FILENAME_LENGTH) break;
+    cut += ch;
+  }
+  return parseOr400(filenameSchema, cut, "body.file.filename") || "upload";
 }
 
 async function loadAsset(ctx: AppContext, workspaceId: string, id: string): Promise<Asset> {
@@ -153,6 +162,26 @@ interface Cursor {
 
 const encodeCursor = (c: Cursor): string => Buffer.from(JSON.stringify(c), "utf8").toString("base64url");
 
+const CURSOR_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const MAX_BIGINT = 2n ** 63n - 1n;
+
+/** Is `v` a value this sort field could have produced (so the database can never choke on it)? */
+function validCursorValue(field: SortField, v: string): boolean {
+  switch (field) {
+    case "createdAt":
+    case "updatedAt": {
+      // Exactly what toISOString() wrote: no expanded years, no other formats.
+      const ms = Date.parse(v);
+      return /^[0-9]{4}-/.test(v) && !Number.isNaN(ms) && new Date(ms).toISOString() === v;
+    }
+    case "bytes":
+      return /^[0-9]{1,19}$/.test(v) && BigInt(v) <= MAX_BIGINT;
+    case "userTitle":
+      // eslint-disable-next-line no-control-regex
+      return v.length <= MAX_TITLE_LENGTH && !/[\u0000]|\p{Cs}/u.test(v);
+  }
+}
+
 function decodeCursor(raw: string, sort: AssetSort): Cursor {
   const invalid = () =>
     badRequest("Invalid cursor", [{ path: "query.cursor", message: "not a cursor of this listing" }]);
@@ -164,14 +193,11 @@ function decodeCursor(raw: string, sort: AssetSort): Cursor {
   }
   if (typeof parsed !== "object" || parsed === null) throw invalid();
   const c = parsed as Record<string, unknown>;
-  if (c.s !== sort || typeof c.id !== "string" || !/^[0-9a-f-]{36}$/.test(c.id)) throw invalid();
+  if (c.s !== sort || typeof c.id !== "string" || !CURSOR_ID.test(c.id)) throw invalid();
   if (!(c.v === null || typeof c.v === "string")) throw invalid();
   const field = sort.replace(/^-/, "") as SortField;
   if (c.v === null && field !== "userTitle") throw invalid();
-  if (typeof c.v === "string") {
-    if ((field === "createdAt" || field === "updatedAt") && Number.isNaN(Date.parse(c.v))) throw invalid();
-    if (field === "bytes" && !/^[0-9]{1,19}$/.test(c.v)) throw invalid();
-  }
+  if (typeof c.v === "string" && !validCursorValue(field, c.v)) throw invalid();
   return { s: sort, v: c.v, id: c.id };
 }
 

@@ -19,6 +19,8 @@ const tooLarge = (max: number) =>
 export function uploadMiddleware(maxUploadBytes: number): RequestHandler {
   const upload = multer({
     storage: multer.memoryStorage(),
+    // RFC 7578 filenames are UTF-8 (curl, browsers); busboy's default would read them as latin1.
+    defParamCharset: "utf8",
     limits: { fileSize: maxUploadBytes, files: 1, fields: 20, fieldSize: 64 * 1024, parts: 30, headerPairs: 200 },
   }).single("file");
 
@@ -68,6 +70,12 @@ export function uploadMiddleware(maxUploadBytes: number): RequestHandler {
   };
 }
 
+const pixelLimitExceeded = (width: number, height: number, limit: number) =>
+  new HttpProblem(
+    422,
+    `The image is ${width}x${height} = ${width * height} pixels, above the limit of ${limit} pixels (LIMIT_INPUT_PIXELS)`,
+  );
+
 export interface AnalysedImage {
   format: AssetFormat;
   mimeType: string;
@@ -91,7 +99,8 @@ export async function analyseImage(buffer: Buffer, limitInputPixels: number): Pr
   if (buffer.length === 0) throw badRequest("The file is empty", [{ path: "body.file", message: "must not be empty" }]);
   let meta: sharp.Metadata;
   try {
-    meta = await sharp(buffer, { limitInputPixels, failOn: "error" }).metadata();
+    // Header only: the pixel limit is checked below from the declared size, before any decode.
+    meta = await sharp(buffer, { limitInputPixels: false, failOn: "error" }).metadata();
   } catch (err) {
     const message = err instanceof Error ? err.message : "";
     if (/unsupported image format/i.test(message)) {
@@ -107,22 +116,22 @@ export async function analyseImage(buffer: Buffer, limitInputPixels: number): Pr
     );
   }
   if (!meta.width || !meta.height) throw new HttpProblem(422, "The image has no dimensions");
+  const frameHeight = meta.pageHeight ?? meta.height;
+  if (meta.width * frameHeight > limitInputPixels) throw pixelLimitExceeded(meta.width, frameHeight, limitInputPixels);
   let hashBits: string;
   try {
     // Decodes every pixel of the first frame: a truncated or corrupt body fails here.
     hashBits = await phash(buffer, { limitInputPixels, failOn: "error" });
   } catch (err) {
     const message = err instanceof Error ? err.message : "";
-    if (/pixel limit/i.test(message)) {
-      throw new HttpProblem(422, `The image exceeds the decoder limit of ${limitInputPixels} pixels`);
-    }
+    if (/pixel limit/i.test(message)) throw pixelLimitExceeded(meta.width, frameHeight, limitInputPixels);
     throw new HttpProblem(422, "The image could not be decoded (truncated or corrupt)");
   }
   return {
     format,
     mimeType: IMAGE_FORMATS[format].mimeType,
     width: meta.width,
-    height: meta.pageHeight ?? meta.height,
+    height: frameHeight,
     bytes: buffer.length,
     sha256: createHash("sha256").update(buffer).digest("hex"),
     phash: phashToBigInt(hashBits),
