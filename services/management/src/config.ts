@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
-import { parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
+import { blankAsUnset, parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
+import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth/keys";
 
 const port = z.coerce.number().int().min(0).max(65535);
 const optionalString = z
@@ -41,6 +42,12 @@ const ownEnvSchema = z.object({
   AUTH_ISSUER: optionalString.describe("Required iss claim, checked when set"),
   AUTH_AUDIENCE: optionalString.describe("Required aud claim, checked when set"),
   AUTH_WORKSPACE_CLAIM: z.string().min(1).default("workspace_id").describe("Claim carrying the workspace id"),
+  AUTH_REQUIRE_EXP: z
+    .preprocess(blankAsUnset, z.stringbool().default(true))
+    .describe("Refuse tokens without an exp claim (401); false accepts them (never-expiring tokens)"),
+  AUTH_MAX_TOKEN_LIFETIME_SECONDS: z
+    .preprocess(blankAsUnset, z.coerce.number().int().min(0).default(DEFAULT_MAX_TOKEN_LIFETIME_SECONDS))
+    .describe("Longest accepted token lifetime (exp - iat) in seconds; longer ones are refused (401). 0 = no cap"),
   DUPLICATE_HAMMING_THRESHOLD: z.coerce
     .number()
     .int()
@@ -77,6 +84,8 @@ export interface ManagementConfig {
     issuer: string | undefined;
     audience: string | undefined;
     workspaceClaim: string;
+    requireExpiry: boolean;
+    maxTokenLifetimeSeconds: number;
   };
   duplicateHammingThreshold: number;
   logLevel: ManagementEnv["LOG_LEVEL"];
@@ -131,6 +140,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       issuer: e.AUTH_ISSUER,
       audience: e.AUTH_AUDIENCE,
       workspaceClaim: e.AUTH_WORKSPACE_CLAIM,
+      requireExpiry: e.AUTH_REQUIRE_EXP,
+      maxTokenLifetimeSeconds: e.AUTH_MAX_TOKEN_LIFETIME_SECONDS,
     },
     duplicateHammingThreshold: e.DUPLICATE_HAMMING_THRESHOLD,
     logLevel: e.LOG_LEVEL,

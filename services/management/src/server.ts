@@ -64,6 +64,8 @@ export async function startManagement(
       issuer: config.auth.issuer,
       audience: config.auth.audience,
       workspaceClaim: config.auth.workspaceClaim,
+      requireExpiry: config.auth.requireExpiry,
+      maxLifetimeSeconds: config.auth.maxTokenLifetimeSeconds,
     });
     const metrics = createManagementMetrics();
     let shutdown: ShutdownController | undefined;
