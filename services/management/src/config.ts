@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { blankAsUnset, parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
+import { defaultUploadSettings, type UploadSettings } from "./assets/upload";
 import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth/keys";
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -24,6 +25,18 @@ const ownEnvSchema = z.object({
   PGLITE_DIR: optionalString.describe("PGlite data folder when DATABASE_URL is unset (default <DATA_DIR>/pg)"),
   MAX_UPLOAD_BYTES: positiveInt.default(52428800).describe("Largest accepted upload in bytes (413 above)"),
   LIMIT_INPUT_PIXELS: positiveInt.default(100_000_000).describe("sharp limitInputPixels for decoding uploads"),
+  UPLOAD_SPOOL_DIR: optionalString.describe(
+    "Folder upload bodies stream to while they are checked (default <os tmpdir>/media-platform-uploads); leftovers older than ORPHAN_GRACE_SECONDS are swept",
+  ),
+  UPLOAD_IDLE_TIMEOUT_MS: positiveInt
+    .default(30_000)
+    .describe("An upload body sending no data for this long is answered 408 and its connection closed"),
+  MAX_CONCURRENT_UPLOADS: positiveInt
+    .default(8)
+    .describe("Uploads received or processed at once per process; beyond it 503 + Retry-After"),
+  HEADERS_TIMEOUT_MS: positiveInt
+    .default(15_000)
+    .describe("Longest a client may take to send the request headers; then the connection is closed (408)"),
   MEDIA_PUBLIC_URL: z
     .string()
     .url()
@@ -76,6 +89,9 @@ export interface ManagementConfig {
   pgliteDir: string;
   maxUploadBytes: number;
   limitInputPixels: number;
+  /** Upload spool folder, body idle timeout, concurrent upload cap. */
+  uploads: UploadSettings;
+  headersTimeoutMs: number;
   mediaPublicUrl: string;
   auth: {
     jwksUrl: string | undefined;
@@ -132,6 +148,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     pgliteDir: path.resolve(e.PGLITE_DIR ?? path.join(dataDir, "pg")),
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
+    uploads: {
+      spoolDir: path.resolve(e.UPLOAD_SPOOL_DIR ?? defaultUploadSettings().spoolDir),
+      bodyIdleTimeoutMs: e.UPLOAD_IDLE_TIMEOUT_MS,
+      maxConcurrentUploads: e.MAX_CONCURRENT_UPLOADS,
+    },
+    headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     mediaPublicUrl: e.MEDIA_PUBLIC_URL,
     auth: {
       jwksUrl: e.AUTH_JWKS_URL,

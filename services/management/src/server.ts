@@ -79,9 +79,19 @@ export async function startManagement(
       mediaPublicUrl: config.mediaPublicUrl,
       maxUploadBytes: config.maxUploadBytes,
       limitInputPixels: config.limitInputPixels,
+      uploads: config.uploads,
       duplicateHammingThreshold: config.duplicateHammingThreshold,
     });
-    const server = http.createServer(app);
+    const server = http.createServer(
+      {
+        // A stalled header is cut after HEADERS_TIMEOUT_MS (Node answers 408); the check runs every
+        // second instead of Node's default 30 s. Stalled upload bodies have their own idle timeout.
+        headersTimeout: config.headersTimeoutMs,
+        requestTimeout: Math.max(300_000, config.headersTimeoutMs + 1),
+        connectionsCheckingInterval: 1000,
+      },
+      app,
+    );
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(config.port, config.host, () => {

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
 import type {
   AssetDto,
   AssetSort,
@@ -19,7 +20,7 @@ import { badRequest, notFound, parseOr400 } from "../problem";
 import { findDuplicates } from "./duplicates";
 import { fullTextSearch } from "./search";
 import { serializeAsset } from "./serializer";
-import { analyseImage } from "./upload";
+import { analyseImage, type SpooledFile } from "./upload";
 
 const isPrismaError = (err: unknown, code: string): boolean =>
   err instanceof Prisma.PrismaClientKnownRequestError && err.code === code;
@@ -32,8 +33,7 @@ async function assertCollectionInWorkspace(ctx: AppContext, workspaceId: string,
   if (!found) throw badRequest("Unknown collection", [{ path, message: "no such collection in this workspace" }]);
 }
 
-export interface UploadedFile {
-  buffer: Buffer;
+export interface UploadedFile extends SpooledFile {
   originalname: string;
 }
 
@@ -53,14 +53,15 @@ export async function uploadAsset(
   if (fields.collectionId !== undefined) {
     await assertCollectionInWorkspace(ctx, workspaceId, fields.collectionId, "body.collectionId");
   }
-  const image = await analyseImage(file.buffer, ctx.limitInputPixels);
+  const image = await analyseImage(file, ctx.limitInputPixels);
   const duplicates = fields.warnAboutDuplicateImages
     ? await findDuplicates(ctx.prisma, workspaceId, image, ctx.duplicateHammingThreshold)
     : undefined;
 
   const id = randomUUID();
   const key = originalKey(id);
-  await ctx.blobStore.put(key, file.buffer, image.mimeType);
+  // Streamed from the spool file (S3: multipart above the part size), never whole in memory.
+  await ctx.blobStore.put(key, fs.createReadStream(file.path), image.mimeType);
   let asset: Asset;
   try {
     asset = await ctx.prisma.asset.create({
