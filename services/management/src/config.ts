@@ -34,6 +34,20 @@ const ownEnvSchema = z.object({
   MAX_CONCURRENT_UPLOADS: positiveInt
     .default(8)
     .describe("Uploads received or processed at once per process; beyond it 503 + Retry-After"),
+  ORPHAN_GRACE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(900)
+    .describe(
+      "Blobs without an asset row, storage temp files and upload spool files older than this are removed by the orphan sweep (left by a crash mid-upload)",
+    ),
+  ORPHAN_SWEEP_INTERVAL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(3600)
+    .describe("How often the orphan sweep runs after the one at start-up (0 = start-up only)"),
   HEADERS_TIMEOUT_MS: positiveInt
     .default(15_000)
     .describe("Longest a client may take to send the request headers; then the connection is closed (408)"),
@@ -92,6 +106,8 @@ export interface ManagementConfig {
   /** Upload spool folder, body idle timeout, concurrent upload cap. */
   uploads: UploadSettings;
   headersTimeoutMs: number;
+  /** Orphan sweep: grace period and interval (ms; interval 0 = start-up only). */
+  orphanSweep: { graceMs: number; intervalMs: number };
   mediaPublicUrl: string;
   auth: {
     jwksUrl: string | undefined;
@@ -154,6 +170,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxConcurrentUploads: e.MAX_CONCURRENT_UPLOADS,
     },
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+    orphanSweep: { graceMs: e.ORPHAN_GRACE_SECONDS * 1000, intervalMs: e.ORPHAN_SWEEP_INTERVAL_SECONDS * 1000 },
     mediaPublicUrl: e.MEDIA_PUBLIC_URL,
     auth: {
       jwksUrl: e.AUTH_JWKS_URL,

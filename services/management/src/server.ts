@@ -10,6 +10,7 @@ import {
   type ShutdownOptions,
 } from "@media-platform/observability";
 import { createApp, createManagementMetrics } from "./app";
+import { scheduleOrphanSweep } from "./assets/orphans";
 import { createVerifier, resolveKeySource } from "./auth/keys";
 import { loadConfig, type ManagementConfig } from "./config";
 import { openDatabase, type Database } from "./db/client";
@@ -111,8 +112,14 @@ export async function startManagement(
       },
       "management API listening",
     );
+    // Blobs, temp and spool files a crash left behind: removed at start-up and on a timer.
+    const stopSweep = scheduleOrphanSweep(
+      { prisma: db.prisma, blobStore, log },
+      { ...config.orphanSweep, spoolDir: config.uploads.spoolDir },
+    );
     let dbClosed: Promise<void> | undefined;
-    const closeDatabase = (): Promise<void> => (dbClosed ??= overrides.database ? Promise.resolve() : db.close());
+    const closeDatabase = (): Promise<void> =>
+      (dbClosed ??= stopSweep().then(() => (overrides.database ? undefined : db.close())));
     const closeHooks: CloseHook[] = [{ name: "database", close: closeDatabase }];
     let closed = false;
     return {
