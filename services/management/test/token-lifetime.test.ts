@@ -6,6 +6,7 @@ import { createApp } from "../src/app";
 import { createVerifier } from "../src/auth/keys";
 import { loadConfig } from "../src/config";
 import { createTestApp, type TestApp } from "./helpers";
+import { childEnv } from "./support/child";
 
 /** Issue 8: tokens without `exp` are refused by default; a maximum lifetime is enforced. */
 let t: TestApp;
@@ -77,7 +78,7 @@ describe("token lifetime", () => {
       spawnSync(
         process.execPath,
         ["--import", "tsx", "services/management/src/cli/token.ts", "--workspace", "w", "--ttl", ttl],
-        { cwd: root, env: { ...process.env, AUTH_JWT_SECRET: "a-test-secret-of-enough-length" }, encoding: "utf8" },
+        { cwd: root, env: childEnv({ AUTH_JWT_SECRET: "a-test-secret-of-enough-length" }), encoding: "utf8" },
       );
     const refused = run("2d");
     expect(refused.status).toBe(2);
