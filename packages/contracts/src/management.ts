@@ -12,14 +12,33 @@ export const uuidSchema = z
   .transform((s) => s.toLowerCase())
   .describe("Identifier: a random UUIDv4");
 
-/** Postgres text cannot hold NUL; other C0 controls are refused in names and tags too. */
+/**
+ * User text is stored NFC-normalised (so "café" typed either way matches) and refused with a 400
+ * when it holds a lone UTF-16 surrogate (not representable in UTF-8) or a control character:
+ * NUL (Postgres text cannot hold it), C0 except tab/newline/carriage return, DEL and C1.
+ * Single-line text (tags, names, filenames) refuses tab and line breaks too.
+ */
 // eslint-disable-next-line no-control-regex
-const NO_NUL = /^[^\u0000]*$/;
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
 // eslint-disable-next-line no-control-regex
-const NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/;
-const userText = () => z.string({ message: "must be a string" }).regex(NO_NUL, "must not contain NUL characters");
-const singleLine = () =>
-  z.string({ message: "must be a string" }).regex(NO_CONTROL, "must not contain control characters");
+const LINE_CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const LONE_SURROGATE = /\p{Cs}/u;
+/** Only a type error says "must be a string": length and format issues keep their own message. */
+const stringType = () =>
+  z.string({ error: (issue) => (issue.code === "invalid_type" ? "must be a string" : undefined) });
+const unicodeText = (control: RegExp) =>
+  stringType()
+    .refine((s) => !LONE_SURROGATE.test(s), "must be valid Unicode (no lone surrogates)")
+    .refine((s) => !control.test(s), "must not contain control characters")
+    .overwrite((s) => s.normalize("NFC"));
+const userText = () => unicodeText(CONTROL);
+const singleLine = () => unicodeText(LINE_CONTROL);
+
+export const MAX_FILENAME_LENGTH = 255;
+/** A client file name after its directories are stripped: single-line Unicode, stored NFC. */
+export const filenameSchema = singleLine()
+  .max(MAX_FILENAME_LENGTH, `must be at most ${MAX_FILENAME_LENGTH} characters`)
+  .describe("Client file name without directories");
 
 export const MAX_TAGS = 50;
 export const MAX_TAG_LENGTH = 64;
@@ -140,33 +159,55 @@ export const ASSET_SORTS = [
 export const assetSortSchema = z.enum(ASSET_SORTS).describe("Sort field; a leading - sorts descending");
 export type AssetSort = z.infer<typeof assetSortSchema>;
 
+/** ISO 8601 with a four-digit year (Date.parse also takes `-000001-...` and `+275760-...`, which no column holds). */
+const ISO_DATE_TIME =
+  /^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?(Z|[+-][0-9]{2}:[0-9]{2})?)?$/;
 const isoDate = (what: string) =>
   z
     .string()
-    .refine((s) => !Number.isNaN(Date.parse(s)), "must be an ISO 8601 date or date-time")
+    .refine(
+      (s) => ISO_DATE_TIME.test(s) && !Number.isNaN(Date.parse(s)) && new Date(s).getUTCFullYear() >= 1,
+      "must be an ISO 8601 date or date-time (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)",
+    )
     .transform((s) => new Date(s))
+    .describe(what);
+
+/**
+ * A page size from a query string: decimal digits only, so `0x10`, `1e1`, ` 5` or `+5` are a 400
+ * rather than whatever Number() makes of them.
+ */
+const pageLimit = (what: string) =>
+  z
+    .preprocess(
+      (v) => (typeof v === "string" && /^[0-9]{1,6}$/.test(v) ? Number(v) : v),
+      z
+        .number({ error: "must be an integer 1-100" })
+        .int("must be an integer 1-100")
+        .min(1, "must be an integer 1-100")
+        .max(100, "must be an integer 1-100")
+        .default(25),
+    )
     .describe(what);
 
 export const listAssetsQuerySchema = z
   .object({
     search: userText()
       .trim()
-      .max(200)
+      .max(200, "must be at most 200 characters")
       .optional()
       .describe("Case-insensitive substring of title, tags, caption, description or filename"),
     collectionId: uuidSchema.optional().describe("Only assets of this collection"),
-    tag: singleLine().trim().min(1).max(MAX_TAG_LENGTH).optional().describe("Only assets carrying this exact tag"),
+    tag: singleLine()
+      .trim()
+      .min(1, "must not be empty")
+      .max(MAX_TAG_LENGTH, `must be at most ${MAX_TAG_LENGTH} characters`)
+      .optional()
+      .describe("Only assets carrying this exact tag"),
     format: assetFormatSchema.optional(),
     createdAfter: isoDate("Only assets created at or after this time").optional(),
     createdBefore: isoDate("Only assets created before this time").optional(),
     sort: assetSortSchema.default("-createdAt"),
-    limit: z.coerce
-      .number({ message: "must be an integer 1-100" })
-      .int("must be an integer 1-100")
-      .min(1)
-      .max(100)
-      .default(25)
-      .describe("Page size, 1-100"),
+    limit: pageLimit("Page size, 1-100"),
     cursor: z.string().max(1000).optional().describe("Opaque cursor from a previous page's nextCursor"),
   })
   .strict()
@@ -204,9 +245,9 @@ export const fullTextQuerySchema = z
     q: userText()
       .trim()
       .min(1, "must not be empty")
-      .max(200)
+      .max(200, "must be at most 200 characters")
       .describe('Web-search syntax: words, "quoted phrases", -excluded, or'),
-    limit: z.coerce.number().int().min(1).max(100).default(25).describe("Maximum number of results, 1-100"),
+    limit: pageLimit("Maximum number of results, 1-100"),
   })
   .strict()
   .describe("GET /v1/assets/search/full-text query");

@@ -30,6 +30,22 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
   /** Cheap reachability probe for readiness checks. */
   ping(): Promise<void>;
+  /**
+   * Every complete blob whose key starts with `prefix` + "/" (e.g. "originals"), with its
+   * last-modified time: what the orphan sweep compares with the database.
+   */
+  list?(prefix: string): AsyncIterable<ListedBlob>;
+  /**
+   * Removes what writes that never completed left behind (a crash mid-put): the filesystem
+   * driver's `@tmp-` files, S3's incomplete multipart uploads, when older than `olderThan`.
+   * Returns how many were removed.
+   */
+  removeIncompleteWrites?(olderThan: Date): Promise<number>;
+}
+
+export interface ListedBlob {
+  key: string;
+  modifiedAt: Date;
 }
 
 /** The backing store could not be reached or failed; callers map it to 503. */

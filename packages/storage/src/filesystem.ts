@@ -7,6 +7,7 @@ import {
   type BlobInfo,
   type BlobObject,
   type BlobStore,
+  type ListedBlob,
   InvalidBlobKeyError,
   StorageUnavailableError,
 } from "./blob-store";
@@ -228,6 +229,64 @@ export class FilesystemBlobStore implements BlobStore {
     } catch (err) {
       throw this.unavailable("delete", key, err);
     }
+  }
+
+  async *list(prefix: string): AsyncIterable<ListedBlob> {
+    assertValidBlobKey(prefix);
+    const start = path.join(this.rootDir, ...prefix.split("/"));
+    const walk = async function* (dir: string, keyPrefix: string): AsyncGenerator<ListedBlob> {
+      let entries;
+      try {
+        entries = await fs.readdir(dir, { withFileTypes: true });
+      } catch (err) {
+        if (isNotFound(err)) return;
+        throw err;
+      }
+      for (const entry of entries) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) {
+          yield* walk(full, `${keyPrefix}${entry.name}/`);
+        } else if (entry.isFile() && entry.name.endsWith(DATA_SUFFIX)) {
+          const stat = await fs.stat(full).catch(() => null);
+          if (stat) yield { key: keyPrefix + entry.name.slice(0, -DATA_SUFFIX.length), modifiedAt: stat.mtime };
+        }
+      }
+    };
+    try {
+      yield* walk(start, `${prefix}/`);
+    } catch (err) {
+      throw this.unavailable("list", prefix, err);
+    }
+  }
+
+  async removeIncompleteWrites(olderThan: Date): Promise<number> {
+    let removed = 0;
+    const walk = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await fs.readdir(dir, { withFileTypes: true });
+      } catch (err) {
+        if (isNotFound(err)) return;
+        throw err;
+      }
+      for (const entry of entries) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) await walk(full);
+        else if (entry.name.includes(TMP_INFIX)) {
+          const stat = await fs.stat(full).catch(() => null);
+          if (stat && stat.mtime < olderThan) {
+            await fs.rm(full, { force: true });
+            removed++;
+          }
+        }
+      }
+    };
+    try {
+      await walk(this.rootDir);
+    } catch (err) {
+      throw this.unavailable("sweep", this.rootDir, err);
+    }
+    return removed;
   }
 
   async ping(): Promise<void> {

@@ -1,16 +1,19 @@
 import {
+  AbortMultipartUploadCommand,
   type BucketLocationConstraint,
   CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { Readable } from "node:stream";
-import { type BlobInfo, type BlobObject, type BlobStore, StorageUnavailableError } from "./blob-store";
+import { type BlobInfo, type BlobObject, type BlobStore, type ListedBlob, StorageUnavailableError } from "./blob-store";
 import { assertValidBlobKey, assertValidContentType } from "./keys";
 
 export interface S3BlobStoreOptions {
@@ -236,6 +239,62 @@ export class S3BlobStore implements BlobStore {
       await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
     } catch (err) {
       throw this.unavailable("ping", "", err);
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<ListedBlob> {
+    assertValidBlobKey(prefix);
+    let token: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(
+          new ListObjectsV2Command({ Bucket: this.bucket, Prefix: `${prefix}/`, ContinuationToken: token }),
+        );
+      } catch (err) {
+        throw this.unavailable("list", prefix, err);
+      }
+      for (const o of page.Contents ?? []) {
+        if (o.Key) yield { key: o.Key, modifiedAt: o.LastModified ?? new Date() };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  /** Aborts multipart uploads started before `olderThan` (a crash mid-upload leaves them billed but invisible). */
+  async removeIncompleteWrites(olderThan: Date): Promise<number> {
+    let removed = 0;
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    for (;;) {
+      let page;
+      try {
+        page = await this.client.send(
+          new ListMultipartUploadsCommand({
+            Bucket: this.bucket,
+            KeyMarker: keyMarker,
+            UploadIdMarker: uploadIdMarker,
+          }),
+        );
+      } catch (err) {
+        // s3rver (and some S3-compatible stores) do not implement the call: nothing to sweep there.
+        if (asSdkError(err).name === "NotImplemented") return removed;
+        throw this.unavailable("list multipart uploads", "", err);
+      }
+      for (const u of page.Uploads ?? []) {
+        if (!u.Key || !u.UploadId || !u.Initiated || u.Initiated >= olderThan) continue;
+        try {
+          await this.client.send(
+            new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: u.Key, UploadId: u.UploadId }),
+          );
+          removed++;
+        } catch (err) {
+          throw this.unavailable("abort multipart upload", u.Key, err);
+        }
+      }
+      if (!page.IsTruncated) return removed;
+      keyMarker = page.NextKeyMarker;
+      uploadIdMarker = page.NextUploadIdMarker;
     }
   }
 

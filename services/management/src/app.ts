@@ -39,6 +39,12 @@ export function createApp(deps: AppDeps): Express {
   for (const dependency of ["database", "storage"]) metrics.dependencyErrors.inc({ dependency }, 0);
   const ctx: AppContext = { ...deps, metrics };
 
+  // Every response, errors and operations endpoints included: never let a browser sniff a type.
+  app.use((_req, res, next) => {
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    next();
+  });
+
   // Request id (X-Request-Id accepted or generated, echoed), req.log, access line, latency histogram.
   // The access line carries method, route pattern, redacted URL, status, duration: never headers.
   app.use(requestContext({ logger: deps.log, metrics }));
@@ -54,6 +60,8 @@ export function createApp(deps: AppDeps): Express {
       timeoutMs: deps.readinessTimeoutMs ?? 2000,
       logger: deps.log,
       isDraining: deps.isDraining,
+      // Only the failing dependency's name: driver messages carry host and database names.
+      exposeErrors: false,
     }),
   );
 

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import {
+  blankAsUnset,
   ConfigError,
   optionalStringField as optionalString,
   parseEnv,
@@ -8,6 +9,8 @@ import {
   positiveIntField as positiveInt,
 } from "@media-platform/runtime";
 import { parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
+import { defaultUploadSettings, type UploadSettings } from "./assets/upload";
+import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth/keys";
 
 export { ConfigError };
 
@@ -25,6 +28,32 @@ const ownEnvSchema = z.object({
   PGLITE_DIR: optionalString.describe("PGlite data folder when DATABASE_URL is unset (default <DATA_DIR>/pg)"),
   MAX_UPLOAD_BYTES: positiveInt.default(52428800).describe("Largest accepted upload in bytes (413 above)"),
   LIMIT_INPUT_PIXELS: positiveInt.default(100_000_000).describe("sharp limitInputPixels for decoding uploads"),
+  UPLOAD_SPOOL_DIR: optionalString.describe(
+    "Folder upload bodies stream to while they are checked (default <os tmpdir>/media-platform-uploads); leftovers older than ORPHAN_GRACE_SECONDS are swept",
+  ),
+  UPLOAD_IDLE_TIMEOUT_MS: positiveInt
+    .default(30_000)
+    .describe("An upload body sending no data for this long is answered 408 and its connection closed"),
+  MAX_CONCURRENT_UPLOADS: positiveInt
+    .default(8)
+    .describe("Uploads received or processed at once per process; beyond it 503 + Retry-After"),
+  ORPHAN_GRACE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(900)
+    .describe(
+      "Blobs without an asset row, storage temp files and upload spool files older than this are removed by the orphan sweep (left by a crash mid-upload)",
+    ),
+  ORPHAN_SWEEP_INTERVAL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(3600)
+    .describe("How often the orphan sweep runs after the one at start-up (0 = start-up only)"),
+  HEADERS_TIMEOUT_MS: positiveInt
+    .default(15_000)
+    .describe("Longest a client may take to send the request headers; then the connection is closed (408)"),
   MEDIA_PUBLIC_URL: z
     .string()
     .url()
@@ -43,6 +72,12 @@ const ownEnvSchema = z.object({
   AUTH_ISSUER: optionalString.describe("Required iss claim, checked when set"),
   AUTH_AUDIENCE: optionalString.describe("Required aud claim, checked when set"),
   AUTH_WORKSPACE_CLAIM: z.string().min(1).default("workspace_id").describe("Claim carrying the workspace id"),
+  AUTH_REQUIRE_EXP: z
+    .preprocess(blankAsUnset, z.stringbool().default(true))
+    .describe("Refuse tokens without an exp claim (401); false accepts them (never-expiring tokens)"),
+  AUTH_MAX_TOKEN_LIFETIME_SECONDS: z
+    .preprocess(blankAsUnset, z.coerce.number().int().min(0).default(DEFAULT_MAX_TOKEN_LIFETIME_SECONDS))
+    .describe("Longest accepted token lifetime (exp - iat) in seconds; longer ones are refused (401). 0 = no cap"),
   DUPLICATE_HAMMING_THRESHOLD: z.coerce
     .number()
     .int()
@@ -71,6 +106,11 @@ export interface ManagementConfig {
   pgliteDir: string;
   maxUploadBytes: number;
   limitInputPixels: number;
+  /** Upload spool folder, body idle timeout, concurrent upload cap. */
+  uploads: UploadSettings;
+  headersTimeoutMs: number;
+  /** Orphan sweep: grace period and interval (ms; interval 0 = start-up only). */
+  orphanSweep: { graceMs: number; intervalMs: number };
   mediaPublicUrl: string;
   auth: {
     jwksUrl: string | undefined;
@@ -79,6 +119,8 @@ export interface ManagementConfig {
     issuer: string | undefined;
     audience: string | undefined;
     workspaceClaim: string;
+    requireExpiry: boolean;
+    maxTokenLifetimeSeconds: number;
   };
   duplicateHammingThreshold: number;
   logLevel: ManagementEnv["LOG_LEVEL"];
@@ -110,6 +152,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     pgliteDir: path.resolve(e.PGLITE_DIR ?? path.join(dataDir, "pg")),
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
+    uploads: {
+      spoolDir: path.resolve(e.UPLOAD_SPOOL_DIR ?? defaultUploadSettings().spoolDir),
+      bodyIdleTimeoutMs: e.UPLOAD_IDLE_TIMEOUT_MS,
+      maxConcurrentUploads: e.MAX_CONCURRENT_UPLOADS,
+    },
+    headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+    orphanSweep: { graceMs: e.ORPHAN_GRACE_SECONDS * 1000, intervalMs: e.ORPHAN_SWEEP_INTERVAL_SECONDS * 1000 },
     mediaPublicUrl: e.MEDIA_PUBLIC_URL,
     auth: {
       jwksUrl: e.AUTH_JWKS_URL,
@@ -118,6 +167,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       issuer: e.AUTH_ISSUER,
       audience: e.AUTH_AUDIENCE,
       workspaceClaim: e.AUTH_WORKSPACE_CLAIM,
+      requireExpiry: e.AUTH_REQUIRE_EXP,
+      maxTokenLifetimeSeconds: e.AUTH_MAX_TOKEN_LIFETIME_SECONDS,
     },
     duplicateHammingThreshold: e.DUPLICATE_HAMMING_THRESHOLD,
     logLevel: e.LOG_LEVEL,

@@ -6,6 +6,7 @@ import { PROBLEM_CONTENT_TYPE, PROBLEM_TITLES, ProblemError, type FieldError } f
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./assets/image-errors";
 import { Prisma } from "./generated/prisma/client";
+import { isDatabaseUnavailable } from "./db/availability";
 
 export { ProblemError, type FieldError };
 
@@ -60,13 +61,7 @@ interface HttpLikeError {
  */
 export function unavailableDependency(err: unknown): "database" | "storage" | null {
   if (err instanceof StorageUnavailableError) return "storage";
-  if (err instanceof Prisma.PrismaClientInitializationError) return "database";
-  if (err instanceof Prisma.PrismaClientKnownRequestError)
-    return ["P1001", "P1002", "P1008", "P1017", "P2024"].includes(err.code) ? "database" : null;
-  // Raw socket errors only come from the database driver: the blob stores wrap theirs in
-  // StorageUnavailableError.
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === "ECONNREFUSED" || code === "ECONNRESET" || code === "ETIMEDOUT" ? "database" : null;
+  return isDatabaseUnavailable(err) ? "database" : null;
 }
 
 export interface ErrorHandlerOptions {

@@ -3,6 +3,7 @@ import { createBlobStore, type BlobStore } from "@media-platform/storage";
 import { type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createApp, createManagementMetrics } from "./app";
+import { scheduleOrphanSweep } from "./assets/orphans";
 import { createVerifier, resolveKeySource } from "./auth/keys";
 import { loadConfig, type ManagementConfig } from "./config";
 import { openDatabase, type Database } from "./db/client";
@@ -53,6 +54,8 @@ export async function startManagement(
       issuer: config.auth.issuer,
       audience: config.auth.audience,
       workspaceClaim: config.auth.workspaceClaim,
+      requireExpiry: config.auth.requireExpiry,
+      maxLifetimeSeconds: config.auth.maxTokenLifetimeSeconds,
     });
     const metrics = createManagementMetrics();
     const app = createApp({
@@ -65,9 +68,19 @@ export async function startManagement(
       mediaPublicUrl: config.mediaPublicUrl,
       maxUploadBytes: config.maxUploadBytes,
       limitInputPixels: config.limitInputPixels,
+      uploads: config.uploads,
       duplicateHammingThreshold: config.duplicateHammingThreshold,
     });
-    const server = http.createServer(app);
+    const server = http.createServer(
+      {
+        // A stalled header is cut after HEADERS_TIMEOUT_MS (Node answers 408); the check runs every
+        // second instead of Node's default 30 s. Stalled upload bodies have their own idle timeout.
+        headersTimeout: config.headersTimeoutMs,
+        requestTimeout: Math.max(300_000, config.headersTimeoutMs + 1),
+        connectionsCheckingInterval: 1000,
+      },
+      app,
+    );
     const { port, url } = await listen(server, config.port, config.host);
     log.info(
       {
@@ -78,8 +91,14 @@ export async function startManagement(
       },
       "management API listening",
     );
+    // Blobs, temp and spool files a crash left behind: removed at start-up and on a timer.
+    const stopSweep = scheduleOrphanSweep(
+      { prisma: db.prisma, blobStore, log },
+      { ...config.orphanSweep, spoolDir: config.uploads.spoolDir },
+    );
     let dbClosed: Promise<void> | undefined;
-    const closeDatabase = (): Promise<void> => (dbClosed ??= overrides.database ? Promise.resolve() : db.close());
+    const closeDatabase = (): Promise<void> =>
+      (dbClosed ??= stopSweep().then(() => (overrides.database ? undefined : db.close())));
     const closeHooks: CloseHook[] = [{ name: "database", close: closeDatabase }];
     let closed = false;
     return {

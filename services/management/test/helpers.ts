@@ -95,6 +95,8 @@ export interface TestApp {
   app: Express;
   deps: AppDeps;
   db: Database;
+  /** The test database's URL (Postgres mode), null on PGlite. */
+  databaseUrl: string | null;
   blobStore: BlobStore;
   secret: string;
   token(workspaceId: string, sub?: string): string;
@@ -142,6 +144,7 @@ export async function createTestApp(
     app,
     deps,
     db: database.db,
+    databaseUrl: database.url,
     blobStore: blobs.store,
     secret,
     token,

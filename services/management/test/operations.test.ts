@@ -228,8 +228,10 @@ describe("/healthz and /readyz", () => {
     expect(res.body).toMatchObject({
       status: "unavailable",
       failing: ["database"],
-      checks: { database: { status: "error", error: expect.any(String) }, storage: { status: "ok" } },
+      checks: { database: { status: "error" }, storage: { status: "ok" } },
     });
+    // Only the failing dependency is named: no driver message (host, database name).
+    expect(res.body.checks.database.error).toBeUndefined();
   });
 
   it("/readyz: 503 naming `database` when a query throws", async () => {
@@ -242,7 +244,8 @@ describe("/healthz and /readyz", () => {
     const res = await request(appWith({ prisma: stub }).app).get("/readyz");
     expect(res.status).toBe(503);
     expect(res.body.failing).toEqual(["database"]);
-    expect(res.body.checks.database.error).toMatch(/connection terminated/);
+    expect(res.body.checks.database.error).toBeUndefined();
+    expect(res.text).not.toMatch(/connection terminated/);
   });
 
   it("/readyz: 503 naming `storage` when the blob store's ping fails, or hangs past the timeout", async () => {
@@ -254,8 +257,9 @@ describe("/healthz and /readyz", () => {
     expect(res.body).toMatchObject({
       status: "unavailable",
       failing: ["storage"],
-      checks: { database: { status: "ok" }, storage: { status: "error", error: "bucket missing" } },
+      checks: { database: { status: "ok" }, storage: { status: "error" } },
     });
+    expect(res.text).not.toContain("bucket missing");
 
     const hanging = appWith({
       blobStore: withPing(t.blobStore, () => new Promise<void>(() => undefined)),
@@ -264,7 +268,7 @@ describe("/healthz and /readyz", () => {
     const slow = await request(hanging).get("/readyz");
     expect(slow.status).toBe(503);
     expect(slow.body.failing).toEqual(["storage"]);
-    expect(slow.body.checks.storage.error).toMatch(/timed out/);
+    expect(slow.body.checks.storage.error).toBeUndefined();
   });
 
   it("/readyz: 503 `draining` while shutting down", async () => {

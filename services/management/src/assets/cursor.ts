@@ -2,7 +2,7 @@
  * The keyset-pagination cursor of the asset listing: an opaque base64url JSON of the sort, the
  * last row's sort value and its id, and the Prisma filter for "rows after it".
  */
-import type { AssetSort } from "@media-platform/contracts";
+import { MAX_TITLE_LENGTH, type AssetSort } from "@media-platform/contracts";
 import { Prisma, type Asset } from "../generated/prisma/client";
 import { badRequest } from "../problem";
 
@@ -15,6 +15,26 @@ export interface Cursor {
 
 export const encodeCursor = (c: Cursor): string => Buffer.from(JSON.stringify(c), "utf8").toString("base64url");
 
+const CURSOR_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const MAX_BIGINT = 2n ** 63n - 1n;
+
+/** Is `v` a value this sort field could have produced (so the database can never choke on it)? */
+function validCursorValue(field: SortField, v: string): boolean {
+  switch (field) {
+    case "createdAt":
+    case "updatedAt": {
+      // Exactly what toISOString() wrote: no expanded years, no other formats.
+      const ms = Date.parse(v);
+      return /^[0-9]{4}-/.test(v) && !Number.isNaN(ms) && new Date(ms).toISOString() === v;
+    }
+    case "bytes":
+      return /^[0-9]{1,19}$/.test(v) && BigInt(v) <= MAX_BIGINT;
+    case "userTitle":
+      // eslint-disable-next-line no-control-regex
+      return v.length <= MAX_TITLE_LENGTH && !/[\u0000]|\p{Cs}/u.test(v);
+  }
+}
+
 export function decodeCursor(raw: string, sort: AssetSort): Cursor {
   const invalid = () =>
     badRequest("Invalid cursor", [{ path: "query.cursor", message: "not a cursor of this listing" }]);
@@ -26,14 +46,11 @@ export function decodeCursor(raw: string, sort: AssetSort): Cursor {
   }
   if (typeof parsed !== "object" || parsed === null) throw invalid();
   const c = parsed as Record<string, unknown>;
-  if (c.s !== sort || typeof c.id !== "string" || !/^[0-9a-f-]{36}$/.test(c.id)) throw invalid();
+  if (c.s !== sort || typeof c.id !== "string" || !CURSOR_ID.test(c.id)) throw invalid();
   if (!(c.v === null || typeof c.v === "string")) throw invalid();
   const field = sort.replace(/^-/, "") as SortField;
   if (c.v === null && field !== "userTitle") throw invalid();
-  if (typeof c.v === "string") {
-    if ((field === "createdAt" || field === "updatedAt") && Number.isNaN(Date.parse(c.v))) throw invalid();
-    if (field === "bytes" && !/^[0-9]{1,19}$/.test(c.v)) throw invalid();
-  }
+  if (typeof c.v === "string" && !validCursorValue(field, c.v)) throw invalid();
   return { s: sort, v: c.v, id: c.id };
 }
 

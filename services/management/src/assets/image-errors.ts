@@ -18,8 +18,16 @@ export class UndecodableImageError extends Error {
 
 /** More pixels than LIMIT_INPUT_PIXELS lets the decoder read. */
 export class ImagePixelLimitError extends Error {
-  constructor(readonly limitInputPixels: number) {
-    super(`The image exceeds the decoder limit of ${limitInputPixels} pixels`);
+  constructor(
+    readonly limitInputPixels: number,
+    width?: number,
+    height?: number,
+  ) {
+    super(
+      width !== undefined && height !== undefined
+        ? `The image is ${width}x${height} = ${width * height} pixels, above the limit of ${limitInputPixels} pixels (LIMIT_INPUT_PIXELS)`
+        : `The image exceeds the decoder limit of ${limitInputPixels} pixels (LIMIT_INPUT_PIXELS)`,
+    );
     this.name = "ImagePixelLimitError";
   }
 }

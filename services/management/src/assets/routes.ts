@@ -11,7 +11,7 @@ import type { AppContext } from "../context";
 import { requireJson } from "../http";
 import { badRequest, notFound, parseOr400 } from "../problem";
 import { getAsset, listAssets, patchAsset, searchAssetsFullText, uploadAsset } from "./service";
-import { uploadMiddleware } from "./upload";
+import { defaultUploadSettings, uploadMiddleware } from "./upload";
 
 const assetId = (params: unknown): string => {
   const parsed = assetIdParamsSchema.safeParse(params);
@@ -32,11 +32,14 @@ export const ASSETS_PATH = "/v1/assets";
 export function assetsRouter(ctx: AppContext): Router {
   const r = Router();
 
-  r.post(`${ASSETS_PATH}/upload`, uploadMiddleware(ctx.maxUploadBytes), async (req, res) => {
+  const uploads = ctx.uploads ?? defaultUploadSettings();
+  r.post(`${ASSETS_PATH}/upload`, uploadMiddleware(ctx.maxUploadBytes, uploads), async (req, res) => {
     if (!req.file)
       throw badRequest("Missing file part", [{ path: "body.file", message: "a file part named file is required" }]);
     const fields = parseOr400(uploadFieldsSchema, req.body ?? {}, "body");
-    const created = await uploadAsset(ctx, principalOf(req), req.file, fields);
+    // The spool storage engine adds sha256 to multer's file (path, size, originalname).
+    const file = req.file as Express.Multer.File & { sha256: string };
+    const created = await uploadAsset(ctx, principalOf(req), file, fields);
     ctx.metrics?.observeUpload(created.bytes);
     res.status(201).location(`${ASSETS_PATH}/${created.id}`).json(created);
   });
@@ -58,6 +61,15 @@ export function assetsRouter(ctx: AppContext): Router {
   r.patch(`${ASSETS_PATH}/:assetId`, requireJson, async (req, res) => {
     const id = assetId(req.params);
     const patch = parseOr400(patchAssetSchema, req.body, "body");
+    // `{}` would be a successful no-op: almost always a client bug (wrong Content-Type, a dropped field).
+    if (Object.keys(patch).length === 0) {
+      throw badRequest("The body must name at least one field to change", [
+        {
+          path: "body",
+          message: "must contain at least one of userTitle, userTags, userCaption, userDescription, collectionId",
+        },
+      ]);
+    }
     res.json(await patchAsset(ctx, principalOf(req), id, patch));
   });
 

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
 import type {
   AssetDto,
   FullTextQuery,
@@ -9,17 +10,17 @@ import type {
   UploadFields,
   UploadResponse,
 } from "@media-platform/contracts";
-import { LIST_EXACT_COUNT_LIMIT } from "@media-platform/contracts";
+import { filenameSchema, LIST_EXACT_COUNT_LIMIT, MAX_FILENAME_LENGTH, MAX_TITLE_LENGTH } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
 import { Prisma, type Asset } from "../generated/prisma/client";
-import { badRequest, notFound } from "../problem";
+import { badRequest, notFound, parseOr400 } from "../problem";
 import { afterCursor, cursorValue, decodeCursor, encodeCursor, type SortField } from "./cursor";
 import { findDuplicates } from "./duplicates";
 import { fullTextSearch } from "./search";
 import { serializeAsset } from "./serializer";
-import { analyseImage } from "./upload";
+import { analyseImage, type SpooledFile } from "./upload";
 
 const isPrismaError = (err: unknown, code: string): boolean =>
   err instanceof Prisma.PrismaClientKnownRequestError && err.code === code;
@@ -32,8 +33,7 @@ async function assertCollectionInWorkspace(ctx: AppContext, workspaceId: string,
   if (!found) throw badRequest("Unknown collection", [{ path, message: "no such collection in this workspace" }]);
 }
 
-export interface UploadedFile {
-  buffer: Buffer;
+export interface UploadedFile extends SpooledFile {
   originalname: string;
 }
 
@@ -49,17 +49,19 @@ export async function uploadAsset(
   fields: UploadFields,
 ): Promise<UploadResponse> {
   const { workspaceId } = principal;
+  const originalFilename = sanitizeFilename(file.originalname);
   if (fields.collectionId !== undefined) {
     await assertCollectionInWorkspace(ctx, workspaceId, fields.collectionId, "body.collectionId");
   }
-  const image = await analyseImage(file.buffer, ctx.limitInputPixels);
+  const image = await analyseImage(file, ctx.limitInputPixels);
   const duplicates = fields.warnAboutDuplicateImages
     ? await findDuplicates(ctx.prisma, workspaceId, image, ctx.duplicateHammingThreshold)
     : undefined;
 
   const id = randomUUID();
   const key = originalKey(id);
-  await ctx.blobStore.put(key, file.buffer, image.mimeType);
+  // Streamed from the spool file (S3: multipart above the part size), never whole in memory.
+  await ctx.blobStore.put(key, fs.createReadStream(file.path), image.mimeType);
   let asset: Asset;
   try {
     asset = await ctx.prisma.asset.create({
@@ -67,7 +69,7 @@ export async function uploadAsset(
         id,
         workspaceId,
         collectionId: fields.collectionId ?? null,
-        originalFilename: sanitizeFilename(file.originalname),
+        originalFilename,
         mimeType: image.mimeType,
         format: image.format,
         width: image.width,
@@ -95,11 +97,18 @@ export async function uploadAsset(
   return dto;
 }
 
-/** Client file names are metadata only (never a path): strip directories and control characters. */
+/**
+ * Client file names are metadata only (never a path): directories stripped, NFC, single-line
+ * Unicode (400 for control characters or lone surrogates), cut to 255 UTF-16 units on a code point.
+ */
 export function sanitizeFilename(name: string): string {
-  // eslint-disable-next-line no-control-regex
-  const base = (name.split(/[\\/]/).pop() ?? "").replace(/[\u0000-\u001f\u007f]/g, "").trim();
-  return (base || "upload").slice(0, 255);
+  const base = (name.split(/[\\/]/).pop() ?? "").trim();
+  let cut = "";
+  for (const ch of base) {
+    if (cut.length + ch.length > MAX_FILENAME_LENGTH) break;
+    cut += ch;
+  }
+  return parseOr400(filenameSchema, cut, "body.file.filename") || "upload";
 }
 
 async function loadAsset(ctx: AppContext, workspaceId: string, id: string): Promise<Asset> {

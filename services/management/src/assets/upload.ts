@@ -1,29 +1,136 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import multer from "multer";
 import sharp from "sharp";
 import phash from "sharp-phash";
 import { IMAGE_FORMATS, type AssetFormat } from "@media-platform/contracts";
+import { StorageUnavailableError } from "@media-platform/storage";
 import { ProblemError, badRequest } from "../problem";
 import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./image-errors";
 
 /** Multipart overhead tolerated on top of MAX_UPLOAD_BYTES before a Content-Length is refused outright. */
 const MULTIPART_SLACK = 64 * 1024;
 
+/** Spool files are named `<prefix><uuid>` so a start-up sweep can recognise them. */
+export const SPOOL_PREFIX = "upload-";
+
 const tooLarge = (max: number) =>
   new ProblemError(413, "payload-too-large", `The file exceeds the upload limit of ${max} bytes`, {
     headers: { Connection: "close" },
   });
 
+export interface UploadSettings {
+  /** Folder upload bodies are streamed to while they are checked (one file per upload, removed after). */
+  spoolDir: string;
+  /** An upload body that sends nothing for this long is answered 408 and its connection closed. */
+  bodyIdleTimeoutMs: number;
+  /** Uploads received or processed at once by this process; beyond it 503 + Retry-After. */
+  maxConcurrentUploads: number;
+}
+
+export const defaultUploadSettings = (): UploadSettings => ({
+  spoolDir: path.join(os.tmpdir(), "media-platform-uploads"),
+  bodyIdleTimeoutMs: 30_000,
+  maxConcurrentUploads: 8,
+});
+
+/** The spooled upload, hashed and measured while it streamed to disk. */
+export interface SpooledFile {
+  path: string;
+  size: number;
+  sha256: string;
+}
+
+/** Per-request state shared by the middleware and the storage engine. */
+interface UploadState {
+  spooled: string[];
+  onData: () => void;
+}
+const uploadStates = new WeakMap<Request, UploadState>();
+
 /**
- * multer with a hard size cap: busboy stops reading the part once the cap is passed, so no more
- * than MAX_UPLOAD_BYTES is ever held. Exactly one `file` part; text fields are returned in req.body.
+ * multer storage engine: streams the file part to a spool file, computing its SHA-256 and size on
+ * the way, so no upload is ever held in memory. The file is removed when the response closes.
  */
-export function uploadMiddleware(maxUploadBytes: number): RequestHandler {
+class SpoolStorage implements multer.StorageEngine {
+  constructor(private readonly dir: string) {}
+
+  _handleFile(
+    req: Request,
+    file: Express.Multer.File,
+    cb: (error?: unknown, info?: Partial<Express.Multer.File>) => void,
+  ) {
+    const target = path.join(this.dir, `${SPOOL_PREFIX}${randomUUID()}`);
+    uploadStates.get(req)?.spooled.push(target);
+    const hash = createHash("sha256");
+    let size = 0;
+    const measure = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        hash.update(chunk);
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    pipeline(file.stream, measure, fs.createWriteStream(target, { flags: "wx" })).then(
+      () => cb(null, { path: target, size, sha256: hash.digest("hex") } as Partial<Express.Multer.File>),
+      (err: unknown) => {
+        void fsp.rm(target, { force: true }).finally(() => cb(err));
+      },
+    );
+  }
+
+  _removeFile(_req: Request, file: Express.Multer.File, cb: (error: Error | null) => void) {
+    fsp.rm(file.path, { force: true }).then(
+      () => cb(null),
+      (err: unknown) => cb(err instanceof Error ? err : new Error(String(err))),
+    );
+  }
+}
+
+/** Counts uploads in flight in this process. */
+export class UploadGate {
+  private active = 0;
+  constructor(readonly max: number) {}
+  tryEnter(): boolean {
+    if (this.active >= this.max) return false;
+    this.active++;
+    return true;
+  }
+  leave(): void {
+    this.active = Math.max(0, this.active - 1);
+  }
+  get inFlight(): number {
+    return this.active;
+  }
+}
+
+/**
+ * multer with a hard size cap (busboy stops reading the part once the cap is passed), the body
+ * streamed to a spool file, an idle timeout on the body (408) and a per-process cap on concurrent
+ * uploads (503 + Retry-After, checked before any byte is read). Exactly one `file` part; text
+ * fields are returned in req.body; the spooled file in req.file (`path`, `size`, `sha256`).
+ */
+export function uploadMiddleware(maxUploadBytes: number, settings: UploadSettings): RequestHandler {
+  fs.mkdirSync(settings.spoolDir, { recursive: true });
+  const gate = new UploadGate(settings.maxConcurrentUploads);
   const upload = multer({
-    storage: multer.memoryStorage(),
+    storage: new SpoolStorage(settings.spoolDir),
+    // RFC 7578 filenames are UTF-8 (curl, browsers); busboy's default would read them as latin1.
+    defParamCharset: "utf8",
     limits: { fileSize: maxUploadBytes, files: 1, fields: 20, fieldSize: 64 * 1024, parts: 30, headerPairs: 200 },
-  }).single("file");
+    // Every body chunk restarts the idle timer of its request.
+    streamHandler: (req: Request, busboy: NodeJS.WritableStream) => {
+      req.pipe(busboy);
+      const state = uploadStates.get(req);
+      if (state) req.on("data", state.onData);
+    },
+  } as multer.Options).single("file");
 
   return (req: Request, res: Response, next: NextFunction) => {
     if (!req.is("multipart/form-data")) {
@@ -39,19 +146,61 @@ export function uploadMiddleware(maxUploadBytes: number): RequestHandler {
       next(tooLarge(maxUploadBytes));
       return;
     }
+    if (!gate.tryEnter()) {
+      next(
+        new ProblemError(503, "service-unavailable", `Too many uploads in progress (at most ${gate.max} per instance); retry later`, {
+          headers: { "Retry-After": "2", Connection: "close" },
+        }),
+      );
+      return;
+    }
+
+    let finished = false;
+    let timer: NodeJS.Timeout | undefined;
+    const state: UploadState = {
+      spooled: [],
+      onData: () => {
+        clearTimeout(timer);
+        if (!finished) timer = setTimeout(onIdle, settings.bodyIdleTimeoutMs);
+      },
+    };
+    uploadStates.set(req, state);
+    // The slot and the spool file live until the response is done (analysis and blob write included).
+    res.on("close", () => {
+      clearTimeout(timer);
+      gate.leave();
+      for (const file of state.spooled) void fsp.rm(file, { force: true });
+    });
+    const finish = (err?: unknown) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      req.off("data", state.onData);
+      next(err);
+    };
+    const onIdle = () =>
+      // Connection: close ends the socket after the answer, which also makes multer drop the part.
+      finish(
+        new ProblemError(408, "request-timeout", `No upload data received for ${settings.bodyIdleTimeoutMs / 1000} s`, {
+          title: "Request Timeout",
+          headers: { Connection: "close" },
+        }),
+      );
+    state.onData();
+
     upload(req, res, (err: unknown) => {
       if (!err) {
-        next();
+        finish();
         return;
       }
       if (err instanceof multer.MulterError) {
         switch (err.code) {
           case "LIMIT_FILE_SIZE":
-            next(tooLarge(maxUploadBytes));
+            finish(tooLarge(maxUploadBytes));
             return;
           case "LIMIT_FILE_COUNT":
           case "LIMIT_UNEXPECTED_FILE":
-            next(
+            finish(
               badRequest("Exactly one file part named `file` is allowed", [
                 {
                   path: err.field ? `body.${err.field}` : "body.file",
@@ -61,12 +210,17 @@ export function uploadMiddleware(maxUploadBytes: number): RequestHandler {
             );
             return;
           default:
-            next(badRequest(`Malformed multipart body: ${err.message}`));
+            finish(badRequest(`Malformed multipart body: ${err.message}`));
             return;
         }
       }
+      // Spool disk full or unwritable: the server's fault, not the client's.
+      if (typeof (err as { code?: unknown }).code === "string" && /^E[A-Z]+$/.test((err as { code: string }).code)) {
+        finish(new StorageUnavailableError(`upload spool: ${(err as Error).message}`, { cause: err }));
+        return;
+      }
       // busboy parse errors ("Unexpected end of form", malformed boundary, ...)
-      next(badRequest("Malformed multipart body"));
+      finish(badRequest("Malformed multipart body"));
     });
   };
 }
@@ -86,15 +240,18 @@ export interface AnalysedImage {
 export const phashToBigInt = (bits: string): bigint => BigInt.asIntN(64, BigInt(`0b${bits}`));
 
 /**
- * Sniffs the format from the bytes (never from the filename or client Content-Type), fully decodes
- * the image once (through the perceptual hash) and computes its digests.
- * 415: not an image or not an accepted format (SVG included). 422: recognised but undecodable.
+ * Sniffs the format from the bytes (never from the filename or client Content-Type), checks the
+ * declared pixel count against the limit from the header alone, then fully decodes the image once
+ * (through the perceptual hash), reading from the spool file. Size and SHA-256 were measured while
+ * the body streamed in. 415: not an image or not an accepted format (SVG included). 422:
+ * recognised but undecodable, or above the pixel limit.
  */
-export async function analyseImage(buffer: Buffer, limitInputPixels: number): Promise<AnalysedImage> {
-  if (buffer.length === 0) throw badRequest("The file is empty", [{ path: "body.file", message: "must not be empty" }]);
+export async function analyseImage(file: SpooledFile, limitInputPixels: number): Promise<AnalysedImage> {
+  if (file.size === 0) throw badRequest("The file is empty", [{ path: "body.file", message: "must not be empty" }]);
   let meta: sharp.Metadata;
   try {
-    meta = await sharp(buffer, { limitInputPixels, failOn: "error" }).metadata();
+    // Header only: the pixel limit is checked below from the declared size, before any decode.
+    meta = await sharp(file.path, { limitInputPixels: false, failOn: "error" }).metadata();
   } catch (err) {
     const message = err instanceof Error ? err.message : "";
     if (/unsupported image format/i.test(message)) {
@@ -109,24 +266,24 @@ export async function analyseImage(buffer: Buffer, limitInputPixels: number): Pr
     );
   }
   if (!meta.width || !meta.height) throw new UndecodableImageError("The image has no dimensions");
+  const frameHeight = meta.pageHeight ?? meta.height;
+  if (meta.width * frameHeight > limitInputPixels) throw new ImagePixelLimitError(limitInputPixels, meta.width, frameHeight);
   let hashBits: string;
   try {
     // Decodes every pixel of the first frame: a truncated or corrupt body fails here.
-    hashBits = await phash(buffer, { limitInputPixels, failOn: "error" });
+    hashBits = await phash(file.path, { limitInputPixels, failOn: "error" });
   } catch (err) {
     const message = err instanceof Error ? err.message : "";
-    if (/pixel limit/i.test(message)) {
-      throw new ImagePixelLimitError(limitInputPixels);
-    }
+    if (/pixel limit/i.test(message)) throw new ImagePixelLimitError(limitInputPixels, meta.width, frameHeight);
     throw new UndecodableImageError();
   }
   return {
     format,
     mimeType: IMAGE_FORMATS[format].mimeType,
     width: meta.width,
-    height: meta.pageHeight ?? meta.height,
-    bytes: buffer.length,
-    sha256: createHash("sha256").update(buffer).digest("hex"),
+    height: frameHeight,
+    bytes: file.size,
+    sha256: file.sha256,
     phash: phashToBigInt(hashBits),
   };
 }

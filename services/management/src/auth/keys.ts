@@ -74,10 +74,25 @@ export interface TokenVerifier {
   verify(token: string): Promise<Principal>;
 }
 
-export function createVerifier(
-  source: KeySource,
-  options: { issuer?: string; audience?: string; workspaceClaim: string },
-): TokenVerifier {
+/** Default of AUTH_MAX_TOKEN_LIFETIME_SECONDS: a day. */
+export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
+
+export interface VerifierOptions {
+  issuer?: string;
+  audience?: string;
+  workspaceClaim: string;
+  /** Refuse tokens without an `exp` claim (they would be valid forever). Default true. */
+  requireExpiry?: boolean;
+  /**
+   * Longest accepted lifetime, `exp - iat` (or `exp - now` without `iat`), in seconds; 0 = no cap.
+   * Default DEFAULT_MAX_TOKEN_LIFETIME_SECONDS.
+   */
+  maxLifetimeSeconds?: number;
+}
+
+export function createVerifier(source: KeySource, options: VerifierOptions): TokenVerifier {
+  const requireExpiry = options.requireExpiry ?? true;
+  const maxLifetime = options.maxLifetimeSeconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
   let getKey: jwt.Secret | jwt.GetPublicKeyOrSecret;
   let algorithms: Algorithm[];
   if (source.kind === "secret") {
@@ -121,6 +136,11 @@ export function createVerifier(
             return;
           }
           const claims = payload as Record<string, unknown>;
+          const lifetimeProblem = checkLifetime(claims, requireExpiry, maxLifetime);
+          if (lifetimeProblem) {
+            reject(new AuthError(lifetimeProblem));
+            return;
+          }
           const ws = claims[options.workspaceClaim];
           // eslint-disable-next-line no-control-regex
           if (typeof ws !== "string" || ws.length === 0 || ws.length > 200 || /[\u0000-\u001f\u007f]/.test(ws)) {
@@ -135,6 +155,16 @@ export function createVerifier(
       });
     },
   };
+}
+
+/** jsonwebtoken checks `exp` when present; this refuses its absence and overlong lifetimes. */
+function checkLifetime(claims: Record<string, unknown>, requireExpiry: boolean, maxLifetime: number): string | null {
+  const { exp, iat } = claims;
+  if (exp === undefined) return requireExpiry ? "token has no exp claim" : null;
+  if (typeof exp !== "number" || !Number.isFinite(exp)) return "token exp claim is not a number";
+  if (maxLifetime <= 0) return null;
+  const issued = typeof iat === "number" && Number.isFinite(iat) ? iat : Math.floor(Date.now() / 1000);
+  return exp - issued > maxLifetime ? `token lifetime exceeds the maximum of ${maxLifetime} seconds` : null;
 }
 
 function describeJwtError(err: Error): string {

@@ -5,10 +5,12 @@
  * the embedded secret in DATA_DIR (created here if the service has not started yet).
  */
 import { parseArgs } from "node:util";
+import jwt from "jsonwebtoken";
 import { embeddedSecret, signToken } from "../auth/keys";
 import { loadConfig } from "../config";
 
-const USAGE = "usage: pnpm run token --workspace <id> [--sub <user>] [--ttl <duration, e.g. 1h, 30m, 7d>]";
+const USAGE =
+  "usage: pnpm run token --workspace <id> [--sub <user>] [--ttl <duration, e.g. 1h, 30m, 12h; at most AUTH_MAX_TOKEN_LIFETIME_SECONDS>]";
 
 function main(): number {
   let values;
@@ -48,16 +50,24 @@ function main(): number {
     return 1;
   }
   const secret = config.auth.jwtSecret ?? embeddedSecret(config.dataDir)!;
-  process.stdout.write(
-    `${signToken(secret, {
-      workspaceId: values.workspace,
-      sub: values.sub,
-      ttl: /^[0-9]+$/.test(ttl) ? Number(ttl) : ttl,
-      workspaceClaim: config.auth.workspaceClaim,
-      issuer: config.auth.issuer,
-      audience: config.auth.audience,
-    })}\n`,
-  );
+  const token = signToken(secret, {
+    workspaceId: values.workspace,
+    sub: values.sub,
+    ttl: /^[0-9]+$/.test(ttl) ? Number(ttl) : ttl,
+    workspaceClaim: config.auth.workspaceClaim,
+    issuer: config.auth.issuer,
+    audience: config.auth.audience,
+  });
+  // The service refuses tokens living longer than AUTH_MAX_TOKEN_LIFETIME_SECONDS: do not print one.
+  const { exp, iat } = jwt.decode(token) as { exp: number; iat: number };
+  const max = config.auth.maxTokenLifetimeSeconds;
+  if (max > 0 && exp - iat > max) {
+    process.stderr.write(
+      `--ttl ${ttl} is longer than AUTH_MAX_TOKEN_LIFETIME_SECONDS (${max} s): the service would refuse it\n`,
+    );
+    return 2;
+  }
+  process.stdout.write(`${token}\n`);
   return 0;
 }
 

@@ -113,7 +113,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 }
 
 function openPostgres(databaseUrl: string): Database {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  // connectionTimeoutMillis: an exhausted pool or a black-holed server fails (-> 503) instead of
+  // holding the request forever.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10, connectionTimeoutMillis: 5000 });
   // An idle client losing its server connection must not crash the process; the next query fails
   // and is answered with a 503.
   pool.on("error", () => undefined);

@@ -1,0 +1,116 @@
+import fsp from "node:fs/promises";
+import path from "node:path";
+import type { BlobStore } from "@media-platform/storage";
+import type { Logger } from "pino";
+import type { PrismaClient } from "../generated/prisma/client";
+import { SPOOL_PREFIX } from "./upload";
+
+/**
+ * "No blob without an asset", also after a crash. An upload writes `originals/<id>` and then
+ * inserts the row; a process killed between the two (or mid-write) leaves a blob without a row, a
+ * driver temp file or a spool file. The sweep removes each of them once it is older than the grace
+ * period (far longer than the gap between blob write and insert, so uploads in flight, in this
+ * process or another replica, are never touched): at start-up and on a timer.
+ */
+export interface OrphanSweepOptions {
+  /** Leftovers younger than this are left alone. */
+  graceMs: number;
+  /** The upload spool folder (its `upload-*` files). */
+  spoolDir: string;
+}
+
+export interface OrphanSweepResult {
+  /** Blobs under originals/ without an asset row, deleted. */
+  blobs: number;
+  /** Driver temp files / incomplete multipart uploads removed. */
+  incompleteWrites: number;
+  /** Upload spool files removed. */
+  spoolFiles: number;
+}
+
+const ORIGINALS = "originals";
+const ASSET_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const BATCH = 500;
+
+export async function sweepOrphans(
+  deps: { prisma: PrismaClient; blobStore: BlobStore },
+  options: OrphanSweepOptions,
+): Promise<OrphanSweepResult> {
+  const cutoff = new Date(Date.now() - options.graceMs);
+  const result: OrphanSweepResult = { blobs: 0, incompleteWrites: 0, spoolFiles: 0 };
+
+  if (deps.blobStore.list) {
+    let batch: string[] = [];
+    const flush = async () => {
+      if (batch.length === 0) return;
+      const ids = batch;
+      batch = [];
+      const rows = await deps.prisma.asset.findMany({ where: { id: { in: ids } }, select: { id: true } });
+      const known = new Set(rows.map((r) => r.id));
+      for (const id of ids) {
+        if (known.has(id)) continue;
+        await deps.blobStore.delete(`${ORIGINALS}/${id}`);
+        result.blobs++;
+      }
+    };
+    for await (const blob of deps.blobStore.list(ORIGINALS)) {
+      const id = blob.key.slice(ORIGINALS.length + 1);
+      // Only keys an upload writes; anything else under originals/ is not ours to judge.
+      if (!ASSET_ID.test(id) || blob.modifiedAt >= cutoff) continue;
+      batch.push(id);
+      if (batch.length >= BATCH) await flush();
+    }
+    await flush();
+  }
+  if (deps.blobStore.removeIncompleteWrites)
+    result.incompleteWrites = await deps.blobStore.removeIncompleteWrites(cutoff);
+
+  let entries: string[] = [];
+  try {
+    entries = await fsp.readdir(options.spoolDir);
+  } catch {
+    /* no spool folder yet */
+  }
+  for (const name of entries) {
+    if (!name.startsWith(SPOOL_PREFIX)) continue;
+    const file = path.join(options.spoolDir, name);
+    const stat = await fsp.stat(file).catch(() => null);
+    if (stat && stat.mtime < cutoff) {
+      await fsp.rm(file, { force: true });
+      result.spoolFiles++;
+    }
+  }
+  return result;
+}
+
+/**
+ * Runs the sweep now and then every `intervalMs` (0 = start-up only), logging what it removed.
+ * A failure (database or blob store down) is logged and retried at the next run. Returns a stop
+ * function (awaits a sweep in progress).
+ */
+export function scheduleOrphanSweep(
+  deps: { prisma: PrismaClient; blobStore: BlobStore; log: Logger },
+  options: OrphanSweepOptions & { intervalMs: number },
+): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  const run = () => {
+    if (running || stopped) return;
+    running = sweepOrphans(deps, options)
+      .then(
+        (result) => deps.log.info({ ...result, graceMs: options.graceMs }, "orphan sweep done"),
+        (err: unknown) => deps.log.warn({ err }, "orphan sweep failed; retrying at the next run"),
+      )
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  run();
+  const timer = options.intervalMs > 0 ? setInterval(run, options.intervalMs) : undefined;
+  timer?.unref();
+  return async () => {
+    stopped = true;
+    if (timer) clearInterval(timer);
+    await running;
+  };
+}

@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+
+const ROOT = path.resolve(__dirname, "../../../..");
+
+/** The management service as a real child process (tsx), its output collected. */
+export interface ManagementChild {
+  proc: ChildProcess;
+  url: Promise<string>;
+  output(): string;
+  waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+/** Environment without anything the CI run sets for the in-process tests, plus `env`. */
+export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k]) =>
+        !/^(DATABASE_URL|PGLITE_DIR|STORAGE_|S3_|AUTH_|LOG_LEVEL$|MANAGEMENT_PORT$|HOST$|ORPHAN_|UPLOAD_)/.test(k),
+    ),
+  );
+  return { ...base, MANAGEMENT_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env };
+}
+
+export function startManagementChild(env: NodeJS.ProcessEnv): ManagementChild {
+  const proc = spawn(process.execPath, ["--import", "tsx", "services/management/src/index.ts"], {
+    cwd: ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  const waiters = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    out += chunk.toString("utf8");
+    for (const w of [...waiters]) w();
+  };
+  proc.stdout!.on("data", onData);
+  proc.stderr!.on("data", onData);
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  const waitFor = (re: RegExp, timeoutMs = 30_000) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const check = () => {
+        const m = re.exec(out);
+        if (m) {
+          cleanup();
+          resolve(m);
+        }
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`timed out waiting for ${re}:\n${out.slice(-3000)}`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        waiters.delete(check);
+      };
+      waiters.add(check);
+      check();
+    });
+  return {
+    proc,
+    url: waitFor(/^Management API: (http:\/\/\S+)$/m).then((m) => m[1]!),
+    output: () => out,
+    waitFor,
+    async kill(signal) {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** Every file under `dir` (relative paths), recursively. */
+export function filesUnder(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return (fs.readdirSync(dir, { recursive: true }) as string[])
+    .filter((f) => fs.statSync(path.join(dir, f)).isFile())
+    .sort();
+}
