@@ -5,7 +5,6 @@ import { z } from "zod";
 import { PROBLEM_CONTENT_TYPE, PROBLEM_TITLES, ProblemError, type FieldError } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./assets/image-errors";
-import { Prisma } from "./generated/prisma/client";
 import { isDatabaseUnavailable } from "./db/availability";
 
 export { ProblemError, type FieldError };

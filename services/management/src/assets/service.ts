@@ -10,7 +10,7 @@ import type {
   UploadFields,
   UploadResponse,
 } from "@media-platform/contracts";
-import { filenameSchema, LIST_EXACT_COUNT_LIMIT, MAX_FILENAME_LENGTH, MAX_TITLE_LENGTH } from "@media-platform/contracts";
+import { filenameSchema, LIST_EXACT_COUNT_LIMIT, MAX_FILENAME_LENGTH } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";

@@ -148,9 +148,14 @@ export function uploadMiddleware(maxUploadBytes: number, settings: UploadSetting
     }
     if (!gate.tryEnter()) {
       next(
-        new ProblemError(503, "service-unavailable", `Too many uploads in progress (at most ${gate.max} per instance); retry later`, {
-          headers: { "Retry-After": "2", Connection: "close" },
-        }),
+        new ProblemError(
+          503,
+          "service-unavailable",
+          `Too many uploads in progress (at most ${gate.max} per instance); retry later`,
+          {
+            headers: { "Retry-After": "2", Connection: "close" },
+          },
+        ),
       );
       return;
     }
@@ -267,7 +272,8 @@ export async function analyseImage(file: SpooledFile, limitInputPixels: number):
   }
   if (!meta.width || !meta.height) throw new UndecodableImageError("The image has no dimensions");
   const frameHeight = meta.pageHeight ?? meta.height;
-  if (meta.width * frameHeight > limitInputPixels) throw new ImagePixelLimitError(limitInputPixels, meta.width, frameHeight);
+  if (meta.width * frameHeight > limitInputPixels)
+    throw new ImagePixelLimitError(limitInputPixels, meta.width, frameHeight);
   let hashBits: string;
   try {
     // Decodes every pixel of the first frame: a truncated or corrupt body fails here.
