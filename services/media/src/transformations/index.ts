@@ -10,6 +10,7 @@ import { crop } from "./crop";
 import { exposure } from "./exposure";
 import { fit } from "./fit";
 import { grayscale } from "./grayscale";
+import { resize } from "./resize";
 import { saturation } from "./saturation";
 import { sharpen } from "./sharpen";
 import { solarize } from "./solarize";
@@ -35,6 +36,7 @@ export const transformations: { [N in TransformationName]: Transformation<N> } =
   exposure,
   solarize,
   threshold,
+  resize,
 };
 
 export * from "./transformation";
