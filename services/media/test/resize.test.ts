@@ -58,7 +58,12 @@ describe("resize: dimensions", () => {
               withoutEnlargement: !enlarge,
             })
             .toBuffer({ resolveWithObject: true });
-          expect([fit, enlarge, box, expected]).toEqual([fit, enlarge, box, { width: info.width, height: info.height }]);
+          expect([fit, enlarge, box, expected]).toEqual([
+            fit,
+            enlarge,
+            box,
+            { width: info.width, height: info.height },
+          ]);
         }
   });
 
@@ -90,7 +95,10 @@ describe("resize: pixels", () => {
   });
 
   it("a grey original padded with a colour keeps the colour (sRGB, not greyed)", async () => {
-    const out = await renderFixture("camera.png", "resize:width=600:height=512:fit=contain:enlarge=true:background=ff0000");
+    const out = await renderFixture(
+      "camera.png",
+      "resize:width=600:height=512:fit=contain:enlarge=true:background=ff0000",
+    );
     const img = await decodePixels(out.data);
     expect([img.width, img.height]).toEqual([600, 512]);
     expect(Array.from(img.data.subarray(0, 3))).toEqual([255, 0, 0]);

@@ -365,8 +365,7 @@ export const transformationSpecs = {
         description: "Padding colour for fit=contain: hex without #, rgb(r,g,b) or a CSS colour name.",
       },
     },
-    check: (p) =>
-      p.width === undefined && p.height === undefined ? "resize needs width, height or both" : undefined,
+    check: (p) => (p.width === undefined && p.height === undefined ? "resize needs width, height or both" : undefined),
   },
 } as const satisfies Record<string, TransformationSpec>;
 
