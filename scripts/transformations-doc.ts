@@ -54,7 +54,7 @@ export function renderTransformationsDoc(): string {
     `Steps apply left to right (chaining is our extension of the spec's single step; at most ${MAX_STEPS}).`,
     "A transformation whose parameters are all optional, or defaulted, may be written as the bare name (`/grayscale/<id>.jpg`, `/avatar/<id>.png`).",
     "Parameter names are case-sensitive. Unknown, repeated, missing or out-of-range parameters answer 400 `application/problem+json` naming the parameter and its allowed range.",
-    'Ranges are inclusive. Where the spec gives no upper bound ("N+"), a configurable safety cap applies; the defaults are:',
+    "Ranges are inclusive. Where the spec gives no upper bound (\"N+\"), a configurable safety cap applies; the defaults are:",
     "",
     "| cap | default | variable |",
     "|---|---|---|",
