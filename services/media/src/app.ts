@@ -133,27 +133,21 @@ export function createMediaApp(deps: MediaAppDeps): Express {
       );
     }
     try {
-      if (signer) {
-        const check = signer.check(target);
-        if (check !== "ok") {
-          throw new HttpProblem(
-            403,
-            "invalid-signature",
-            check === "missing"
-              ? "This service requires signed URLs: add ?sig=<base64url HMAC-SHA256 of the path>"
-              : "The URL signature is wrong (or the query string is not exactly ?sig=<signature>)",
-            { title: "Invalid signature" },
-          );
-        }
-      }
+      const cacheControl = signer ? requireSignature(signer, target) : undefined;
       const request = parseMediaPath(path, limits);
       const { entry, xCache } = await service.deliver(target, request, req.log);
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
-        res.writeHead(304, { ...entry.notModifiedHeaders, "X-Cache": xCache });
+        res.writeHead(304, {
+          ...entry.notModifiedHeaders,
+          "X-Cache": xCache,
+          ...(cacheControl && { "Cache-Control": cacheControl }),
+        });
         res.end();
         return;
       }
-      res.writeHead(200, responseHeaders(entry, xCache));
+      const headers = responseHeaders(entry, xCache);
+      if (cacheControl) headers["Cache-Control"] = cacheControl;
+      res.writeHead(200, headers);
       res.end(req.method === "HEAD" ? undefined : entry.body);
     } catch (err) {
       next(err);
@@ -175,6 +169,41 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   });
 
   return app;
+}
+
+/**
+ * 403 unless the request-target carries a valid, unexpired signature (checked before anything
+ * else). Returns the Cache-Control an expiring URL must be answered with, if any.
+ */
+export function requireSignature(signer: UrlSigner, target: string): string | undefined {
+  const verdict = signer.verify(target);
+  switch (verdict.status) {
+    case "ok":
+      return verdict.cacheControl;
+    case "expired":
+      throw new HttpProblem(
+        403,
+        "signature-expired",
+        `This signed URL expired at ${verdict.expiresAt} (exp, unix seconds)`,
+        {
+          title: "Signed URL expired",
+        },
+      );
+    case "missing":
+      throw new HttpProblem(
+        403,
+        "invalid-signature",
+        "This service requires signed URLs: add ?sig=<base64url HMAC-SHA256 of the path>",
+        { title: "Invalid signature" },
+      );
+    case "invalid":
+      throw new HttpProblem(
+        403,
+        "invalid-signature",
+        "The URL signature is wrong (or the query has parameters other than exp and download before sig, or any after it)",
+        { title: "Invalid signature" },
+      );
+  }
 }
 
 /** Maps every failure to a problem. Never leaks stack traces or internal messages. */

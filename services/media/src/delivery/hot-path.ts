@@ -31,15 +31,21 @@ export function createHotPath(deps: {
     const start = performance.now();
     const entry = memory.get(key);
     if (entry === undefined) return false;
-    // Entries are only stored after a valid signature, but the key may have been rotated since.
-    if (signer && signer.check(key) !== "ok") return false;
+    // Entries are only stored after a valid signature, but the key may have been rotated since,
+    // or its `exp` passed: the Express path answers those 403s.
+    const verdict = signer?.verify(key);
+    if (verdict && verdict.status !== "ok") return false;
+    const cacheControl = verdict?.cacheControl;
     metrics.cacheLookup("memory", "hit");
     applyRequestId(req, res);
     if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
-      res.writeHead(304, entry.notModifiedHeaders);
+      res.writeHead(
+        304,
+        cacheControl ? { ...entry.notModifiedHeaders, "Cache-Control": cacheControl } : entry.notModifiedHeaders,
+      );
       res.end();
     } else {
-      res.writeHead(200, entry.hitHeaders);
+      res.writeHead(200, cacheControl ? { ...entry.hitHeaders, "Cache-Control": cacheControl } : entry.hitHeaders);
       res.end(method === "HEAD" ? undefined : entry.body);
     }
     recordRawRequest(metrics, ROUTE_HOT_PATH, req, res, start);
