@@ -2,6 +2,8 @@ import {
   MediaUrlError,
   defaultMediaLimits,
   formatMediaPath,
+  formatOriginalPath,
+  parseOriginalPath,
   isTransformationName,
   paramSpecsOf,
   signedMediaUrl,
@@ -119,4 +121,19 @@ export class MediaUrlBuilder {
   toString(): string {
     return mediaUrl(this.baseUrl, this.assetId, this.ext, this.steps, this.options);
   }
+}
+
+/**
+ * URL of an asset's original bytes: `<baseUrl>/original/<assetId>.<ext>`, with
+ * `?download=<filename>` for an attachment download ("" = `<assetId>.<ext>`), signed (and
+ * expiring) like media URLs when a key is given.
+ */
+export function originalUrl(
+  baseUrl: string,
+  assetId: string,
+  ext: MediaExtension,
+  options: MediaUrlOptions & { download?: string } = {},
+): string {
+  const request = parseOriginalPath(formatOriginalPath(assetId, ext));
+  return withBase(baseUrl, formatOriginalPath(request.assetId, request.extension, options.download), options);
 }

@@ -19,8 +19,9 @@ import {
 } from "./delivery/errors";
 import { QueueFullError } from "./delivery/limiter";
 import type { RenditionService } from "./delivery/rendition-service";
-import type { UrlSigner } from "./delivery/signing";
+import { requireSignature, type UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
+import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
 import { FaceDetectionError } from "./faces";
 import { HttpProblem, instanceOf, writeProblem } from "./problem";
 import { TransformationInputError } from "./transformations/transformation";
@@ -73,6 +74,8 @@ export const RETRY_AFTER = { queueFull: 1, timeout: 2, storage: 5, faceDetection
 
 export interface MediaAppDeps {
   service: RenditionService;
+  /** GET /original/<id>.<ext> (the blob store is the rendition service's). */
+  originals: OriginalsDeps;
   signer: UrlSigner | undefined;
   limits: MediaLimits;
   limitInputPixels: number;
@@ -105,7 +108,11 @@ export function createMediaApp(deps: MediaAppDeps): Express {
     requestContext({
       logger,
       metrics,
-      routeLabel: (req) => (looksLikeMediaPath(instanceOf(req.originalUrl)) ? ROUTE_MEDIA : undefined),
+      routeLabel: (req) => {
+        const path = instanceOf(req.originalUrl);
+        if (path.startsWith("/original/")) return ROUTE_ORIGINAL;
+        return looksLikeMediaPath(path) ? ROUTE_MEDIA : undefined;
+      },
     }),
   );
   app.use(metricsRouter(metrics));
@@ -119,6 +126,8 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   );
   // GET /transformations: the parameter table with the caps in force.
   app.use(catalogRouter(limits));
+  // GET /original/<id>.<ext>: before the media route, whose grammar it would not match.
+  app.use(originalsHandler(deps.originals));
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     // req.url is the raw request-target; Express does not rewrite it for app-level middleware.
@@ -169,41 +178,6 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   });
 
   return app;
-}
-
-/**
- * 403 unless the request-target carries a valid, unexpired signature (checked before anything
- * else). Returns the Cache-Control an expiring URL must be answered with, if any.
- */
-export function requireSignature(signer: UrlSigner, target: string): string | undefined {
-  const verdict = signer.verify(target);
-  switch (verdict.status) {
-    case "ok":
-      return verdict.cacheControl;
-    case "expired":
-      throw new HttpProblem(
-        403,
-        "signature-expired",
-        `This signed URL expired at ${verdict.expiresAt} (exp, unix seconds)`,
-        {
-          title: "Signed URL expired",
-        },
-      );
-    case "missing":
-      throw new HttpProblem(
-        403,
-        "invalid-signature",
-        "This service requires signed URLs: add ?sig=<base64url HMAC-SHA256 of the path>",
-        { title: "Invalid signature" },
-      );
-    case "invalid":
-      throw new HttpProblem(
-        403,
-        "invalid-signature",
-        "The URL signature is wrong (or the query has parameters other than exp and download before sig, or any after it)",
-        { title: "Invalid signature" },
-      );
-  }
 }
 
 /** Maps every failure to a problem. Never leaks stack traces or internal messages. */

@@ -123,6 +123,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   });
   const app = createMediaApp({
     service,
+    originals: { store: deps.store, signer, metrics },
     signer,
     limits: options.limits,
     limitInputPixels: options.limitInputPixels,

@@ -2,3 +2,4 @@ export * from "./params";
 export * from "./transformations";
 export * from "./url";
 export * from "./signing";
+export * from "./originals";

@@ -2,7 +2,7 @@ import type { MediaLimits, ParamSpec, ParamValue } from "./params";
 
 /**
  * The 16 transformations of the spec (§4.2) and their parameters, exactly as the spec lists
- * them: the single definition the URL parser, both services, the docs and the client use.
+ * them, then our extensions (resize): the single definition the URL parser, both services, the docs and the client use.
  */
 interface TransformationSpec {
   description: string;

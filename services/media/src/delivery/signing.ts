@@ -1,5 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import { mediaSignatureDigest, SIGNED_QUERY_PARAMETERS, splitSignedTarget } from "@media-platform/contracts";
+import { HttpProblem } from "../problem";
 
 /**
  * Optional URL signing (MEDIA_SIGNING_KEY). What is signed and how is defined once, in
@@ -74,4 +75,39 @@ export class UrlSigner {
 export function expiringCacheControl(expiresAt: number, nowMs: number): string {
   const left = Math.max(0, Math.min(31_536_000, Math.floor(expiresAt - nowMs / 1000)));
   return left === 0 ? "no-store" : `public, max-age=${left}`;
+}
+
+/**
+ * 403 unless the request-target carries a valid, unexpired signature (checked before anything
+ * else). Returns the Cache-Control an expiring URL must be answered with, if any.
+ */
+export function requireSignature(signer: UrlSigner, target: string): string | undefined {
+  const verdict = signer.verify(target);
+  switch (verdict.status) {
+    case "ok":
+      return verdict.cacheControl;
+    case "expired":
+      throw new HttpProblem(
+        403,
+        "signature-expired",
+        `This signed URL expired at ${verdict.expiresAt} (exp, unix seconds)`,
+        {
+          title: "Signed URL expired",
+        },
+      );
+    case "missing":
+      throw new HttpProblem(
+        403,
+        "invalid-signature",
+        "This service requires signed URLs: add ?sig=<base64url HMAC-SHA256 of the path>",
+        { title: "Invalid signature" },
+      );
+    case "invalid":
+      throw new HttpProblem(
+        403,
+        "invalid-signature",
+        "The URL signature is wrong (or the query has parameters other than exp and download before sig, or any after it)",
+        { title: "Invalid signature" },
+      );
+  }
 }
