@@ -7,7 +7,12 @@ import {
   type Logger,
   type Metrics,
 } from "@media-platform/observability";
-import { MediaUrlError, parseMediaPath, type MediaLimits } from "@media-platform/contracts";
+import {
+  MediaUrlError,
+  parseMediaPathWithPresets,
+  type MediaLimits,
+  type PresetTable,
+} from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
 import type { MediaCounters } from "./delivery/counters";
@@ -22,6 +27,7 @@ import type { RenditionService } from "./delivery/rendition-service";
 import { requireSignature, type UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
 import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
+import { presetsOnlyGate, presetsRouter } from "./presets";
 import { FaceDetectionError } from "./faces";
 import { HttpProblem, instanceOf, writeProblem } from "./problem";
 import { TransformationInputError } from "./transformations/transformation";
@@ -76,6 +82,10 @@ export interface MediaAppDeps {
   service: RenditionService;
   /** GET /original/<id>.<ext> (the blob store is the rendition service's). */
   originals: OriginalsDeps;
+  /** MEDIA_PRESETS_FILE, validated (default: none). */
+  presets?: PresetTable;
+  /** MEDIA_PRESETS_ONLY: 403 for every media URL that is not made of presets. */
+  presetsOnly?: boolean;
   signer: UrlSigner | undefined;
   limits: MediaLimits;
   limitInputPixels: number;
@@ -126,6 +136,9 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   );
   // GET /transformations: the parameter table with the caps in force.
   app.use(catalogRouter(limits));
+  // GET /presets: the named step chains of MEDIA_PRESETS_FILE.
+  const presets = deps.presets ?? {};
+  app.use(presetsRouter(presets, deps.presetsOnly === true));
   // GET /original/<id>.<ext>: before the media route, whose grammar it would not match.
   app.use(originalsHandler(deps.originals));
 
@@ -142,8 +155,10 @@ export function createMediaApp(deps: MediaAppDeps): Express {
       );
     }
     try {
+      const refused = deps.presetsOnly ? presetsOnlyGate(target) : undefined;
+      if (refused) throw refused;
       const cacheControl = signer ? requireSignature(signer, target) : undefined;
-      const request = parseMediaPath(path, limits);
+      const request = parseMediaPathWithPresets(path, presets, limits);
       const { entry, xCache } = await service.deliver(target, request, req.log);
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
         res.writeHead(304, {

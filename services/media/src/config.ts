@@ -1,6 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
-import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts";
+import { defaultMediaLimits, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import {
   blankAsUnset,
   parseStorageEnv,
@@ -8,6 +8,7 @@ import {
   StorageConfigError,
   type StorageConfig,
 } from "@media-platform/storage";
+import { loadPresetsFile } from "./presets";
 
 const int = (min: number, max: number, fallback: number, what: string) =>
   z.preprocess(
@@ -114,6 +115,14 @@ export const mediaEnvSchema = z.object({
   MEDIA_WORKERS: int(0, 256, 0, "a whole number from 0 (one per CPU core) to 256").describe(
     "Pixel worker threads (0 = one per CPU core)",
   ),
+  MEDIA_PRESETS_FILE: optionalString.describe(
+    "JSON or YAML file of named step chains (presets), used as /preset:name=<name>/<id>.<ext>; validated at start-up",
+  ),
+  MEDIA_PRESETS_ONLY: z
+    .preprocess(blankAsUnset, z.stringbool({ error: "must be true or false" }).default(false))
+    .describe(
+      "Serve only preset URLs (403 for any other media URL, originals and query strings); needs MEDIA_PRESETS_FILE",
+    ),
   LOG_LEVEL: z
     .preprocess(blankAsUnset, z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"))
     .describe("pino log level"),
@@ -137,6 +146,9 @@ export interface MediaConfig {
   workers: number;
   logLevel: MediaEnv["LOG_LEVEL"];
   storage: StorageConfig;
+  /** From MEDIA_PRESETS_FILE (empty without one). */
+  presets: PresetTable;
+  presetsOnly: boolean;
 }
 
 /** A bad environment: the message names every offending variable ("MEDIA_PORT: must be ..."). */
@@ -164,6 +176,27 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     if (err instanceof StorageConfigError) throw new MediaConfigError(err.problems);
     throw err;
   }
+  const limits: MediaLimits = {
+    maxDimension: e.MEDIA_MAX_DIMENSION,
+    maxOutputPixels: e.MEDIA_MAX_OUTPUT_PIXELS,
+    maxMultiplier: e.MEDIA_MAX_MULTIPLIER,
+    maxNoiseAmount: e.MEDIA_MAX_NOISE_AMOUNT,
+    maxWaveAmplitude: e.MEDIA_MAX_WAVE_AMPLITUDE,
+    maxWaveLength: e.MEDIA_MAX_WAVE_LENGTH,
+    maxSharpen: e.MEDIA_MAX_SHARPEN,
+  };
+  let presets: PresetTable = {};
+  if (e.MEDIA_PRESETS_FILE) {
+    const loaded = loadPresetsFile(e.MEDIA_PRESETS_FILE, limits);
+    if (!loaded.ok) {
+      throw new MediaConfigError(loaded.problems.map((message) => ({ variable: "MEDIA_PRESETS_FILE", message })));
+    }
+    presets = loaded.presets;
+  } else if (e.MEDIA_PRESETS_ONLY) {
+    throw new MediaConfigError([
+      { variable: "MEDIA_PRESETS_ONLY", message: "needs MEDIA_PRESETS_FILE (there would be nothing to serve)" },
+    ]);
+  }
   return {
     port: e.MEDIA_PORT,
     host: e.HOST,
@@ -178,20 +211,14 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     },
     signingKey: e.MEDIA_SIGNING_KEY,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
-    limits: {
-      maxDimension: e.MEDIA_MAX_DIMENSION,
-      maxOutputPixels: e.MEDIA_MAX_OUTPUT_PIXELS,
-      maxMultiplier: e.MEDIA_MAX_MULTIPLIER,
-      maxNoiseAmount: e.MEDIA_MAX_NOISE_AMOUNT,
-      maxWaveAmplitude: e.MEDIA_MAX_WAVE_AMPLITUDE,
-      maxWaveLength: e.MEDIA_MAX_WAVE_LENGTH,
-      maxSharpen: e.MEDIA_MAX_SHARPEN,
-    },
+    limits,
     requestTimeoutMs: e.MEDIA_REQUEST_TIMEOUT_MS,
     concurrency: e.MEDIA_CONCURRENCY,
     queueLimit: e.MEDIA_QUEUE_LIMIT,
     workers: e.MEDIA_WORKERS,
     logLevel: e.LOG_LEVEL,
     storage,
+    presets,
+    presetsOnly: e.MEDIA_PRESETS_ONLY,
   };
 }

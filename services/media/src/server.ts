@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Express } from "express";
-import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts";
+import { defaultMediaLimits, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import { createLogger, createMetrics, type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
 import { createBlobStore, type BlobStore } from "@media-platform/storage";
 import { createMediaApp } from "./app";
@@ -13,6 +13,7 @@ import { createHotPath } from "./delivery/hot-path";
 import { Limiter } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
+import { presetsOnlyGate } from "./presets";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
 export interface MediaServerOptions {
@@ -25,6 +26,10 @@ export interface MediaServerOptions {
   requestTimeoutMs: number;
   concurrency: number;
   queueLimit: number;
+  /** Named step chains (MEDIA_PRESETS_FILE), already validated. */
+  presets: PresetTable;
+  /** MEDIA_PRESETS_ONLY: every non-preset media URL answers 403. */
+  presetsOnly: boolean;
 }
 
 export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.freeze({
@@ -36,6 +41,8 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.fr
   requestTimeoutMs: 30_000,
   concurrency: 4,
   queueLimit: 64,
+  presets: {},
+  presetsOnly: false,
 });
 
 export interface MediaServerDeps {
@@ -123,7 +130,14 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   });
   const app = createMediaApp({
     service,
-    originals: { store: deps.store, signer, metrics },
+    originals: {
+      store: deps.store,
+      signer,
+      metrics,
+      gate: options.presetsOnly ? presetsOnlyGate : undefined,
+    },
+    presets: options.presets,
+    presetsOnly: options.presetsOnly,
     signer,
     limits: options.limits,
     limitInputPixels: options.limitInputPixels,

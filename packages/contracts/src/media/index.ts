@@ -3,3 +3,4 @@ export * from "./transformations";
 export * from "./url";
 export * from "./signing";
 export * from "./originals";
+export * from "./presets";
