@@ -27,6 +27,7 @@ import type { RenditionService } from "./delivery/rendition-service";
 import { requireSignature, type UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
 import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
+import type { FormatNegotiator } from "./negotiation";
 import { presetsOnlyGate, presetsRouter } from "./presets";
 import { FaceDetectionError } from "./faces";
 import { HttpProblem, instanceOf, writeProblem } from "./problem";
@@ -86,6 +87,10 @@ export interface MediaAppDeps {
   presets?: PresetTable;
   /** MEDIA_PRESETS_ONLY: 403 for every media URL that is not made of presets. */
   presetsOnly?: boolean;
+  /** MEDIA_AUTO_FORMAT on: the Accept bucket is part of the cache key; responses Vary: Accept. */
+  negotiator?: FormatNegotiator;
+  /** AVIF encoder effort for negotiated AVIF. */
+  avifEffort?: number;
   signer: UrlSigner | undefined;
   limits: MediaLimits;
   limitInputPixels: number;
@@ -154,12 +159,20 @@ export function createMediaApp(deps: MediaAppDeps): Express {
         }),
       );
     }
+    // First, so that every answer for the URL, problems included, says it depends on Accept.
+    if (deps.negotiator) res.setHeader("Vary", "Accept");
     try {
       const refused = deps.presetsOnly ? presetsOnlyGate(target) : undefined;
       if (refused) throw refused;
       const cacheControl = signer ? requireSignature(signer, target) : undefined;
       const request = parseMediaPathWithPresets(path, presets, limits);
-      const { entry, xCache } = await service.deliver(target, request, req.log);
+      const negotiator = deps.negotiator;
+      const bucket = negotiator?.bucket(req.headers.accept);
+      const { entry, xCache } = await service.deliver(
+        bucket ? `${target}#${bucket}` : target,
+        bucket ? { ...request, convertTo: { format: bucket, avifEffort: deps.avifEffort } } : request,
+        req.log,
+      );
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
         res.writeHead(304, {
           ...entry.notModifiedHeaders,

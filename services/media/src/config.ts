@@ -8,6 +8,7 @@ import {
   StorageConfigError,
   type StorageConfig,
 } from "@media-platform/storage";
+import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
 import { loadPresetsFile } from "./presets";
 
 const int = (min: number, max: number, fallback: number, what: string) =>
@@ -123,6 +124,25 @@ export const mediaEnvSchema = z.object({
     .describe(
       "Serve only preset URLs (403 for any other media URL, originals and query strings); needs MEDIA_PRESETS_FILE",
     ),
+  MEDIA_AUTO_FORMAT: z
+    .preprocess(
+      blankAsUnset,
+      z
+        .string()
+        .transform((v) => v.split(",").map((f) => f.trim().toLowerCase()))
+        .pipe(
+          z
+            .array(z.enum(AUTO_FORMATS, { error: `must be a comma-separated list of ${AUTO_FORMATS.join(", ")}` }))
+            .refine((list) => new Set(list).size === list.length, "must not repeat a format"),
+        )
+        .optional(),
+    )
+    .describe(
+      "Format negotiation, e.g. avif,webp (in order of preference): JPEG/PNG originals are served as the first of these the request's Accept names, with Vary: Accept; unset = off (output keeps the stored format)",
+    ),
+  MEDIA_AVIF_EFFORT: int(0, 9, 0, "a whole number from 0 (fastest) to 9 (smallest)").describe(
+    "AVIF encoder effort for negotiated AVIF (measured: see README, Responsive images)",
+  ),
   LOG_LEVEL: z
     .preprocess(blankAsUnset, z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"))
     .describe("pino log level"),
@@ -149,6 +169,9 @@ export interface MediaConfig {
   /** From MEDIA_PRESETS_FILE (empty without one). */
   presets: PresetTable;
   presetsOnly: boolean;
+  /** MEDIA_AUTO_FORMAT in order of preference; empty = negotiation off. */
+  autoFormat: AutoFormat[];
+  avifEffort: number;
 }
 
 /** A bad environment: the message names every offending variable ("MEDIA_PORT: must be ..."). */
@@ -220,5 +243,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     storage,
     presets,
     presetsOnly: e.MEDIA_PRESETS_ONLY,
+    autoFormat: e.MEDIA_AUTO_FORMAT ?? [],
+    avifEffort: e.MEDIA_AVIF_EFFORT,
   };
 }

@@ -13,6 +13,7 @@ import { createHotPath } from "./delivery/hot-path";
 import { Limiter } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
+import { FormatNegotiator, type AutoFormat } from "./negotiation";
 import { presetsOnlyGate } from "./presets";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
@@ -30,6 +31,10 @@ export interface MediaServerOptions {
   presets: PresetTable;
   /** MEDIA_PRESETS_ONLY: every non-preset media URL answers 403. */
   presetsOnly: boolean;
+  /** MEDIA_AUTO_FORMAT (order of preference); empty = off. */
+  autoFormat: AutoFormat[];
+  /** AVIF effort for negotiated AVIF. */
+  avifEffort: number;
 }
 
 export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.freeze({
@@ -43,6 +48,8 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.fr
   queueLimit: 64,
   presets: {},
   presetsOnly: false,
+  autoFormat: [],
+  avifEffort: 0,
 });
 
 export interface MediaServerDeps {
@@ -116,6 +123,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   metrics.dependencyErrors.inc({ dependency: "storage" }, 0);
   if (redis) metrics.dependencyErrors.inc({ dependency: "redis" }, 0);
   const signer = options.signingKey ? new UrlSigner(options.signingKey) : undefined;
+  const negotiator = options.autoFormat.length ? new FormatNegotiator(options.autoFormat) : undefined;
   const service = new RenditionService({
     store: deps.store,
     render: deps.render,
@@ -138,6 +146,8 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     },
     presets: options.presets,
     presetsOnly: options.presetsOnly,
+    negotiator,
+    avifEffort: options.avifEffort,
     signer,
     limits: options.limits,
     limitInputPixels: options.limitInputPixels,
@@ -150,7 +160,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     },
     isDraining: deps.isDraining,
   });
-  const hotPath = createHotPath({ memory, signer, metrics });
+  const hotPath = createHotPath({ memory, signer, metrics, negotiator });
   const server = http.createServer((req, res) => {
     if (!hotPath(req, res)) app(req, res);
   });

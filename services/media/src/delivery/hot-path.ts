@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { applyRequestId, recordRawRequest, ROUTE_HOT_PATH, type Metrics } from "@media-platform/observability";
 import { ifNoneMatchMatches } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
+import type { FormatNegotiator } from "../negotiation";
 import type { UrlSigner } from "./signing";
 
 /**
@@ -21,21 +22,24 @@ export function createHotPath(deps: {
   memory: MemoryCache;
   signer: UrlSigner | undefined;
   metrics: Pick<Metrics, "cacheLookup" | "observeHttp">;
+  /** MEDIA_AUTO_FORMAT on: the key carries the Accept bucket and responses Vary: Accept. */
+  negotiator?: FormatNegotiator;
 }): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { memory, signer, metrics } = deps;
+  const { memory, signer, metrics, negotiator } = deps;
   return (req, res) => {
     const method = req.method;
     if (method !== "GET" && method !== "HEAD") return false;
     const key = req.url;
     if (key === undefined) return false;
     const start = performance.now();
-    const entry = memory.get(key);
+    const entry = memory.get(negotiator ? negotiator.cacheKey(key, req.headers.accept) : key);
     if (entry === undefined) return false;
     // Entries are only stored after a valid signature, but the key may have been rotated since,
     // or its `exp` passed: the Express path answers those 403s.
     const verdict = signer?.verify(key);
     if (verdict && verdict.status !== "ok") return false;
     const cacheControl = verdict?.cacheControl;
+    if (negotiator) res.setHeader("Vary", "Accept");
     metrics.cacheLookup("memory", "hit");
     applyRequestId(req, res);
     if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {

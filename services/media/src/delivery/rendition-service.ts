@@ -6,7 +6,7 @@ import { originalKey, StorageUnavailableError, type BlobStore } from "@media-pla
 import { makeEntry, type CacheEntry } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
-import type { RenderInput, Rendition } from "../pipeline/render";
+import type { ConvertTo, RenderInput, Rendition } from "../pipeline/render";
 import { HttpProblem } from "../problem";
 import type { MediaCounters } from "./counters";
 import { RequestTimeoutError } from "./errors";
@@ -45,6 +45,9 @@ export interface RenditionServiceDeps {
   requestTimeoutMs: number;
   maxEntryBytes: number;
 }
+
+/** A parsed media URL, plus the negotiated output format when MEDIA_AUTO_FORMAT chose one. */
+export type DeliveryRequest = MediaRequest & { convertTo?: ConvertTo };
 
 export interface Delivery {
   entry: CacheEntry;
@@ -86,7 +89,7 @@ export class RenditionService {
    * `log`: the request's logger (bound to its request id); the flight this request leads logs
    * with it, so the render of a MISS can be traced to the request that caused it.
    */
-  async deliver(key: string, request: MediaRequest, log: Logger = this.deps.logger): Promise<Delivery> {
+  async deliver(key: string, request: DeliveryRequest, log: Logger = this.deps.logger): Promise<Delivery> {
     const { metrics } = this.deps;
     // The memory-tier lookup of every valid media request that the hot path did not answer.
     const cached = this.deps.memory.get(key);
@@ -100,7 +103,7 @@ export class RenditionService {
     return { entry: result.entry, xCache };
   }
 
-  private async flight(key: string, request: MediaRequest, log: Logger): Promise<FlightResult> {
+  private async flight(key: string, request: DeliveryRequest, log: Logger): Promise<FlightResult> {
     const { requestTimeoutMs } = this.deps;
     const deadline = Date.now() + requestTimeoutMs;
     const controller = new AbortController();
@@ -116,7 +119,7 @@ export class RenditionService {
 
   private async resolve(
     key: string,
-    request: MediaRequest,
+    request: DeliveryRequest,
     signal: AbortSignal,
     deadline: number,
     log: Logger,
@@ -173,7 +176,7 @@ export class RenditionService {
 
   private async compute(
     key: string,
-    request: MediaRequest,
+    request: DeliveryRequest,
     signal: AbortSignal,
     deadline: number,
     lockToken: string | undefined,
@@ -203,7 +206,13 @@ export class RenditionService {
         log.debug({ key, steps, bytesIn: original.length }, "render started");
         const started = performance.now();
         const result = await this.deps.render(
-          { original, contentType: blob.contentType, steps: request.steps, cacheKey: key },
+          {
+            original,
+            contentType: blob.contentType,
+            steps: request.steps,
+            cacheKey: key,
+            convertTo: request.convertTo,
+          },
           { signal, deadline, onStep: (name, seconds) => metrics.observeTransformation(name, seconds) },
         );
         log.debug(

@@ -9,6 +9,7 @@ import {
   type StepContext,
 } from "../transformations/transformation";
 import { InputPixelLimitError, UndecodableOriginalError, UnsupportedOriginalError } from "../delivery/errors";
+import { isConvertible, type AutoFormat } from "../negotiation";
 import { fromRaw, toRaw } from "./raw";
 
 export { InputPixelLimitError, UndecodableOriginalError, UnsupportedOriginalError };
@@ -21,8 +22,17 @@ export interface RenderDeps {
   limitInputPixels: number;
 }
 
+/** Negotiated output (MEDIA_AUTO_FORMAT): applies to still JPEG/PNG originals only. */
+export interface ConvertTo {
+  format: AutoFormat;
+  /** AVIF encoder effort (0-9); unset = sharp's default. */
+  avifEffort?: number;
+}
+
 export interface RenderInput {
   original: Buffer;
+  /** Encode a still JPEG/PNG original in this format instead of its own (format negotiation). */
+  convertTo?: ConvertTo;
   /** Content type of the stored original: the output keeps this format. */
   contentType: string;
   steps: TransformationStep[];
@@ -114,13 +124,15 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
   let image = sharp(input.original, { limitInputPixels: deps.limitInputPixels, failOn: "error", autoOrient: true });
   const meta = await image.metadata();
   const oriented = meta.autoOrient ?? { width: meta.width, height: meta.height };
+  // Negotiated format: still JPEG/PNG only; GIFs and anything animated keep their format.
+  const convert = input.convertTo && isConvertible(input.contentType) && (meta.pages ?? 1) === 1;
   const ctx: StepContext = {
     cacheKey: input.cacheKey,
     stepIndex: 0,
     width: oriented.width,
     height: oriented.height,
     hasAlpha: meta.hasAlpha,
-    output: { format },
+    output: convert ? { format: input.convertTo!.format, effort: input.convertTo!.avifEffort } : { format },
     limits: deps.limits,
     pixels: deps.pixels,
     faces: deps.faces,
@@ -154,7 +166,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
   const last = input.steps.at(-1);
   if (last) onStep?.(last.name, (performance.now() - stepStart) / 1000);
   checkOutputPixels(info.width, info.height, deps.limits, last?.name ?? "path");
-  return { data, contentType: `image/${format}`, width: info.width, height: info.height };
+  return { data, contentType: `image/${ctx.output.format}`, width: info.width, height: info.height };
 }
 
 function encode(image: sharp.Sharp, output: StepContext["output"]): sharp.Sharp {
@@ -165,7 +177,7 @@ function encode(image: sharp.Sharp, output: StepContext["output"]): sharp.Sharp 
     case "webp":
       return image.webp({ quality: quality ?? 80 });
     case "avif":
-      return image.avif({ quality: quality ?? 55 });
+      return image.avif({ quality: quality ?? 55, effort: output.effort });
     case "png":
       return image.png();
     case "gif":
