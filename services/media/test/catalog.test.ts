@@ -31,7 +31,7 @@ describe("GET /transformations", () => {
     expect(res.headers["content-type"]).toMatch(/^application\/json/);
     expect(res.headers["cache-control"]).toBe("public, max-age=300");
     const body = res.body as TransformationCatalog;
-    expect(body.count).toBe(17);
+    expect(body.count).toBe(18);
     expect(body.transformations.map((t) => t.name)).toEqual([
       "crop",
       "color-balance",
@@ -51,6 +51,7 @@ describe("GET /transformations", () => {
       "threshold",
       // extensions (issue 11)
       "resize",
+      "format",
     ]);
     for (const t of body.transformations) {
       expect([t.name, t.params.map((p) => p.name)]).toEqual([t.name, Object.keys(paramSpecsOf(t.name))]);

@@ -2,7 +2,7 @@ import type { MediaLimits, ParamSpec, ParamValue } from "./params";
 
 /**
  * The 16 transformations of the spec (§4.2) and their parameters, exactly as the spec lists
- * them, then our extensions (resize): the single definition the URL parser, both services, the docs and the client use.
+ * them, then our extensions (resize, format): the single definition the URL parser, both services, the docs and the client use.
  */
 interface TransformationSpec {
   description: string;
@@ -366,6 +366,25 @@ export const transformationSpecs = {
       },
     },
     check: (p) => (p.width === undefined && p.height === undefined ? "resize needs width, height or both" : undefined),
+  },
+  format: {
+    description:
+      "Extension (not in the spec): encodes the result as the given format instead of the stored one (for <picture> sources when MEDIA_AUTO_FORMAT is off). Applies at encoding, wherever it stands in the chain; steps before it decide transparency by the stored format.",
+    params: {
+      type: {
+        type: "enum",
+        required: true,
+        values: ["avif", "webp", "jpeg", "png"],
+        description: "Output format.",
+      },
+      quality: {
+        type: "integer",
+        required: false,
+        min: 1,
+        max: 100,
+        description: "Encoder quality for lossy outputs (default: the service's for that format).",
+      },
+    },
   },
 } as const satisfies Record<string, TransformationSpec>;
 

@@ -9,6 +9,7 @@ import { colorBalance } from "./color-balance";
 import { crop } from "./crop";
 import { exposure } from "./exposure";
 import { fit } from "./fit";
+import { format } from "./format";
 import { grayscale } from "./grayscale";
 import { resize } from "./resize";
 import { saturation } from "./saturation";
@@ -37,6 +38,7 @@ export const transformations: { [N in TransformationName]: Transformation<N> } =
   solarize,
   threshold,
   resize,
+  format,
 };
 
 export * from "./transformation";
