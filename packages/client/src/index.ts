@@ -3,6 +3,8 @@ export type { AssetPatch, ClientOptions, FullTextParams, ListAssetsParams, Token
 export { ApiError, ResponseValidationError } from "./errors";
 export { MediaUrlBuilder, mediaUrl, originalUrl, step } from "./media-url";
 export type { MediaUrlOptions } from "./media-url";
+export { ResponsiveImages, responsiveImages, sizes } from "./responsive";
+export type { Picture, PictureSource, ResponsiveOptions } from "./responsive";
 export { MediaUrlError } from "@media-platform/contracts";
 export type {
   AssetDto,
