@@ -3,7 +3,7 @@
  * Runs the selected benchmark sections (all when none is named), prints them and writes them to
  * bench/results/latest.md.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { benchManagement } from "./management";
@@ -51,6 +51,12 @@ async function main(): Promise<number> {
     const text = `\n## ${section.title}\n\n${body}\n`;
     process.stdout.write(text);
     out.push(text);
+  }
+  // A section with its own results file (management.md) that was not run keeps a link here.
+  for (const name of Object.keys(SECTIONS).filter((n) => !selected.includes(n))) {
+    if (existsSync(path.join(__dirname, "results", `${name}.md`))) {
+      out.push(`\n## ${SECTIONS[name]!.title}\n\nNot run this time; its last run: [${name}.md](${name}.md).\n`);
+    }
   }
   const dir = path.join(__dirname, "results");
   mkdirSync(dir, { recursive: true });

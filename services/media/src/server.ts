@@ -10,7 +10,7 @@ import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
 import { MediaCounters } from "./delivery/counters";
 import { createHotPath } from "./delivery/hot-path";
-import { Limiter } from "./delivery/limiter";
+import { Limiter, WorkGate } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
 import { FormatNegotiator, type AutoFormat } from "./negotiation";
@@ -24,7 +24,11 @@ export interface MediaServerOptions {
   /** Unset: in-process cache only. */
   redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
   signingKey: string | undefined;
+  /** MEDIA_ALLOW_QUERY: false refuses query strings other than the signature. */
+  allowQuery: boolean;
   requestTimeoutMs: number;
+  /** Pixels of work all running renders may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
+  inflightPixels: number;
   concurrency: number;
   queueLimit: number;
   /** Named step chains (MEDIA_PRESETS_FILE), already validated. */
@@ -43,7 +47,9 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.fr
   cache: { memoryBytes: 256 * 1024 * 1024, ttlSeconds: 7 * 86400, maxEntryBytes: 10 * 1024 * 1024 },
   redis: undefined,
   signingKey: undefined,
+  allowQuery: true,
   requestTimeoutMs: 30_000,
+  inflightPixels: defaultMediaLimits.maxWorkPixels,
   concurrency: 4,
   queueLimit: 64,
   presets: {},
@@ -130,6 +136,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     memory,
     redis,
     limiter,
+    gate: new WorkGate(options.inflightPixels),
     counters,
     metrics,
     logger,
@@ -149,6 +156,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     negotiator,
     avifEffort: options.avifEffort,
     signer,
+    allowQuery: options.allowQuery,
     limits: options.limits,
     limitInputPixels: options.limitInputPixels,
     counters,

@@ -177,6 +177,28 @@ describe("preset URLs", () => {
     expect(((await res.json()) as { detail: string }).detail).toMatch(/at most 8 transformations.*presets expanded/);
   });
 
+  it("is canonical as written; other spellings of the preset or of a step beside it are 400 naming the canonical path, before any work", async () => {
+    const before = counting.calls.length;
+    for (const [target, canonical] of [
+      [`/preset:name=c%61rd/${id}.jpg`, `/preset:name=card/${id}.jpg`],
+      [`/preset:name=card/${id}.JPG`, `/preset:name=card/${id}.jpg`],
+      [
+        `/crop:width=0300:height=300/preset:name=thumb/${id}.jpg`,
+        `/crop:width=300:height=300/preset:name=thumb/${id}.jpg`,
+      ],
+      [`/preset:name=thumb/saturation:value=1.50/${id}.jpg`, `/preset:name=thumb/saturation:value=1.5/${id}.jpg`],
+    ] as const) {
+      const res = await fetch(`${media.url}${target}`);
+      expect([target, res.status]).toEqual([target, 400]);
+      const body = (await res.json()) as { type: string; errors: unknown[] };
+      expect(body.type).toBe("https://media-platform.dev/problems/non-canonical-media-url");
+      expect(body.errors).toEqual([{ path: "path", message: `canonical form: ${canonical}` }]);
+    }
+    expect(counting.calls.length).toBe(before);
+    const chained = await fetch(`${media.url}/preset:name=thumb/saturation:value=1.5/${id}.jpg`);
+    expect(chained.status).toBe(200);
+  });
+
   it("GET /presets lists them with their steps", async () => {
     const res = await fetch(`${media.url}/presets`);
     expect(res.status).toBe(200);

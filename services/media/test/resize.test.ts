@@ -1,5 +1,6 @@
 import sharp from "sharp";
 import { defaultMediaLimits, MediaUrlError, parseMediaPath } from "@media-platform/contracts";
+import { planRender } from "../src/pipeline/plan";
 import { resizeBox, resizeOutputSize } from "../src/transformations/resize";
 import { closeHarness, decodePixels, fixturePath, renderFixture } from "./support/render-harness";
 
@@ -153,5 +154,30 @@ describe("resize: URL validation", () => {
       name: "TransformationInputError",
       path: "resize",
     });
+  });
+
+  it("is planned from the header like every step: output sizes up front, resize and format in the work budget", () => {
+    const steps = (p: string) => parseMediaPath(`/${p}/${ID}.jpg`).steps;
+    const plan = planRender(
+      steps("resize:width=320/format:type=webp/resize:width=1000:height=300:fit=contain:enlarge=true"),
+      { width: 640, height: 427 },
+      defaultMediaLimits,
+    );
+    expect(plan.steps.map((s) => [s.name, s.output.width, s.output.height])).toEqual([
+      ["resize", 320, 214],
+      ["format", 320, 214],
+      ["resize", 1000, 300],
+    ]);
+    expect(plan.workPixels).toBe(640 * 427 + 320 * 214 + 1000 * 300);
+    // dpr multiplies the box: 2000 x 2000 at dpr 4 is 8000 x 8000 = 64 M pixels, within the output
+    // cap given here but above a 50 M work budget
+    const limits = { ...defaultMediaLimits, maxOutputPixels: 100_000_000, maxWorkPixels: 50_000_000 };
+    expect(() =>
+      planRender(
+        steps("resize:width=2000:height=2000:fit=fill:enlarge=true:dpr=4"),
+        { width: 640, height: 427 },
+        limits,
+      ),
+    ).toThrow(expect.objectContaining({ name: "TransformationInputError", path: "path" }));
   });
 });

@@ -1,5 +1,7 @@
 import { defaultMediaLimits, type MediaLimits } from "./params";
 import {
+  canonicalMediaPath,
+  canonicalStep,
   formatStep,
   MAX_STEPS,
   MediaUrlError,
@@ -148,4 +150,32 @@ export function parseMediaPathWithPresets(
     ]);
   }
   return parseMediaPath(`/${[...expanded, file].join("/")}`, limits);
+}
+
+/**
+ * canonicalMediaPath for a path that may contain presets, compared before expansion: a preset
+ * segment is spelt `preset:name=<name>` (percent-decoded: names need no encoding), every other
+ * step as canonicalMediaPath spells it, in the order written. So `/preset:name=card/<id>.jpg`
+ * is canonical as written, while the steps it stands for never appear in the URL.
+ * `request` is parseMediaPathWithPresets(path, presets): it supplies the parsed steps.
+ */
+export function canonicalMediaPathWithPresets(path: string, request: MediaRequest, presets: PresetTable): string {
+  const pathname = path.split("?", 1)[0] ?? "";
+  if (!pathname.includes(`${PRESET_STEP}:`)) return canonicalMediaPath(request);
+  const segments = pathname.replace(/^\/+/, "").split("/");
+  segments.pop();
+  const canonical: string[] = [];
+  let next = 0;
+  for (const segment of segments) {
+    // The path parsed already, so every preset segment is well formed and names a known preset.
+    const name = presetSegment(segment, []);
+    if (name === undefined) {
+      canonical.push(canonicalStep(request.steps[next]!));
+      next += 1;
+    } else {
+      canonical.push(`${PRESET_STEP}:name=${encodeURIComponent(name)}`);
+      next += presets[name]?.length ?? 0;
+    }
+  }
+  return `/${canonical.join("/")}/${request.assetId}.${request.extension}`;
 }

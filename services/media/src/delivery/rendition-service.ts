@@ -1,4 +1,3 @@
-import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger, Metrics } from "@media-platform/observability";
 import type { MediaRequest } from "@media-platform/contracts";
@@ -6,11 +5,11 @@ import { originalKey, StorageUnavailableError, type BlobStore } from "@media-pla
 import { makeEntry, type CacheEntry } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
-import type { ConvertTo, RenderInput, Rendition } from "../pipeline/render";
+import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
 import { HttpProblem } from "../problem";
 import type { MediaCounters } from "./counters";
 import { RequestTimeoutError } from "./errors";
-import type { Limiter } from "./limiter";
+import type { Limiter, WorkGate } from "./limiter";
 import { SingleFlight } from "./single-flight";
 
 /**
@@ -20,10 +19,13 @@ import { SingleFlight } from "./single-flight";
 export type RenderFn = (input: RenderInput, options: RenderCallOptions) => Promise<Rendition>;
 
 export interface RenderCallOptions {
+  /** Aborted when the request times out or every client waiting for it has gone. */
   signal: AbortSignal;
   deadline: number;
   /** Called after each step with its name and duration (media_transformation_duration_seconds). */
   onStep?: (transformation: string, seconds: number) => void;
+  /** Admission by planned work (MEDIA_MAX_INFLIGHT_PIXELS), before any pixel is decoded. */
+  admit?: RenderOptions["admit"];
 }
 
 /** The shared metrics the miss path records (see delivery/counters.ts for what is counted where). */
@@ -38,6 +40,8 @@ export interface RenditionServiceDeps {
   memory: MemoryCache;
   redis: RedisCache | undefined;
   limiter: Limiter;
+  /** Pixels of work in flight across renders; omitted = unbounded. */
+  gate?: WorkGate;
   counters: MediaCounters;
   metrics: DeliveryMetrics;
   /** Service logger; a request's own child logger (with its request id) is passed to deliver(). */
@@ -89,13 +93,23 @@ export class RenditionService {
    * `log`: the request's logger (bound to its request id); the flight this request leads logs
    * with it, so the render of a MISS can be traced to the request that caused it.
    */
-  async deliver(key: string, request: DeliveryRequest, log: Logger = this.deps.logger): Promise<Delivery> {
+  async deliver(
+    key: string,
+    request: DeliveryRequest,
+    log: Logger = this.deps.logger,
+    /** The client's signal (aborted when it disconnects): the flight stops once no client waits. */
+    signal?: AbortSignal,
+  ): Promise<Delivery> {
     const { metrics } = this.deps;
     // The memory-tier lookup of every valid media request that the hot path did not answer.
     const cached = this.deps.memory.get(key);
     metrics.cacheLookup("memory", cached ? "hit" : "miss");
     if (cached) return { entry: cached, xCache: "HIT" };
-    const { promise, leader } = this.flights.run(key, () => this.flight(key, request, log));
+    const { promise, leader } = this.flights.run(
+      key,
+      (flightSignal) => this.flight(key, request, log, flightSignal),
+      signal,
+    );
     if (!leader) metrics.singleFlightJoins.inc();
     const result = await promise;
     const xCache = leader && result.computed ? "MISS" : "HIT";
@@ -103,13 +117,18 @@ export class RenditionService {
     return { entry: result.entry, xCache };
   }
 
-  private async flight(key: string, request: DeliveryRequest, log: Logger): Promise<FlightResult> {
+  private async flight(
+    key: string,
+    request: DeliveryRequest,
+    log: Logger,
+    cancelled: AbortSignal,
+  ): Promise<FlightResult> {
     const { requestTimeoutMs } = this.deps;
     const deadline = Date.now() + requestTimeoutMs;
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new RequestTimeoutError(requestTimeoutMs)), requestTimeoutMs);
     timer.unref();
-    const signal = controller.signal;
+    const signal = AbortSignal.any([controller.signal, cancelled]);
     try {
       return await raceAbort(this.resolve(key, request, signal, deadline, log), signal);
     } finally {
@@ -192,19 +211,18 @@ export class RenditionService {
             title: "Asset not found",
           });
         }
-        let original: Buffer;
-        try {
-          original = await buffer(blob.body);
-        } catch (err) {
+        // Streamed: the pipeline reads the header first and the rest only for work it admits.
+        const original = bodyChunks(blob.body, () => {
           // The store answered but the body broke off (connection reset, file vanished).
           metrics.dependencyError("storage");
-          throw new StorageUnavailableError(`reading ${originalKey(request.assetId)} failed`, { cause: err });
-        }
+          return `reading ${originalKey(request.assetId)} failed`;
+        });
         signal.throwIfAborted();
         this.deps.counters.inc("transformations");
         const steps = request.steps.map((s) => s.name);
-        log.debug({ key, steps, bytesIn: original.length }, "render started");
+        log.debug({ key, steps, bytesIn: blob.size }, "render started");
         const started = performance.now();
+        const gate = this.deps.gate;
         const result = await this.deps.render(
           {
             original,
@@ -213,7 +231,12 @@ export class RenditionService {
             cacheKey: key,
             convertTo: request.convertTo,
           },
-          { signal, deadline, onStep: (name, seconds) => metrics.observeTransformation(name, seconds) },
+          {
+            signal,
+            deadline,
+            onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
+            admit: gate ? (plan) => gate.acquire(plan.workPixels, signal) : undefined,
+          },
         );
         log.debug(
           { key, steps, ms: Math.round(performance.now() - started), bytes: result.data.length },
@@ -259,4 +282,13 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
       },
     );
   });
+}
+
+/** The blob body as chunks; a body that breaks off is the storage dependency failing (503). */
+async function* bodyChunks(body: AsyncIterable<unknown>, onFailure: () => string): AsyncGenerator<Buffer> {
+  try {
+    for await (const chunk of body) yield Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+  } catch (err) {
+    throw new StorageUnavailableError(onFailure(), { cause: err });
+  }
 }

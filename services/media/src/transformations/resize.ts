@@ -1,8 +1,8 @@
 import type sharp from "sharp";
-import { parseColor, transformationSpecs, type ResolvedParams } from "@media-platform/contracts";
+import { parseColor, type ResolvedParams } from "@media-platform/contracts";
 import { fromRaw, toRaw } from "../pipeline/raw";
 import { paddingColour } from "./fit";
-import { assertOutputPixels, defineTransformation } from "./transformation";
+import type { Transformation } from "./transformation";
 
 type ResizeParams = ResolvedParams<"resize">;
 
@@ -51,14 +51,21 @@ export function resizeOutputSize(
  * Extension step for responsive images (srcset widths). With one side given the aspect ratio is
  * always kept, whatever `fit` says (there is no box to cover, pad or stretch to).
  */
-export const resize = defineTransformation({
-  name: "resize",
-  params: transformationSpecs.resize.params,
+export const resize = {
+  // The pipeline as given: as the first step that is the encoded original, so libvips shrinks
+  // JPEG/WebP on load (the common srcset case). Only contain's padding needs sRGB (below).
+  input: "encoded",
+  outputSize: (input, params, limits) =>
+    resizeOutputSize(
+      input.width,
+      input.height,
+      resizeBox(params, limits.maxDimension),
+      params.fit,
+      params.enlarge === "true",
+    ),
   async apply(image, params, ctx) {
     const box = resizeBox(params, ctx.limits.maxDimension);
     const enlarge = params.enlarge === "true";
-    const out = resizeOutputSize(ctx.width, ctx.height, box, params.fit, enlarge);
-    assertOutputPixels("resize", out.width, out.height, ctx.limits);
     const oneSide = box.width === undefined || box.height === undefined;
     const options: sharp.ResizeOptions = {
       fit: oneSide ? "inside" : params.fit,
@@ -69,7 +76,8 @@ export const resize = defineTransformation({
     if (!oneSide && params.fit === "contain") {
       // Validated by the URL parser, so a colour is always there.
       options.background = paddingColour(parseColor(params.background)!, ctx.output.format);
-      // As in fit: sharp greys the padding of a grey (1-2 band) first-step input, so go through sRGB.
+      // As fit's "srgb" input: sharp greys the padding of a grey (1-2 band) first-step input.
+      // Later steps start from 8-bit sRGB pixels already.
       if (ctx.stepIndex === 0) {
         const meta = await image.metadata();
         if (meta.channels < 3 || meta.space !== "srgb") input = fromRaw(await toRaw(image));
@@ -77,4 +85,4 @@ export const resize = defineTransformation({
     }
     return input.resize(box.width ?? null, box.height ?? null, options);
   },
-});
+} satisfies Transformation<"resize">;
