@@ -31,6 +31,8 @@ const EXAMPLES: Record<string, string> = {
   exposure: "exposure:value=-0.5",
   solarize: "solarize:threshold=100",
   threshold: "threshold:value=128",
+  resize: "resize:width=480:dpr=2",
+  format: "format:type=webp:quality=70",
 };
 
 function cell(text: string): string {

@@ -27,7 +27,8 @@ describe("infra/cdn/nginx.conf (static)", () => {
   test("caches with the upstream's own rules", () => {
     expect(has(/^proxy_cache_path \S+ .*keys_zone=media_cache:/)).toBe(true);
     expect(has(/^proxy_cache media_cache;$/)).toBe(true);
-    expect(has(/^proxy_cache_key \$request_uri;$/)).toBe(true); // URI as received, query string included
+    // URI as received, query string included; plus the Accept format bucket (MEDIA_AUTO_FORMAT)
+    expect(has(/^proxy_cache_key \$request_uri(\$media_format_bucket)?;$/)).toBe(true);
     expect(has(/^proxy_cache_revalidate on;$/)).toBe(true); // ETag / If-None-Match revalidation
     expect(has(/^proxy_cache_lock on;$/)).toBe(true);
     expect(has(/^add_header X-CDN-Cache \$upstream_cache_status always;$/)).toBe(true);
@@ -69,6 +70,8 @@ async function startUpstream(): Promise<Upstream> {
       "cache-control": short ? "public, max-age=1" : "public, max-age=31536000, immutable",
       etag,
       "x-cache": n === 1 ? "MISS" : "HIT",
+      // as the media service with MEDIA_AUTO_FORMAT on
+      ...(url.startsWith("/resize") && { vary: "Accept" }),
     };
     if (req.headers["if-none-match"] === etag) {
       res.writeHead(304, headers).end();
@@ -254,5 +257,27 @@ maybe("infra/cdn/nginx.conf run by nginx in front of a stub media service", () =
     expect((await fetch(`${base}/thumbnail/x.jpg`, { method: "POST", body: "x" })).status).toBe(403);
     expect((await fetch(`${base}/metrics`)).status).toBe(404);
     expect(upstream.requests.length).toBe(before);
+  });
+
+  test("format negotiation: keyed on the Accept bucket (avif, webp, none), never the raw Accept", async () => {
+    const url = "/resize:width=320/3f2504e0-4f89-41d3-9a0c-0305e82c3305.jpg";
+    const accepts = [
+      ["image/avif,image/webp,image/apng,image/*,*/*;q=0.8", "MISS"],
+      ["image/avif,image/webp,*/*", "HIT"], // another browser string, same bucket
+      ["image/webp,image/png,image/*;q=0.8,*/*;q=0.5", "MISS"],
+      ["*/*", "MISS"],
+      ["text/html,*/*", "HIT"],
+    ];
+    for (const [accept, cdn] of accepts) {
+      const r = await fetch(base + url, { headers: { accept } });
+      await r.arrayBuffer();
+      expect([accept, r.headers.get("x-cdn-cache"), r.headers.get("vary")]).toEqual([accept, cdn, "Accept"]);
+    }
+    // The service sees only the bucket's Accept, so it negotiates on what the edge keys on.
+    expect(upstream.requests.filter((r) => r.url === url).map((r) => r.headers.accept)).toEqual([
+      "image/avif",
+      "image/webp",
+      "*/*",
+    ]);
   });
 });

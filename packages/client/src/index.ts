@@ -1,8 +1,10 @@
 export { MediaPlatformClient, guessContentType } from "./client";
 export type { AssetPatch, ClientOptions, FullTextParams, ListAssetsParams, TokenSource, UploadInput } from "./client";
 export { ApiError, ResponseValidationError } from "./errors";
-export { MediaUrlBuilder, mediaUrl, step } from "./media-url";
+export { MediaUrlBuilder, mediaUrl, originalUrl, step } from "./media-url";
 export type { MediaUrlOptions } from "./media-url";
+export { ResponsiveImages, responsiveImages, sizes } from "./responsive";
+export type { Picture, PictureSource, ResponsiveOptions } from "./responsive";
 export { MediaUrlError } from "@media-platform/contracts";
 export type {
   AssetDto,

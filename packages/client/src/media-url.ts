@@ -2,6 +2,8 @@ import {
   MediaUrlError,
   defaultMediaLimits,
   formatMediaPath,
+  formatOriginalPath,
+  parseOriginalPath,
   isTransformationName,
   paramSpecsOf,
   signedMediaUrl,
@@ -21,6 +23,20 @@ export interface MediaUrlOptions {
   limits?: MediaLimits;
   /** MEDIA_SIGNING_KEY of the media service: appends `?sig=<HMAC-SHA256 of the path, base64url>`. */
   signingKey?: string;
+  /**
+   * With signingKey: the URL answers 403 after this instant (unix seconds or a Date), as
+   * `?exp=<seconds>&sig=...` with exp covered by the signature.
+   */
+  expiresAt?: number | Date;
+}
+
+/** `<base><path>`, signed (with the expiry, if any) when a key is given. */
+export function withBase(baseUrl: string, path: string, options: MediaUrlOptions): string {
+  if (options.expiresAt !== undefined && !options.signingKey) {
+    throw new TypeError("expiresAt needs signingKey: an expiry is only enforced on signed URLs");
+  }
+  const base = baseUrl.replace(/\/+$/, "");
+  return `${base}${options.signingKey ? signedMediaUrl(path, options.signingKey, { expiresAt: options.expiresAt }) : path}`;
 }
 
 /** One typed step: `step("crop", { width: 200, height: 100 })`. */
@@ -76,9 +92,7 @@ export function mediaUrl(
   const list = Array.isArray(steps) ? [...(steps as readonly TransformationStep[])] : [steps as TransformationStep];
   checkShape(list);
   const request = validateMediaRequest({ steps: list, assetId, extension: ext }, options.limits ?? defaultMediaLimits);
-  const mediaPath = formatMediaPath(request);
-  const base = baseUrl.replace(/\/+$/, "");
-  return `${base}${options.signingKey ? signedMediaUrl(mediaPath, options.signingKey) : mediaPath}`;
+  return withBase(baseUrl, formatMediaPath(request), options);
 }
 
 /** Chaining form: `new MediaUrlBuilder(base, id, "jpg").add("crop", { width: 200, height: 100 }).add("grayscale").toString()`. */
@@ -101,4 +115,19 @@ export class MediaUrlBuilder {
   toString(): string {
     return mediaUrl(this.baseUrl, this.assetId, this.ext, this.steps, this.options);
   }
+}
+
+/**
+ * URL of an asset's original bytes: `<baseUrl>/original/<assetId>.<ext>`, with
+ * `?download=<filename>` for an attachment download ("" = `<assetId>.<ext>`), signed (and
+ * expiring) like media URLs when a key is given.
+ */
+export function originalUrl(
+  baseUrl: string,
+  assetId: string,
+  ext: MediaExtension,
+  options: MediaUrlOptions & { download?: string } = {},
+): string {
+  const request = parseOriginalPath(formatOriginalPath(assetId, ext));
+  return withBase(baseUrl, formatOriginalPath(request.assetId, request.extension, options.download), options);
 }

@@ -10,8 +10,8 @@ describe("docs/transformations.md", () => {
     expect(committed).toBe(renderTransformationsDoc());
   });
 
-  it("documents all 16 transformations with an example URL each", () => {
-    expect(transformationNames).toHaveLength(16);
+  it("documents all 16 transformations (and the extensions) with an example URL each", () => {
+    expect(transformationNames).toHaveLength(18);
     for (const name of transformationNames) {
       expect(committed).toContain(`## ${name}\n`);
       expect(committed).toMatch(new RegExp(`Example: \`/${name.replace(/[-]/g, "\\-")}[:/]`));

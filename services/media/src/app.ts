@@ -7,7 +7,14 @@ import {
   type Logger,
   type Metrics,
 } from "@media-platform/observability";
-import { canonicalMediaPath, MediaUrlError, parseMediaPath, type MediaLimits } from "@media-platform/contracts";
+import {
+  canonicalMediaPathWithPresets,
+  MediaUrlError,
+  parseMediaPathWithPresets,
+  type MediaLimits,
+  type MediaRequest,
+  type PresetTable,
+} from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
 import type { MediaCounters } from "./delivery/counters";
@@ -15,8 +22,11 @@ import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
 import { QueueFullError } from "./delivery/limiter";
 import { AssetNotFoundError } from "./delivery/asset-not-found";
 import type { RenditionService } from "./delivery/rendition-service";
-import type { UrlSigner } from "./delivery/signing";
+import { requireSignature, type UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
+import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
+import type { FormatNegotiator } from "./negotiation";
+import { presetsOnlyGate, presetsRouter } from "./presets";
 import { FaceDetectionError } from "./faces";
 import { ProblemError, instanceOf, writeProblem } from "./problem";
 import {
@@ -79,6 +89,16 @@ export const RETRY_AFTER = { queueFull: 1, timeout: 2, storage: 5, faceDetection
 
 export interface MediaAppDeps {
   service: RenditionService;
+  /** GET /original/<id>.<ext> (the blob store is the rendition service's). */
+  originals: OriginalsDeps;
+  /** MEDIA_PRESETS_FILE, validated (default: none). */
+  presets?: PresetTable;
+  /** MEDIA_PRESETS_ONLY: 403 for every media URL that is not made of presets. */
+  presetsOnly?: boolean;
+  /** MEDIA_AUTO_FORMAT on: the Accept bucket is part of the cache key; responses Vary: Accept. */
+  negotiator?: FormatNegotiator;
+  /** AVIF encoder effort for negotiated AVIF. */
+  avifEffort?: number;
   signer: UrlSigner | undefined;
   limits: MediaLimits;
   /** MEDIA_ALLOW_QUERY: false refuses every query string except a signature (400). Default true. */
@@ -113,7 +133,11 @@ export function createMediaApp(deps: MediaAppDeps): Express {
     requestContext({
       logger,
       metrics,
-      routeLabel: (req) => (looksLikeMediaPath(instanceOf(req.originalUrl)) ? ROUTE_MEDIA : undefined),
+      routeLabel: (req) => {
+        const path = instanceOf(req.originalUrl);
+        if (path.startsWith("/original/")) return ROUTE_ORIGINAL;
+        return looksLikeMediaPath(path) ? ROUTE_MEDIA : undefined;
+      },
     }),
   );
   app.use(metricsRouter(metrics));
@@ -127,6 +151,11 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   );
   // GET /transformations: the parameter table with the caps in force.
   app.use(catalogRouter(limits));
+  // GET /presets: the named step chains of MEDIA_PRESETS_FILE.
+  const presets = deps.presets ?? {};
+  app.use(presetsRouter(presets, deps.presetsOnly === true));
+  // GET /original/<id>.<ext>: before the media route, whose grammar it would not match.
+  app.use(originalsHandler(deps.originals));
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     // req.url is the raw request-target; Express does not rewrite it for app-level middleware.
@@ -140,35 +169,40 @@ export function createMediaApp(deps: MediaAppDeps): Express {
         }),
       );
     }
+    // First, so that every answer for the URL, problems included, says it depends on Accept.
+    if (deps.negotiator) res.setHeader("Vary", "Accept");
     try {
-      if (signer) {
-        const check = signer.check(target);
-        if (check !== "ok") {
-          throw new ProblemError(
-            403,
-            "invalid-signature",
-            check === "missing"
-              ? "This service requires signed URLs: add ?sig=<base64url HMAC-SHA256 of the path>"
-              : "The URL signature is wrong (or the query string is not exactly ?sig=<signature>)",
-            { title: "Invalid signature" },
-          );
-        }
-      }
-      const request = parseMediaPath(path, limits);
-      refuseOtherSpellings(path, target, request, signer !== undefined, deps.allowQuery ?? true);
+      const refused = deps.presetsOnly ? presetsOnlyGate(target) : undefined;
+      if (refused) throw refused;
+      const cacheControl = signer ? requireSignature(signer, target) : undefined;
+      const request = parseMediaPathWithPresets(path, presets, limits);
+      refuseOtherSpellings(path, target, request, presets, signer !== undefined, deps.allowQuery ?? true);
+      const negotiator = deps.negotiator;
+      const bucket = negotiator?.bucket(req.headers.accept);
       // A client that disconnects cancels its wait; the render stops when no other client waits.
       const cancel = new AbortController();
       const onClose = () => {
         if (!res.writableFinished) cancel.abort(new RequestCancelledError());
       };
       res.once("close", onClose);
-      const { entry, xCache } = await service.deliver(target, request, req.log, cancel.signal);
+      const { entry, xCache } = await service.deliver(
+        bucket ? `${target}#${bucket}` : target,
+        bucket ? { ...request, convertTo: { format: bucket, avifEffort: deps.avifEffort } } : request,
+        req.log,
+        cancel.signal,
+      );
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
-        res.writeHead(304, { ...entry.notModifiedHeaders, "X-Cache": xCache });
+        res.writeHead(304, {
+          ...entry.notModifiedHeaders,
+          "X-Cache": xCache,
+          ...(cacheControl && { "Cache-Control": cacheControl }),
+        });
         res.end();
         return;
       }
-      res.writeHead(200, responseHeaders(entry, xCache));
+      const headers = responseHeaders(entry, xCache);
+      if (cacheControl) headers["Cache-Control"] = cacheControl;
+      res.writeHead(200, headers);
       res.end(req.method === "HEAD" ? undefined : entry.body);
     } catch (err) {
       next(err);
@@ -202,24 +236,28 @@ export function createMediaApp(deps: MediaAppDeps): Express {
 function refuseOtherSpellings(
   path: string,
   target: string,
-  request: ReturnType<typeof parseMediaPath>,
+  request: MediaRequest,
+  presets: PresetTable,
   signing: boolean,
   allowQuery: boolean,
 ): void {
-  const canonical = canonicalMediaPath(request);
+  // Presets are compared before expansion: `/preset:name=card/<id>.jpg` is canonical as written.
+  const canonical = canonicalMediaPathWithPresets(path, request, presets);
   const query = target.length > path.length ? target.slice(path.length) : "";
   if (canonical !== path) {
     throw new ProblemError(
       400,
       "non-canonical-media-url",
-      `This media URL is not in canonical form; request ${canonical}${signing ? "?sig=<signature of that path>" : query} instead`,
+      `This media URL is not in canonical form; request ${canonical}${signing ? "?[exp=<unix seconds>&]sig=<signature of that path>" : query} instead`,
       {
         title: "Non-canonical media URL",
         errors: [{ path: "path", message: `canonical form: ${canonical}` }],
       },
     );
   }
-  // With signing on, the signature check has already required the query to be exactly ?sig=...
+  // With signing on, the signature check has already limited the query to the signed parameters
+  // (exp, download) and sig, all covered by the signature: they stay allowed. Without signing,
+  // MEDIA_ALLOW_QUERY=false refuses every query, `exp` included (unsigned, it would mean nothing).
   if (!allowQuery && query !== "" && !signing) {
     throw new ProblemError(
       400,

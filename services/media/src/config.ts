@@ -1,6 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
-import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts";
+import { defaultMediaLimits, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import {
   blankAsUnset,
   ConfigError,
@@ -10,6 +10,8 @@ import {
   parseEnv,
 } from "@media-platform/runtime";
 import { parseStorageEnv, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
+import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
+import { loadPresetsFile } from "./presets";
 
 const MiB = 1024 * 1024;
 
@@ -61,7 +63,7 @@ export const mediaEnvSchema = z.object({
   MEDIA_ALLOW_QUERY: z
     .preprocess(blankAsUnset, z.stringbool({ error: "must be true or false" }).default(true))
     .describe(
-      "Allow query strings on media URLs (each is its own cache entry, e.g. ?v=2); false = 400 for any query except the signature",
+      "Allow query strings on media URLs (each is its own cache entry, e.g. ?v=2); false = 400 for any query (exp included) except a signed one (exp, sig) when MEDIA_SIGNING_KEY is set",
     ),
   LIMIT_INPUT_PIXELS: int(1, 10_000_000_000, 100_000_000, "a whole number of pixels from 1 to 10000000000").describe(
     "sharp limitInputPixels: originals above this many pixels are refused",
@@ -116,6 +118,33 @@ export const mediaEnvSchema = z.object({
   MEDIA_WORKERS: int(0, 256, 0, "a whole number from 0 (one per CPU core) to 256").describe(
     "Pixel worker threads (0 = one per CPU core)",
   ),
+  MEDIA_PRESETS_FILE: optionalString.describe(
+    "JSON or YAML file of named step chains (presets), used as /preset:name=<name>/<id>.<ext>; validated at start-up",
+  ),
+  MEDIA_PRESETS_ONLY: z
+    .preprocess(blankAsUnset, z.stringbool({ error: "must be true or false" }).default(false))
+    .describe(
+      "Serve only preset URLs (403 for any other media URL, originals and query strings); needs MEDIA_PRESETS_FILE",
+    ),
+  MEDIA_AUTO_FORMAT: z
+    .preprocess(
+      blankAsUnset,
+      z
+        .string()
+        .transform((v) => v.split(",").map((f) => f.trim().toLowerCase()))
+        .pipe(
+          z
+            .array(z.enum(AUTO_FORMATS, { error: `must be a comma-separated list of ${AUTO_FORMATS.join(", ")}` }))
+            .refine((list) => new Set(list).size === list.length, "must not repeat a format"),
+        )
+        .optional(),
+    )
+    .describe(
+      "Format negotiation, e.g. avif,webp (in order of preference): JPEG/PNG originals are served as the first of these the request's Accept names, with Vary: Accept; unset = off (output keeps the stored format)",
+    ),
+  MEDIA_AVIF_EFFORT: int(0, 9, 0, "a whole number from 0 (fastest) to 9 (smallest)").describe(
+    "AVIF encoder effort for negotiated AVIF (measured: see README, Responsive images)",
+  ),
   LOG_LEVEL: z
     .preprocess(blankAsUnset, z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"))
     .describe("pino log level"),
@@ -143,6 +172,12 @@ export interface MediaConfig {
   workers: number;
   logLevel: MediaEnv["LOG_LEVEL"];
   storage: StorageConfig;
+  /** From MEDIA_PRESETS_FILE (empty without one). */
+  presets: PresetTable;
+  presetsOnly: boolean;
+  /** MEDIA_AUTO_FORMAT in order of preference; empty = negotiation off. */
+  autoFormat: AutoFormat[];
+  avifEffort: number;
 }
 
 /** The services' one ConfigError (runtime package), under the name media's callers know. */
@@ -154,6 +189,28 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
   const dataDir = path.resolve(e.DATA_DIR);
   // A StorageConfigError is a ConfigError: it propagates as is.
   const storage: StorageConfig = parseStorageEnv({ ...env, STORAGE_DIR: e.STORAGE_DIR ?? path.join(dataDir, "blobs") });
+  const limits: MediaLimits = {
+    maxDimension: e.MEDIA_MAX_DIMENSION,
+    maxOutputPixels: e.MEDIA_MAX_OUTPUT_PIXELS,
+    maxWorkPixels: e.MEDIA_MAX_WORK_PIXELS,
+    maxMultiplier: e.MEDIA_MAX_MULTIPLIER,
+    maxNoiseAmount: e.MEDIA_MAX_NOISE_AMOUNT,
+    maxWaveAmplitude: e.MEDIA_MAX_WAVE_AMPLITUDE,
+    maxWaveLength: e.MEDIA_MAX_WAVE_LENGTH,
+    maxSharpen: e.MEDIA_MAX_SHARPEN,
+  };
+  let presets: PresetTable = {};
+  if (e.MEDIA_PRESETS_FILE) {
+    const loaded = loadPresetsFile(e.MEDIA_PRESETS_FILE, limits);
+    if (!loaded.ok) {
+      throw new ConfigError(loaded.problems.map((message) => ({ variable: "MEDIA_PRESETS_FILE", message })));
+    }
+    presets = loaded.presets;
+  } else if (e.MEDIA_PRESETS_ONLY) {
+    throw new ConfigError([
+      { variable: "MEDIA_PRESETS_ONLY", message: "needs MEDIA_PRESETS_FILE (there would be nothing to serve)" },
+    ]);
+  }
   return {
     port: e.MEDIA_PORT,
     host: e.HOST,
@@ -169,16 +226,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     signingKey: e.MEDIA_SIGNING_KEY,
     allowQuery: e.MEDIA_ALLOW_QUERY,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
-    limits: {
-      maxDimension: e.MEDIA_MAX_DIMENSION,
-      maxOutputPixels: e.MEDIA_MAX_OUTPUT_PIXELS,
-      maxWorkPixels: e.MEDIA_MAX_WORK_PIXELS,
-      maxMultiplier: e.MEDIA_MAX_MULTIPLIER,
-      maxNoiseAmount: e.MEDIA_MAX_NOISE_AMOUNT,
-      maxWaveAmplitude: e.MEDIA_MAX_WAVE_AMPLITUDE,
-      maxWaveLength: e.MEDIA_MAX_WAVE_LENGTH,
-      maxSharpen: e.MEDIA_MAX_SHARPEN,
-    },
+    limits,
     requestTimeoutMs: e.MEDIA_REQUEST_TIMEOUT_MS,
     inflightPixels: e.MEDIA_MAX_INFLIGHT_PIXELS,
     concurrency: e.MEDIA_CONCURRENCY,
@@ -186,5 +234,9 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     workers: e.MEDIA_WORKERS,
     logLevel: e.LOG_LEVEL,
     storage,
+    presets,
+    presetsOnly: e.MEDIA_PRESETS_ONLY,
+    autoFormat: e.MEDIA_AUTO_FORMAT ?? [],
+    avifEffort: e.MEDIA_AVIF_EFFORT,
   };
 }

@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { Express } from "express";
-import type { MediaLimits } from "@media-platform/contracts";
+import type { MediaLimits, PresetTable } from "@media-platform/contracts";
 import { createLogger, createMetrics, type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createBlobStore, type BlobStore } from "@media-platform/storage";
@@ -14,6 +14,8 @@ import { createHotPath } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
+import { FormatNegotiator, type AutoFormat } from "./negotiation";
+import { presetsOnlyGate } from "./presets";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
 export interface MediaServerOptions {
@@ -30,6 +32,14 @@ export interface MediaServerOptions {
   inflightPixels: number;
   concurrency: number;
   queueLimit: number;
+  /** Named step chains (MEDIA_PRESETS_FILE), already validated. */
+  presets: PresetTable;
+  /** MEDIA_PRESETS_ONLY: every non-preset media URL answers 403. */
+  presetsOnly: boolean;
+  /** MEDIA_AUTO_FORMAT (order of preference); empty = off. */
+  autoFormat: AutoFormat[];
+  /** AVIF effort for negotiated AVIF. */
+  avifEffort: number;
 }
 
 /** The config schema's defaults (an empty environment), so each default is stated once, in config.ts. */
@@ -45,8 +55,11 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = (() => {
     inflightPixels,
     concurrency,
     queueLimit,
-  } =
-    loadMediaConfig({});
+    presets,
+    presetsOnly,
+    autoFormat,
+    avifEffort,
+  } = loadMediaConfig({});
   return Object.freeze({
     limits,
     limitInputPixels,
@@ -58,6 +71,10 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = (() => {
     inflightPixels,
     concurrency,
     queueLimit,
+    presets,
+    presetsOnly,
+    autoFormat,
+    avifEffort,
   });
 })();
 
@@ -132,6 +149,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   metrics.dependencyErrors.inc({ dependency: "storage" }, 0);
   if (redis) metrics.dependencyErrors.inc({ dependency: "redis" }, 0);
   const signer = options.signingKey ? new UrlSigner(options.signingKey) : undefined;
+  const negotiator = options.autoFormat.length ? new FormatNegotiator(options.autoFormat) : undefined;
   const service = new RenditionService({
     store: deps.store,
     render: deps.render,
@@ -147,6 +165,16 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   });
   const app = createMediaApp({
     service,
+    originals: {
+      store: deps.store,
+      signer,
+      metrics,
+      gate: options.presetsOnly ? presetsOnlyGate : undefined,
+    },
+    presets: options.presets,
+    presetsOnly: options.presetsOnly,
+    negotiator,
+    avifEffort: options.avifEffort,
     signer,
     allowQuery: options.allowQuery,
     limits: options.limits,
@@ -160,7 +188,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     },
     isDraining: deps.isDraining,
   });
-  const hotPath = createHotPath({ memory, signer, metrics });
+  const hotPath = createHotPath({ memory, signer, metrics, negotiator });
   const server = http.createServer((req, res) => {
     if (hotPath(req, res)) return;
     // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express

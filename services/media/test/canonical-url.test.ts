@@ -90,6 +90,28 @@ describe("MEDIA_ALLOW_QUERY=false", () => {
     expect(ok.status).toBe(200);
   });
 
+  it("refuses exp too when signing is off (unsigned, it would mean nothing)", async () => {
+    media = await startTestMedia({ allowQuery: false });
+    const id = await media.store.putFixture("astronaut.png");
+    const res = await request(media.server).get(`/thumbnail:size=100/${id}.png?exp=4102444800`);
+    expect(res.status).toBe(400);
+    expect(problem(res).type).toBe("https://media-platform.dev/problems/query-not-allowed");
+  });
+
+  it("accepts a signed exp when signing is on; a non-canonical signed path is still 400", async () => {
+    const key = "0123456789abcdef0123456789abcdef";
+    media = await startTestMedia({ allowQuery: false, signingKey: key });
+    const id = await media.store.putFixture("astronaut.png");
+    const expiresAt = Math.floor(Date.now() / 1000) + 3600;
+    const res = await request(media.server).get(signedMediaUrl(`/thumbnail:size=100/${id}.png`, key, { expiresAt }));
+    expect(res.status).toBe(200);
+    expect(res.headers["cache-control"]).toMatch(/^public, max-age=\d+$/);
+    const other = await request(media.server).get(signedMediaUrl(`/thumbnail:size=0100/${id}.png`, key, { expiresAt }));
+    expect(other.status).toBe(400);
+    expect(problem(other).type).toBe("https://media-platform.dev/problems/non-canonical-media-url");
+    expect(problem(other).detail).toContain(`request /thumbnail:size=100/${id}.png?[exp=<unix seconds>&]sig=`);
+  });
+
   it("still accepts the signature when signing is on", async () => {
     const key = "0123456789abcdef0123456789abcdef";
     media = await startTestMedia({ allowQuery: false, signingKey: key });

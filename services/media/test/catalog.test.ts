@@ -25,13 +25,13 @@ const param = (catalog: TransformationCatalog, t: string, p: string) => {
 };
 
 describe("GET /transformations", () => {
-  it("returns all 16 transformations of the spec with every parameter, as JSON", async () => {
+  it("returns all 16 transformations of the spec (then the extensions) with every parameter, as JSON", async () => {
     const res = await request(appWith(defaultMediaLimits)).get("/transformations");
     expect(res.status).toBe(200);
     expect(res.headers["content-type"]).toMatch(/^application\/json/);
     expect(res.headers["cache-control"]).toBe("public, max-age=300");
     const body = res.body as TransformationCatalog;
-    expect(body.count).toBe(16);
+    expect(body.count).toBe(18);
     expect(body.transformations.map((t) => t.name)).toEqual([
       "crop",
       "color-balance",
@@ -49,6 +49,9 @@ describe("GET /transformations", () => {
       "exposure",
       "solarize",
       "threshold",
+      // extensions (issue 11)
+      "resize",
+      "format",
     ]);
     for (const t of body.transformations) {
       expect([t.name, t.params.map((p) => p.name)]).toEqual([t.name, Object.keys(paramSpecsOf(t.name))]);

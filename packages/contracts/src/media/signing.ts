@@ -4,28 +4,81 @@ import { createHmac } from "node:crypto";
  * Media URL signing (the media service's MEDIA_SIGNING_KEY), defined once for the service and
  * every client that builds URLs.
  *
- * What is signed: the request path exactly as it is sent, i.e. the request-target up to (not
- * including) the first "?", percent-encoding untouched, with its leading "/":
- *   "/thumbnail:size=256/9b2c...-...e1.png"
- * sig = base64url (RFC 4648 §5, no padding) of HMAC-SHA256(key as UTF-8, path as UTF-8).
- * The URL is then `<path>?sig=<sig>`. With signing on, the query string must be exactly
- * `sig=<sig>`: other query parameters are not covered by the signature, so the service refuses
- * them (otherwise anyone could mint unlimited cache-busting variants of a signed URL).
+ * What is signed: the request-target exactly as it is sent, up to (not including) the `sig`
+ * parameter, which must come last: the path with its leading "/", percent-encoding untouched,
+ * plus any other query parameters before `sig`:
+ *   "/thumbnail:size=256/9b2c...-...e1.png"                 -> "<that>?sig=<sig>"
+ *   "/thumbnail:size=256/9b2c...-...e1.png?exp=1767225600"  -> "<that>&sig=<sig>"
+ * sig = base64url (RFC 4648 §5, no padding) of HMAC-SHA256(key as UTF-8, signed part as UTF-8).
+ * Without other parameters the signed part is the bare path, so URLs signed before expiries
+ * existed keep verifying.
+ *
+ * Besides `sig` only the parameters in {@link SIGNED_QUERY_PARAMETERS} may appear, and only
+ * before `sig`, where the signature covers them: anything else would let anyone mint unlimited
+ * cache-busting variants of a signed URL, so the service refuses it.
+ *   exp       unix seconds after which the URL answers 403 (covered by the signature, so it
+ *             cannot be extended);
+ *   download  originals only: `GET /original/<id>.<ext>?download=<filename>`.
  *
  * Uses node:crypto: the signing key is a server-side secret, so URLs are signed in Node only.
  */
+
+/** Query parameters a signed URL may carry before `sig` (each at most once). */
+export const SIGNED_QUERY_PARAMETERS = ["download", "exp"] as const;
+
+export interface SignOptions {
+  /** The URL stops working after this instant: unix seconds or a Date (rounded down to seconds). */
+  expiresAt?: number | Date;
+}
 
 /** The raw HMAC-SHA256 of a media path (32 bytes); verifiers compare these bytes in constant time. */
 export function mediaSignatureDigest(path: string, key: string): Buffer {
   return createHmac("sha256", key).update(path, "utf8").digest();
 }
 
-/** The `sig` value of a media path: unpadded base64url of {@link mediaSignatureDigest}. */
+/** The `sig` value of a signed part (a path, or a path with its query): unpadded base64url of {@link mediaSignatureDigest}. */
 export function signMediaPath(path: string, key: string): string {
   return mediaSignatureDigest(path, key).toString("base64url");
 }
 
-/** `<path>?sig=<sig>`: the signed form of a media path. */
-export function signedMediaUrl(path: string, key: string): string {
-  return `${path}?sig=${signMediaPath(path, key)}`;
+/** Unix seconds of an expiry given as seconds or a Date. */
+export function expirySeconds(expiresAt: number | Date): number {
+  const seconds = expiresAt instanceof Date ? Math.floor(expiresAt.getTime() / 1000) : expiresAt;
+  if (!Number.isSafeInteger(seconds) || seconds < 0) {
+    throw new RangeError(`expiresAt must be whole unix seconds >= 0 or a valid Date (got ${String(expiresAt)})`);
+  }
+  return seconds;
+}
+
+/**
+ * The signed form of a media URL path: `<path>?sig=<sig>`, or with an expiry
+ * `<path>?exp=<unix seconds>&sig=<sig>`. `path` may already carry a query (e.g.
+ * `/original/<id>.jpg?download=photo.jpg`); `exp` and `sig` are appended after it.
+ */
+export function signedMediaUrl(path: string, key: string, options: SignOptions = {}): string {
+  let signed = path;
+  if (options.expiresAt !== undefined) {
+    signed += `${signed.includes("?") ? "&" : "?"}exp=${expirySeconds(options.expiresAt)}`;
+  }
+  return `${signed}${signed.includes("?") ? "&" : "?"}sig=${signMediaPath(signed, key)}`;
+}
+
+export interface SignedTarget {
+  /** The request-target up to (not including) the `sig` parameter: what the signature covers. */
+  signed: string;
+  /** The `sig` value as sent ("" when the parameter is present but empty). */
+  sig: string;
+}
+
+/**
+ * Splits a request-target into its signed part and `sig` (the last query parameter), or
+ * undefined when it has no `sig` parameter at all. Does not verify anything.
+ */
+export function splitSignedTarget(target: string): SignedTarget | undefined {
+  const q = target.indexOf("?");
+  if (q < 0) return undefined;
+  if (target.startsWith("sig=", q + 1)) return { signed: target.slice(0, q), sig: target.slice(q + 5) };
+  const at = target.lastIndexOf("&sig=");
+  if (at < q) return undefined;
+  return { signed: target.slice(0, at), sig: target.slice(at + 5) };
 }

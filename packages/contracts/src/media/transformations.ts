@@ -2,7 +2,7 @@ import type { MediaLimits, ParamSpec, ParamValue } from "./params";
 
 /**
  * The 16 transformations of the spec (§4.2) and their parameters, exactly as the spec lists
- * them: the single definition the URL parser, both services, the docs and the client use.
+ * them, then our extensions (resize, format): the single definition the URL parser, both services, the docs and the client use.
  */
 interface TransformationSpec {
   description: string;
@@ -323,6 +323,75 @@ export const transformationSpecs = {
     description: "Binary black and white: intensity >= value becomes white, below becomes black.",
     params: {
       value: { type: "integer", required: true, min: 0, max: 255, description: "Threshold on 0-255 intensity." },
+    },
+  },
+  // --- Extensions beyond the spec's 16 (responsive delivery, issue 11) -----------------------
+  resize: {
+    description:
+      "Extension (not in the spec): scales to width and/or height, the step for srcset widths. fit: inside keeps the aspect ratio within the box, cover fills the box cropping the overflow (centred), contain fits inside and pads to exactly the box, fill stretches. Never enlarges unless enlarge=true. dpr multiplies the sizes; the result is capped by the maxDimension safety cap (keeping the box's aspect ratio).",
+    params: {
+      width: {
+        type: "integer",
+        required: false,
+        min: 1,
+        cap: "maxDimension",
+        description: "Target width in CSS pixels (at least one of width and height).",
+      },
+      height: {
+        type: "integer",
+        required: false,
+        min: 1,
+        cap: "maxDimension",
+        description: "Target height in CSS pixels (at least one of width and height).",
+      },
+      fit: {
+        type: "enum",
+        required: false,
+        values: ["inside", "cover", "contain", "fill"],
+        default: "inside",
+        description: "How the image meets the box: inside, cover, contain (padded with background) or fill.",
+      },
+      enlarge: {
+        type: "enum",
+        required: false,
+        values: ["false", "true"],
+        default: "false",
+        description: "Allow scaling up a smaller image (false: a smaller image keeps its size).",
+      },
+      dpr: {
+        type: "number",
+        required: false,
+        min: 1,
+        max: 4,
+        default: 1,
+        description: "Device pixel ratio: multiplies width and height (capped by maxDimension).",
+      },
+      background: {
+        type: "color",
+        required: false,
+        default: "ffffff",
+        description: "Padding colour for fit=contain: hex without #, rgb(r,g,b) or a CSS colour name.",
+      },
+    },
+    check: (p) => (p.width === undefined && p.height === undefined ? "resize needs width, height or both" : undefined),
+  },
+  format: {
+    description:
+      "Extension (not in the spec): encodes the result as the given format instead of the stored one (for <picture> sources when MEDIA_AUTO_FORMAT is off). Applies at encoding, wherever it stands in the chain; steps before it decide transparency by the stored format.",
+    params: {
+      type: {
+        type: "enum",
+        required: true,
+        values: ["avif", "webp", "jpeg", "png"],
+        description: "Output format.",
+      },
+      quality: {
+        type: "integer",
+        required: false,
+        min: 1,
+        max: 100,
+        description: "Encoder quality for lossy outputs (default: the service's for that format).",
+      },
     },
   },
 } as const satisfies Record<string, TransformationSpec>;

@@ -198,15 +198,17 @@ export function formatMediaPath(request: MediaRequest): string {
  * be two cache entries, without end.
  */
 export function canonicalMediaPath(request: MediaRequest): string {
-  const steps = request.steps.map((step) => {
-    const given = step.params as Record<string, number | string | undefined>;
-    const specs = paramSpecsOf(step.name);
-    const parts = Object.keys(given)
-      .filter((k) => given[k] !== undefined && specs[k] !== undefined)
-      .map((k) => `${k}=${formatValue(given[k]!)}`);
-    return [step.name, ...parts].join(":");
-  });
-  return `/${steps.join("/")}/${request.assetId}.${request.extension}`;
+  return `/${request.steps.map(canonicalStep).join("/")}/${request.assetId}.${request.extension}`;
+}
+
+/** One step in canonicalMediaPath's spelling (parameters in the order written). */
+export function canonicalStep(step: TransformationStep): string {
+  const given = step.params as Record<string, number | string | undefined>;
+  const specs = paramSpecsOf(step.name);
+  const parts = Object.keys(given)
+    .filter((k) => given[k] !== undefined && specs[k] !== undefined)
+    .map((k) => `${k}=${formatValue(given[k]!)}`);
+  return [step.name, ...parts].join(":");
 }
 
 /** Validates typed steps (e.g. from the client) with the same rules as a URL. */

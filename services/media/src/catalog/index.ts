@@ -95,9 +95,15 @@ function exampleValue(spec: ParamSpec, limits: MediaLimits): number | string {
 
 function examplePath(name: TransformationName, limits: MediaLimits): string {
   const parts: string[] = [name];
-  for (const [key, spec] of Object.entries(paramSpecsOf(name))) {
-    if (spec.required) parts.push(`${key}=${exampleValue(spec, limits)}`);
-  }
+  const given: Record<string, number | string> = {};
+  const specs = Object.entries(paramSpecsOf(name));
+  for (const [key, spec] of specs) if (spec.required) given[key] = exampleValue(spec, limits);
+  // A step whose parameters are all optional but that needs one of them (resize: width or
+  // height) shows its first parameter.
+  const check = (transformationSpecs[name] as { check?: (p: typeof given, l: MediaLimits) => string | undefined })
+    .check;
+  if (check?.(given, limits) && specs[0]) given[specs[0][0]] = exampleValue(specs[0][1], limits);
+  for (const [key] of specs) if (key in given) parts.push(`${key}=${given[key]}`);
   return `/${parts.join(":")}/{assetId}.{ext}`;
 }
 

@@ -8,6 +8,7 @@ import {
 } from "@media-platform/observability";
 import { ifNoneMatchMatches } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
+import type { FormatNegotiator } from "../negotiation";
 import type { UrlSigner } from "./signing";
 
 /**
@@ -29,26 +30,42 @@ export function createHotPath(deps: {
   memory: MemoryCache;
   signer: UrlSigner | undefined;
   metrics: Pick<Metrics, "cacheLookup" | "observeHttp">;
+  /** MEDIA_AUTO_FORMAT on: the key carries the Accept bucket and responses Vary: Accept. */
+  negotiator?: FormatNegotiator;
 }): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { memory, signer, metrics } = deps;
+  const { memory, signer, metrics, negotiator } = deps;
   return (req, res) => {
     const method = req.method;
     if (method !== "GET" && method !== "HEAD") return false;
     const key = req.url;
     if (key === undefined) return false;
     const start = performance.now();
-    const entry = memory.get(key);
+    const entry = memory.get(negotiator ? negotiator.cacheKey(key, req.headers.accept) : key);
     if (entry === undefined) return false;
-    // Entries are only stored after a valid signature, but the key may have been rotated since.
-    if (signer && signer.check(key) !== "ok") return false;
+    // Entries are only stored after a valid signature, but the key may have been rotated since,
+    // or its `exp` passed: the Express path answers those 403s.
+    const verdict = signer?.verify(key);
+    if (verdict && verdict.status !== "ok") return false;
+    const cacheControl = verdict?.cacheControl;
     metrics.cacheLookup("memory", "hit");
     const headers = req.headers;
     const requestId = resolveRequestId(headers["x-request-id"]);
-    if (ifNoneMatchMatches(headers["if-none-match"], entry.etag)) {
-      res.writeHead(304, [...entry.notModifiedHeaderList, REQUEST_ID_HEADER, requestId]);
+    const notModified = ifNoneMatchMatches(headers["if-none-match"], entry.etag);
+    if (cacheControl === undefined && !negotiator) {
+      const list = notModified ? entry.notModifiedHeaderList : entry.hitHeaderList;
+      res.writeHead(notModified ? 304 : 200, [...list, REQUEST_ID_HEADER, requestId]);
+    } else {
+      // A per-URL Cache-Control (expiring signature) or Vary (negotiation) on top of the entry's headers.
+      res.writeHead(notModified ? 304 : 200, {
+        ...(notModified ? entry.notModifiedHeaders : entry.hitHeaders),
+        ...(cacheControl !== undefined && { "Cache-Control": cacheControl }),
+        ...(negotiator && { Vary: "Accept" }),
+        [REQUEST_ID_HEADER]: requestId,
+      });
+    }
+    if (notModified) {
       res.end();
     } else {
-      res.writeHead(200, [...entry.hitHeaderList, REQUEST_ID_HEADER, requestId]);
       res.end(method === "HEAD" ? undefined : entry.body);
     }
     recordRawRequest(metrics, ROUTE_HOT_PATH, req, res, start);

@@ -5,7 +5,7 @@ import { originalKey, StorageUnavailableError, type BlobStore } from "@media-pla
 import { makeEntry, type CacheEntry } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
-import type { RenderOptions, RenderInput, Rendition } from "../pipeline/render";
+import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
 import { AssetNotFoundError } from "./asset-not-found";
 import type { MediaCounters } from "./counters";
 import { RequestTimeoutError } from "./errors";
@@ -50,6 +50,9 @@ export interface RenditionServiceDeps {
   maxEntryBytes: number;
 }
 
+/** A parsed media URL, plus the negotiated output format when MEDIA_AUTO_FORMAT chose one. */
+export type DeliveryRequest = MediaRequest & { convertTo?: ConvertTo };
+
 export interface Delivery {
   entry: CacheEntry;
   /** MISS only for the request that ran the transformation (the single-flight leader). */
@@ -92,7 +95,7 @@ export class RenditionService {
    */
   async deliver(
     key: string,
-    request: MediaRequest,
+    request: DeliveryRequest,
     log: Logger = this.deps.logger,
     /** The client's signal (aborted when it disconnects): the flight stops once no client waits. */
     signal?: AbortSignal,
@@ -114,7 +117,12 @@ export class RenditionService {
     return { entry: result.entry, xCache };
   }
 
-  private async flight(key: string, request: MediaRequest, log: Logger, cancelled: AbortSignal): Promise<FlightResult> {
+  private async flight(
+    key: string,
+    request: DeliveryRequest,
+    log: Logger,
+    cancelled: AbortSignal,
+  ): Promise<FlightResult> {
     const { requestTimeoutMs } = this.deps;
     const deadline = Date.now() + requestTimeoutMs;
     const controller = new AbortController();
@@ -130,7 +138,7 @@ export class RenditionService {
 
   private async resolve(
     key: string,
-    request: MediaRequest,
+    request: DeliveryRequest,
     signal: AbortSignal,
     deadline: number,
     log: Logger,
@@ -187,7 +195,7 @@ export class RenditionService {
 
   private async compute(
     key: string,
-    request: MediaRequest,
+    request: DeliveryRequest,
     signal: AbortSignal,
     deadline: number,
     lockToken: string | undefined,
@@ -212,7 +220,13 @@ export class RenditionService {
         const started = performance.now();
         const gate = this.deps.gate;
         const result = await this.deps.render(
-          { original, contentType: blob.contentType, steps: request.steps, cacheKey: key },
+          {
+            original,
+            contentType: blob.contentType,
+            steps: request.steps,
+            cacheKey: key,
+            convertTo: request.convertTo,
+          },
           {
             signal,
             deadline,

@@ -1,36 +1,113 @@
 import { timingSafeEqual } from "node:crypto";
-import { mediaSignatureDigest } from "@media-platform/contracts";
+import { mediaSignatureDigest, SIGNED_QUERY_PARAMETERS, splitSignedTarget } from "@media-platform/contracts";
+import { ProblemError } from "../problem";
 
 /**
  * Optional URL signing (MEDIA_SIGNING_KEY). What is signed and how is defined once, in
- * @media-platform/contracts (media/signing.ts: HMAC-SHA256 of the path, unpadded base64url,
- * `<path>?sig=<sig>`); the service only verifies, in constant time.
+ * @media-platform/contracts (media/signing.ts: HMAC-SHA256 of the request-target up to the
+ * last parameter `sig`, unpadded base64url); the service only verifies, in constant time, and
+ * enforces `exp`.
  */
 export { signMediaPath, signedMediaUrl } from "@media-platform/contracts";
 
-export type SignatureCheck = "ok" | "missing" | "invalid";
+export type SignatureCheck = "ok" | "missing" | "invalid" | "expired";
+
+export interface SignatureVerdict {
+  status: SignatureCheck;
+  /** Unix seconds from `exp` (only on a valid signature). */
+  expiresAt?: number;
+  /**
+   * Set for a valid URL with `exp`: it may be cached (CDN, browser) only until it expires, so
+   * that no cache serves it around the 403. Absent: the immutable default applies.
+   */
+  cacheControl?: string;
+}
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
+const UNIX_SECONDS = /^\d{1,12}$/;
+const ALLOWED: ReadonlySet<string> = new Set(SIGNED_QUERY_PARAMETERS);
 
 export class UrlSigner {
-  constructor(private readonly key: string) {}
+  constructor(
+    private readonly key: string,
+    /** Clock in ms (tests pin it). */
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** {@link verify}'s status alone (the hot path and most callers need only this). */
+  check(requestTarget: string): SignatureCheck {
+    return this.verify(requestTarget).status;
+  }
 
   /**
-   * Checks a request-target (`req.url`): the query must be exactly `sig=<signature of the path>`.
-   * The comparison is constant-time with respect to the signature.
+   * Checks a request-target (`req.url`): `sig` must be the last query parameter and the
+   * HMAC of everything before it; the parameters it covers may only be exp and download, each
+   * once; an `exp` in the past is "expired" (checked after the signature, so a forged expiry is
+   * "invalid"). The comparison is constant-time with respect to the signature.
    */
-  check(requestTarget: string): SignatureCheck {
-    const q = requestTarget.indexOf("?");
-    if (q < 0) return "missing";
-    const query = requestTarget.slice(q + 1);
-    if (!query.startsWith("sig=")) return query.includes("sig=") ? "invalid" : "missing";
-    const given = query.slice(4);
-    if (given === "") return "missing";
-    // Only base64url characters: anything else (a second parameter, padding) cannot match.
-    if (!BASE64URL.test(given)) return "invalid";
-    const expected = mediaSignatureDigest(requestTarget.slice(0, q), this.key);
-    const actual = Buffer.from(given, "base64url");
-    if (actual.length !== expected.length) return "invalid";
-    return timingSafeEqual(actual, expected) ? "ok" : "invalid";
+  verify(requestTarget: string): SignatureVerdict {
+    const parts = splitSignedTarget(requestTarget);
+    if (!parts || parts.sig === "") return { status: "missing" };
+    // Only base64url characters: anything else (a parameter after sig, padding) cannot match.
+    if (!BASE64URL.test(parts.sig)) return { status: "invalid" };
+    const expected = mediaSignatureDigest(parts.signed, this.key);
+    const actual = Buffer.from(parts.sig, "base64url");
+    if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return { status: "invalid" };
+    const q = parts.signed.indexOf("?");
+    if (q < 0) return { status: "ok" };
+    const query = new URLSearchParams(parts.signed.slice(q + 1));
+    const seen = new Set<string>();
+    for (const name of query.keys()) {
+      if (!ALLOWED.has(name) || seen.has(name)) return { status: "invalid" };
+      seen.add(name);
+    }
+    const exp = query.get("exp");
+    if (exp === null) return { status: "ok" };
+    if (!UNIX_SECONDS.test(exp)) return { status: "invalid" };
+    const expiresAt = Number(exp);
+    const now = this.now();
+    if (now >= expiresAt * 1000) return { status: "expired", expiresAt };
+    return { status: "ok", expiresAt, cacheControl: expiringCacheControl(expiresAt, now) };
+  }
+}
+
+/** `public, max-age=<seconds left>` (at most a year, like the immutable default). */
+export function expiringCacheControl(expiresAt: number, nowMs: number): string {
+  const left = Math.max(0, Math.min(31_536_000, Math.floor(expiresAt - nowMs / 1000)));
+  return left === 0 ? "no-store" : `public, max-age=${left}`;
+}
+
+/**
+ * 403 unless the request-target carries a valid, unexpired signature (checked before anything
+ * else). Returns the Cache-Control an expiring URL must be answered with, if any.
+ */
+export function requireSignature(signer: UrlSigner, target: string): string | undefined {
+  const verdict = signer.verify(target);
+  switch (verdict.status) {
+    case "ok":
+      return verdict.cacheControl;
+    case "expired":
+      throw new ProblemError(
+        403,
+        "signature-expired",
+        `This signed URL expired at ${verdict.expiresAt} (exp, unix seconds)`,
+        {
+          title: "Signed URL expired",
+        },
+      );
+    case "missing":
+      throw new ProblemError(
+        403,
+        "invalid-signature",
+        "This service requires signed URLs: add ?sig=<base64url HMAC-SHA256 of the path>",
+        { title: "Invalid signature" },
+      );
+    case "invalid":
+      throw new ProblemError(
+        403,
+        "invalid-signature",
+        "The URL signature is wrong (or the query has parameters other than exp and download before sig, or any after it)",
+        { title: "Invalid signature" },
+      );
   }
 }

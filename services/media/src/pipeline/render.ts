@@ -12,6 +12,7 @@ import {
   UndecodableOriginalError,
   UnsupportedOriginalError,
 } from "./errors";
+import { isConvertible, type AutoFormat } from "../negotiation";
 import { planRender, type PlannedStep, type RenderPlan } from "./plan";
 import { OriginalSource } from "./original";
 import { fromRaw, toRaw, type RawImage } from "./raw";
@@ -24,12 +25,21 @@ export interface RenderDeps {
   limitInputPixels: number;
 }
 
+/** Negotiated output (MEDIA_AUTO_FORMAT): applies to still JPEG/PNG originals only. */
+export interface ConvertTo {
+  format: AutoFormat;
+  /** AVIF encoder effort (0-9); unset = sharp's default. */
+  avifEffort?: number;
+}
+
 export interface RenderInput {
   /**
    * The stored original: its bytes, or a stream of them (only the header is read before the
    * plan passes, so a refused request never reads a large original to the end).
    */
   original: Buffer | AsyncIterable<Buffer>;
+  /** Encode a still JPEG/PNG original in this format instead of its own (format negotiation). */
+  convertTo?: ConvertTo;
   /** Content type of the stored original: the output keeps this format. */
   contentType: string;
   steps: TransformationStep[];
@@ -132,6 +142,8 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     const oriented = meta.autoOrient ?? { width: meta.width, height: meta.height };
     if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
     const plan = planRender(input.steps, oriented, deps.limits);
+    // Negotiated format: still JPEG/PNG only; GIFs and anything animated keep their format.
+    const convert = input.convertTo && isConvertible(input.contentType) && (meta.pages ?? 1) === 1;
     signal?.throwIfAborted();
     release = await options.admit?.(plan);
     signal?.throwIfAborted();
@@ -142,7 +154,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       width: oriented.width,
       height: oriented.height,
       hasAlpha: meta.hasAlpha,
-      output: { format },
+      output: convert ? { format: input.convertTo!.format, effort: input.convertTo!.avifEffort } : { format },
       limits: deps.limits,
       pixels: deps.pixels,
       faces: deps.faces,
@@ -174,7 +186,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     const { data, info } = await withTimeout(encode(last, ctx.output), deadline).toBuffer({ resolveWithObject: true });
     const lastStep = plan.steps.at(-1);
     if (lastStep) onStep?.(lastStep.name, (performance.now() - stepStart) / 1000);
-    return { data, contentType: `image/${format}`, width: info.width, height: info.height };
+    return { data, contentType: `image/${ctx.output.format}`, width: info.width, height: info.height };
   } finally {
     release?.();
     await source.close();
@@ -216,7 +228,7 @@ function encode(image: sharp.Sharp, output: StepContext["output"]): sharp.Sharp 
     case "webp":
       return image.webp({ quality: quality ?? 80 });
     case "avif":
-      return image.avif({ quality: quality ?? 55 });
+      return image.avif({ quality: quality ?? 55, effort: output.effort });
     case "png":
       return image.png();
     case "gif":

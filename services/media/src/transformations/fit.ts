@@ -7,7 +7,7 @@ import { formatHasAlpha, type OutputFormat, type Transformation } from "./transf
  * the output format can carry alpha; otherwise it is blended over white, the same rule the
  * avatar circle uses for its outside.
  */
-function paddingColour(colour: Rgba, format: OutputFormat): sharp.Color {
+export function paddingColour(colour: Rgba, format: OutputFormat): sharp.Color {
   if (formatHasAlpha(format) || colour.alpha >= 1)
     return { r: colour.r, g: colour.g, b: colour.b, alpha: colour.alpha };
   const over = (c: number) => Math.round(c * colour.alpha + 255 * (1 - colour.alpha));

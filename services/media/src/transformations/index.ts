@@ -9,7 +9,9 @@ import { colorBalance } from "./color-balance";
 import { crop } from "./crop";
 import { exposure } from "./exposure";
 import { fit } from "./fit";
+import { format } from "./format";
 import { grayscale } from "./grayscale";
+import { resize } from "./resize";
 import { saturation } from "./saturation";
 import { sharpen } from "./sharpen";
 import { solarize } from "./solarize";
@@ -35,6 +37,8 @@ export const transformations: { [N in TransformationName]: Transformation<N> } =
   exposure,
   solarize,
   threshold,
+  resize,
+  format,
 };
 
 export * from "./transformation";

@@ -46,7 +46,7 @@ export interface StepContext {
   height: number;
   hasAlpha: boolean;
   /** Encoder settings; a step may set quality (thumbnail). */
-  output: { format: OutputFormat; quality?: number };
+  output: { format: OutputFormat; quality?: number; effort?: number };
   limits: MediaLimits;
   pixels: PixelWorkers;
   faces: FaceDetector;

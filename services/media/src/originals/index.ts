@@ -1,0 +1,103 @@
+import { pipeline } from "node:stream/promises";
+import contentDisposition from "content-disposition";
+import type { NextFunction, Request, Response } from "express";
+import {
+  downloadFilenameProblem,
+  isOriginalPath,
+  MediaUrlError,
+  parseOriginalPath,
+  type OriginalRequest,
+} from "@media-platform/contracts";
+import type { Metrics } from "@media-platform/observability";
+import { originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
+import { IMMUTABLE } from "../cache/entry";
+import { requireSignature, type UrlSigner } from "../delivery/signing";
+import { ProblemError, instanceOf } from "../problem";
+
+/** Route label of originals in `http_request_duration_seconds`. */
+export const ROUTE_ORIGINAL = "/original/:assetId.:ext";
+
+export interface OriginalsDeps {
+  store: BlobStore;
+  signer: UrlSigner | undefined;
+  metrics: Pick<Metrics, "dependencyError">;
+  /** Refuses the request before anything else (presets-only mode); undefined lets it through. */
+  gate?: (target: string) => ProblemError | undefined;
+}
+
+/** The `download` query parameter: undefined when absent, the filename ("" = default) otherwise. */
+function downloadName(target: string, request: OriginalRequest): string | undefined {
+  const q = target.indexOf("?");
+  if (q < 0) return undefined;
+  const values = new URLSearchParams(target.slice(q + 1)).getAll("download");
+  if (values.length === 0) return undefined;
+  if (values.length > 1) {
+    throw new MediaUrlError([{ path: "download", message: "parameter is repeated" }]);
+  }
+  const name = values[0] === "" ? `${request.assetId}.${request.extension}` : values[0]!;
+  const problem = downloadFilenameProblem(name);
+  if (problem) throw new MediaUrlError([{ path: "download", message: problem }]);
+  return name;
+}
+
+/**
+ * `GET|HEAD /original/<assetId>.<ext>[?download=<filename>]`: the stored bytes, streamed
+ * unchanged with their stored Content-Type, never decoded and never put in the rendition cache
+ * (a CDN in front caches them by the same Cache-Control as renditions). Signed like media URLs
+ * when MEDIA_SIGNING_KEY is set; `download` is then covered by the signature.
+ */
+export function originalsHandler(deps: OriginalsDeps) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const target = req.url;
+    if (!isOriginalPath(instanceOf(target))) return next();
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      return next(
+        new ProblemError(405, "method-not-allowed", `${req.method} is not allowed; originals answer GET and HEAD`, {
+          headers: { Allow: "GET, HEAD" },
+        }),
+      );
+    }
+    try {
+      const refused = deps.gate?.(target);
+      if (refused) throw refused;
+      const cacheControl = deps.signer ? requireSignature(deps.signer, target) : undefined;
+      const request = parseOriginalPath(instanceOf(target));
+      const download = downloadName(target, request);
+      let blob;
+      try {
+        blob = await deps.store.get(originalKey(request.assetId));
+      } catch (err) {
+        if (err instanceof StorageUnavailableError) deps.metrics.dependencyError("storage");
+        throw err;
+      }
+      if (!blob) {
+        throw new ProblemError(404, "asset-not-found", `No asset ${request.assetId} exists`, {
+          title: "Asset not found",
+        });
+      }
+      const headers: Record<string, string | number> = {
+        "Content-Type": blob.contentType,
+        "Content-Length": blob.size,
+        "Cache-Control": cacheControl ?? IMMUTABLE,
+        // The stored type is the one upload sniffed; browsers must not guess another.
+        "X-Content-Type-Options": "nosniff",
+      };
+      if (download !== undefined) {
+        // Pure-ASCII fallback for old clients; the exact name travels in filename* (RFC 5987).
+        headers["Content-Disposition"] = contentDisposition(download, {
+          fallback: download.replace(/[^\x20-\x7e]/g, "_"),
+        });
+      }
+      res.writeHead(200, headers);
+      if (req.method === "HEAD") {
+        blob.body.destroy();
+        res.end();
+        return;
+      }
+      // Headers are out: a store failure mid-stream can only cut the response short.
+      await pipeline(blob.body, res).catch(() => res.destroy());
+    } catch (err) {
+      next(err);
+    }
+  };
+}
