@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
+import { lifecycleEnvShape, lifecycleConfigFrom, type LifecycleConfig } from "./lifecycle/config";
 
 const port = z.coerce.number().int().min(0).max(65535);
 const optionalString = z
@@ -54,6 +55,7 @@ const ownEnvSchema = z.object({
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
     .default("info")
     .describe("pino log level"),
+  ...lifecycleEnvShape,
 });
 
 /** All variables: the service's own plus the storage driver's (STORAGE_DRIVER, STORAGE_DIR, S3_*). */
@@ -82,6 +84,8 @@ export interface ManagementConfig {
   logLevel: ManagementEnv["LOG_LEVEL"];
   /** Blob storage settings (STORAGE_DIR defaults to <DATA_DIR>/blobs). */
   storage: StorageEnv;
+  /** Trash, versions, webhooks and change propagation (lifecycle/config.ts). */
+  lifecycle: LifecycleConfig;
 }
 
 export class ConfigError extends Error {
@@ -94,6 +98,14 @@ export class ConfigError extends Error {
 /** Formats zod issues as "VAR: message" lines. */
 export function describeEnvIssues(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.join(".") || "(env)"}: ${i.message}`).join("; ");
+}
+
+function lifecycleFrom(e: ManagementEnv): LifecycleConfig {
+  try {
+    return lifecycleConfigFrom(e);
+  } catch (err) {
+    throw new ConfigError(err instanceof Error ? err.message : String(err));
+  }
 }
 
 /** Validates the environment; throws ConfigError naming the offending variable(s). */
@@ -135,5 +147,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     duplicateHammingThreshold: e.DUPLICATE_HAMMING_THRESHOLD,
     logLevel: e.LOG_LEVEL,
     storage,
+    lifecycle: lifecycleFrom(e),
   };
 }

@@ -2,6 +2,7 @@ import type { Metrics } from "@media-platform/observability";
 import type { BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { PrismaClient } from "./generated/prisma/client";
+import type { ChangePropagator } from "./lifecycle/propagation";
 
 /** What the route handlers and services need; built by startManagement or by a test. */
 export interface AppContext {
@@ -14,4 +15,10 @@ export interface AppContext {
   duplicateHammingThreshold: number;
   /** Prometheus metrics (upload bytes, dependency errors); createApp fills it in when omitted. */
   metrics?: Metrics;
+  /** ASSET_VERSIONS_KEPT: previous originals kept per asset. Default 10. */
+  assetVersionsKept?: number;
+  /** WEBHOOK_URLS: endpoints the outbox writes a delivery for; none = no webhook rows. */
+  webhookUrls?: readonly string[];
+  /** Purges media caches and the CDN after a delete or replace; none = nothing to tell (tests). */
+  propagator?: ChangePropagator;
 }

@@ -15,6 +15,7 @@ import { loadConfig, type ManagementConfig } from "./config";
 import { openDatabase, type Database } from "./db/client";
 import { migrate } from "./db/migrate";
 import { createLogger } from "./logger";
+import { createLifecycleMetrics, createPropagator, startBackgroundJobs } from "./lifecycle/runtime";
 
 export interface RunningManagement {
   /** Base URL, e.g. http://127.0.0.1:3000 */
@@ -66,8 +67,10 @@ export async function startManagement(
       workspaceClaim: config.auth.workspaceClaim,
     });
     const metrics = createManagementMetrics();
+    const lifecycleMetrics = createLifecycleMetrics(metrics.registry);
+    const propagator = createPropagator(config.lifecycle, config.dataDir, log, lifecycleMetrics);
     let shutdown: ShutdownController | undefined;
-    const app = createApp({
+    const ctx = {
       metrics,
       isDraining: () => shutdown?.isShuttingDown() ?? false,
       prisma: db.prisma,
@@ -78,7 +81,11 @@ export async function startManagement(
       maxUploadBytes: config.maxUploadBytes,
       limitInputPixels: config.limitInputPixels,
       duplicateHammingThreshold: config.duplicateHammingThreshold,
-    });
+      assetVersionsKept: config.lifecycle.assetVersionsKept,
+      webhookUrls: config.lifecycle.webhookUrls,
+      propagator,
+    };
+    const app = createApp(ctx);
     const server = http.createServer(app);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -101,7 +108,12 @@ export async function startManagement(
     );
     let dbClosed: Promise<void> | undefined;
     const closeDatabase = (): Promise<void> => (dbClosed ??= overrides.database ? Promise.resolve() : db.close());
-    const closeHooks: CloseHook[] = [{ name: "database", close: closeDatabase }];
+    // Trash retention and webhook delivery run on every replica (row locks keep them exclusive).
+    const jobs = startBackgroundJobs({ ...ctx, metrics }, config.lifecycle, lifecycleMetrics);
+    const closeHooks: CloseHook[] = [
+      { name: "background jobs", close: () => jobs.stop() },
+      { name: "database", close: closeDatabase },
+    ];
     let closed = false;
     return {
       url,
@@ -123,6 +135,7 @@ export async function startManagement(
         if (closed) return;
         closed = true;
         shutdown?.dispose();
+        await jobs.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();

@@ -123,6 +123,7 @@ async function rankedSearch(
     SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score
       FROM assets a, (SELECT ${tsquery} AS tsq) q
      WHERE a.workspace_id = ${workspaceId}
+       AND a.deleted_at IS NULL
        AND a.search_vector @@ q.tsq
      ORDER BY score DESC, a.created_at DESC, a.id ASC
      LIMIT ${limit}`;
