@@ -111,7 +111,9 @@ export type AuthedAgent = {
 };
 
 export async function createTestApp(
-  options: Partial<Pick<AppDeps, "maxUploadBytes" | "duplicateHammingThreshold">> = {},
+  options: Partial<
+    Pick<AppDeps, "maxUploadBytes" | "duplicateHammingThreshold" | "webhookUrls" | "assetVersionsKept" | "propagator">
+  > = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
   const blobs = await createTestBlobStore();
@@ -126,6 +128,9 @@ export async function createTestApp(
     maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
     limitInputPixels: 100_000_000,
     duplicateHammingThreshold: options.duplicateHammingThreshold ?? 10,
+    webhookUrls: options.webhookUrls,
+    assetVersionsKept: options.assetVersionsKept,
+    propagator: options.propagator,
   };
   const app = createApp(deps);
   const token = (ws: string, sub = "user-1") => signToken(secret, { workspaceId: ws, sub, ttl: "1h" });
