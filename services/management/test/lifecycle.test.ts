@@ -5,7 +5,7 @@ import sharp from "sharp";
 import { originalKey } from "@media-platform/storage";
 import { sweepTrash } from "../src/jobs/trash-retention";
 import { trashKey, versionKey } from "../src/lifecycle/blobs";
-import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./helpers";
+import { createTestApp, expectProblem, upload, type TestApp } from "./helpers";
 
 const WS = "ws-life";
 const SVG = Buffer.from(
