@@ -107,6 +107,7 @@ export type AuthedAgent = {
   get(url: string): request.Test;
   post(url: string): request.Test;
   patch(url: string): request.Test;
+  put(url: string): request.Test;
   delete(url: string): request.Test;
 };
 
@@ -140,6 +141,7 @@ export async function createTestApp(
       get: (url) => request(app).get(url).set("Authorization", auth),
       post: (url) => request(app).post(url).set("Authorization", auth),
       patch: (url) => request(app).patch(url).set("Authorization", auth),
+      put: (url) => request(app).put(url).set("Authorization", auth),
       delete: (url) => request(app).delete(url).set("Authorization", auth),
     };
   };
