@@ -1,4 +1,4 @@
-import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import express, { type Express, type NextFunction, type Request, type Response, type Router } from "express";
 import {
   healthRouter,
   metricsRouter,
@@ -85,6 +85,8 @@ export interface MediaAppDeps {
   readinessTimeoutMs?: number;
   /** True while shutting down: /readyz answers 503 `draining`. */
   isDraining?: () => boolean;
+  /** POST /internal/purge (purge/router.ts), mounted before the media URL space. */
+  purgeRouter?: Router;
 }
 
 /** A media URL has at least one step segment before the file: `/<step>/<id>.<ext>`. */
@@ -119,6 +121,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   );
   // GET /transformations: the parameter table with the caps in force.
   app.use(catalogRouter(limits));
+  if (deps.purgeRouter) app.use(deps.purgeRouter);
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     // req.url is the raw request-target; Express does not rewrite it for app-level middleware.

@@ -1,3 +1,5 @@
+import { PURGE_SECRET_MIN_LENGTH } from "@media-platform/contracts";
+import { DEFAULT_CACHE_POLICY, type CachePolicy } from "./cache/entry";
 import path from "node:path";
 import { z } from "zod";
 import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts";
@@ -111,6 +113,26 @@ export const mediaEnvSchema = z.object({
   MEDIA_QUEUE_LIMIT: int(0, 100_000, 64, "a whole number from 0 to 100000").describe(
     "Transformations waiting for a slot; beyond it 503 + Retry-After",
   ),
+  MEDIA_PURGE_SECRET: z
+    .preprocess(
+      blankAsUnset,
+      z.string().min(PURGE_SECRET_MIN_LENGTH, `must be at least ${PURGE_SECRET_MIN_LENGTH} characters`).optional(),
+    )
+    .describe(
+      "Shared secret of POST /internal/purge (same value as management's); unset = generated in <DATA_DIR>/purge-secret",
+    ),
+  MEDIA_CACHE_MAX_AGE: int(
+    0,
+    31_536_000,
+    DEFAULT_CACHE_POLICY.maxAgeSeconds,
+    "a whole number of seconds from 0 to 31536000",
+  ).describe("Cache-Control max-age of unversioned media URLs (a URL with ?v=<version> is immutable for a year)"),
+  MEDIA_STALE_WHILE_REVALIDATE: int(
+    0,
+    31_536_000,
+    DEFAULT_CACHE_POLICY.staleWhileRevalidateSeconds,
+    "a whole number of seconds from 0 to 31536000",
+  ).describe("Cache-Control stale-while-revalidate of unversioned media URLs"),
   MEDIA_WORKERS: int(0, 256, 0, "a whole number from 0 (one per CPU core) to 256").describe(
     "Pixel worker threads (0 = one per CPU core)",
   ),
@@ -137,6 +159,9 @@ export interface MediaConfig {
   workers: number;
   logLevel: MediaEnv["LOG_LEVEL"];
   storage: StorageConfig;
+  /** Unset: the embedded shared secret file (resolved by startMedia). */
+  purgeSecret: string | undefined;
+  cachePolicy: CachePolicy;
 }
 
 /** A bad environment: the message names every offending variable ("MEDIA_PORT: must be ..."). */
@@ -177,6 +202,8 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
       maxEntryBytes: e.CACHE_MAX_ENTRY_BYTES,
     },
     signingKey: e.MEDIA_SIGNING_KEY,
+    purgeSecret: e.MEDIA_PURGE_SECRET,
+    cachePolicy: { maxAgeSeconds: e.MEDIA_CACHE_MAX_AGE, staleWhileRevalidateSeconds: e.MEDIA_STALE_WHILE_REVALIDATE },
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
     limits: {
       maxDimension: e.MEDIA_MAX_DIMENSION,

@@ -1,9 +1,9 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Express } from "express";
-import { defaultMediaLimits, type MediaLimits } from "@media-platform/contracts";
+import { defaultMediaLimits, PURGE_SECRET_FILE, type MediaLimits } from "@media-platform/contracts";
 import { createLogger, createMetrics, type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
-import { createBlobStore, type BlobStore } from "@media-platform/storage";
+import { createBlobStore, embeddedSharedSecret, type BlobStore } from "@media-platform/storage";
 import { createMediaApp } from "./app";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
@@ -13,6 +13,9 @@ import { createHotPath } from "./delivery/hot-path";
 import { Limiter } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
+import { DEFAULT_CACHE_POLICY, type CachePolicy } from "./cache/entry";
+import { AssetPurger } from "./purge/asset-purger";
+import { purgeRouter } from "./purge/router";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
 export interface MediaServerOptions {
@@ -25,6 +28,10 @@ export interface MediaServerOptions {
   requestTimeoutMs: number;
   concurrency: number;
   queueLimit: number;
+  /** Secret of POST /internal/purge; unset = no purge endpoint. */
+  purgeSecret: string | undefined;
+  /** Cache-Control of unversioned media URLs. */
+  cachePolicy: CachePolicy;
 }
 
 export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.freeze({
@@ -36,6 +43,8 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.fr
   requestTimeoutMs: 30_000,
   concurrency: 4,
   queueLimit: 64,
+  purgeSecret: undefined,
+  cachePolicy: DEFAULT_CACHE_POLICY,
 });
 
 export interface MediaServerDeps {
@@ -66,6 +75,7 @@ export interface MediaServer {
   memory: MemoryCache;
   redis: RedisCache | undefined;
   limiter: Limiter;
+  purger: AssetPurger;
   /**
    * What to close once the HTTP server has drained, in order: Redis (when configured), then the
    * deps' closeHooks (pixel workers, face detector). gracefulShutdown runs these.
@@ -109,7 +119,10 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   metrics.dependencyErrors.inc({ dependency: "storage" }, 0);
   if (redis) metrics.dependencyErrors.inc({ dependency: "redis" }, 0);
   const signer = options.signingKey ? new UrlSigner(options.signingKey) : undefined;
+  const purger = new AssetPurger(memory, redis, logger);
   const service = new RenditionService({
+    purger,
+    cachePolicy: options.cachePolicy,
     store: deps.store,
     render: deps.render,
     memory,
@@ -134,6 +147,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       redis: redis ? () => redis.ping() : undefined,
     },
     isDraining: deps.isDraining,
+    purgeRouter: options.purgeSecret ? purgeRouter(purger, options.purgeSecret) : undefined,
   });
   const hotPath = createHotPath({ memory, signer, metrics });
   const server = http.createServer((req, res) => {
@@ -157,6 +171,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     memory,
     redis,
     limiter,
+    purger,
     async listen(port = 0, host = "127.0.0.1") {
       // Give Redis one connection attempt so the first requests can use it; never wait longer.
       await redis?.waitReady();
@@ -235,7 +250,8 @@ export async function startMedia(
     store,
     render,
     logger,
-    options: config,
+    // Embedded mode: management finds the same generated secret in the shared DATA_DIR.
+    options: { ...config, purgeSecret: config.purgeSecret ?? embeddedSharedSecret(config.dataDir, PURGE_SECRET_FILE) },
     closeHooks,
     isDraining: overrides.isDraining,
   });
