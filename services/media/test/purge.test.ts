@@ -94,6 +94,18 @@ describe("purge without Redis (embedded mode: one media process told over HTTP)"
     expect((await purge(media, [id])).status).toBe(204);
   });
 
+  it("GET /internal/generation/<id> tells edge caches the asset's generation, which a purge moves", async () => {
+    const id = await media.store.putFixture("rocket.jpg");
+    const before = await fetch(`${media.url}/internal/generation/${id}`);
+    expect(before.status).toBe(204);
+    expect(before.headers.get("cache-control")).toBe("public, max-age=1");
+    const generation = before.headers.get("x-asset-generation");
+    await purge(media, [id]);
+    const after = await fetch(`${media.url}/internal/generation/${id}`);
+    expect(after.headers.get("x-asset-generation")).not.toBe(generation);
+    expect((await fetch(`${media.url}/internal/generation/`)).headers.get("x-asset-generation")).toBe("0");
+  });
+
   it("a HIT answers 404 right after the original is deleted and purged", async () => {
     const id = await media.store.putFixture("astronaut.png");
     const url = `${media.url}/thumbnail:size=100/${id}.png`;

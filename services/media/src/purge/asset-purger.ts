@@ -42,6 +42,15 @@ export class AssetPurger {
     return `${this.epoch}.${this.generations.get(assetId) ?? 0}`;
   }
 
+  /**
+   * The asset's current generation as an edge cache should key on it (GET /internal/generation):
+   * the shared Redis generation, else (no Redis, or Redis down) this process's own.
+   */
+  async edgeGeneration(assetId: string): Promise<string> {
+    const shared = await this.redis?.generation(assetId);
+    return shared ?? `l${this.localGeneration(assetId)}`;
+  }
+
   /** Purge requested through the API: Redis (shared generation + other replicas), then this process. */
   async purge(assetIds: readonly string[]): Promise<void> {
     this.purgeLocal(assetIds);

@@ -4,6 +4,10 @@ import { PURGE_PATH, purgeRequestSchema } from "@media-platform/contracts";
 import { HttpProblem } from "../problem";
 import type { AssetPurger } from "./asset-purger";
 
+/** GET /internal/generation/<assetId> (see purgeRouter). */
+export const GENERATION_PATH = "/internal/generation";
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
 /**
@@ -30,6 +34,23 @@ export function purgeRouter(purger: AssetPurger, secret: string): Router {
     json(req, res, (err?: unknown) =>
       next(err ? new HttpProblem(400, "invalid-purge-request", "The body is not valid JSON") : undefined),
     );
+  // For edge caches that cannot purge by tag (nginx without a purge module): the CDN asks for the
+  // asset's generation (cached by it for 1 s) and puts it in its cache key, so a purge here
+  // reaches the edge within a second. Public information (a counter), so no secret.
+  r.get(`${GENERATION_PATH}/:assetId`, async (req, res) => {
+    const id = String(req.params.assetId ?? "");
+    const generation = UUID.test(id) ? await purger.edgeGeneration(id) : "0";
+    res.setHeader("X-Asset-Generation", generation);
+    res.setHeader("Cache-Control", "public, max-age=1");
+    res.status(204).end();
+  });
+  r.get(`${GENERATION_PATH}/`, (_req, res) => {
+    // Not a media URL (no asset id): a constant generation.
+    res.setHeader("X-Asset-Generation", "0");
+    res.setHeader("Cache-Control", "public, max-age=60");
+    res.status(204).end();
+  });
+
   r.post(PURGE_PATH, authorize, parseJson, async (req, res) => {
     const parsed = purgeRequestSchema.safeParse(req.body);
     if (!parsed.success) {
