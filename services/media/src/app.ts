@@ -36,8 +36,10 @@ import { TransformationInputError } from "./transformations/transformation";
  * the key is effectively the signed path. Stored per key: bytes, content type, strong ETag.
  *
  * 200  image; Content-Type of the stored original; ETag "<base64url sha256>";
- *      Cache-Control: public, max-age=31536000, immutable; X-Cache: MISS (this request ran the
- *      transformation) or HIT (in-process LRU, Redis, or joined a running transformation)
+ *      Cache-Control: immutable for a `?v=<version>` URL, else max-age + stale-while-revalidate
+ *      (cache/entry.ts cacheControlFor); Surrogate-Key and Cache-Tag: <assetId>; X-Cache: MISS
+ *      (this request ran the transformation) or HIT (in-process LRU, Redis, or joined a running
+ *      transformation)
  * 304  If-None-Match matches the ETag (hot path and Express path)
  * 400  invalid-media-url: grammar, unknown transformation/parameter, repeated, missing,
  *      wrong type, out of range, > 8 steps, bad extension; errors[] name the
@@ -55,6 +57,10 @@ import { TransformationInputError } from "./transformations/transformation";
  *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5),
  *      face-detection-unavailable (avatar's detector failed, Retry-After: 2)
  * Every error is application/problem+json with Cache-Control: no-store and is never cached.
+ *
+ * Internal (purge/router.ts; blocked at the edge): POST /internal/purge (shared secret) drops an
+ * asset's renditions on every tier and replica; GET /internal/generation/<assetId> gives edge
+ * caches the asset's generation for their cache key.
  *
  * Operations (no signature, never cached):
  *   GET /healthz   200 while the process answers
