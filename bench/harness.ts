@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -29,17 +29,28 @@ export function median(values: number[]): number {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-/** Starts a TS entry point as a child process and waits until `readyUrl` answers. */
+/**
+ * Starts a TS entry point as a child process and waits until `readyUrl` answers. `nodeArgs` go
+ * before the entry (e.g. --cpu-prof); `command` replaces node altogether (nginx).
+ */
 export async function startProcess(
   entry: string,
   env: Record<string, string>,
   readyUrl: string,
-): Promise<{ stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, entry)], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+  nodeArgs: string[] = [],
+  command?: { file: string; args: string[] },
+): Promise<{ stop(): Promise<void>; pid: number | undefined }> {
+  const child = command
+    ? spawn(command.file, command.args, {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "ignore", "inherit"],
+      })
+    : spawn(process.execPath, [...nodeArgs, "--import", "tsx", path.join(ROOT, entry)], {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "ignore", "inherit"],
+      });
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${entry} exited with ${child.exitCode}`);
@@ -53,9 +64,10 @@ export async function startProcess(
     await new Promise((r) => setTimeout(r, 200));
   }
   return {
+    pid: child.pid,
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once("exit", () => resolve());
         child.kill("SIGTERM");
       }),
@@ -70,7 +82,8 @@ export interface LoadResult {
 
 export async function load(url: string, seconds: number, connections = 50): Promise<LoadResult> {
   const result = await autocannon({ url, connections, duration: seconds, pipelining: 1 });
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
 }
 
@@ -78,4 +91,77 @@ export function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
   return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
+}
+
+/** Path of the `wrk` binary, or undefined when it is not installed (Debian/Ubuntu: apt-get install wrk). */
+export function findWrk(): string | undefined {
+  const probe = spawnSync(process.env.WRK ?? "wrk", ["-v"], { encoding: "utf8" });
+  if (probe.error) return undefined;
+  return process.env.WRK ?? "wrk";
+}
+
+export interface WrkResult {
+  /** Completed requests per second (wrk's "Requests/sec"). */
+  rps: number;
+  requests: number;
+  /** Responses with a status of 400 or more (wrk: "Non-2xx or 3xx responses"). */
+  failed: number;
+  socketErrors: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** First error response, when the script prints one ("FIRST-ERROR <status> <body>"). */
+  firstError?: string;
+}
+
+function wrkMs(text: string): number {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(text.trim());
+  if (!m) return NaN;
+  const v = Number(m[1]);
+  return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
+}
+
+/**
+ * Closed-loop throughput from a separate `wrk -t1` process (one load thread, so it takes at most
+ * one core from the servers). `script`/`scriptArgs`: a wrk Lua script and its arguments.
+ */
+export async function runWrk(options: {
+  wrk: string;
+  url: string;
+  connections: number;
+  seconds: number;
+  headers?: Record<string, string>;
+  script?: string;
+  scriptArgs?: string[];
+}): Promise<WrkResult> {
+  const args = ["-t1", `-c${options.connections}`, `-d${options.seconds}s`, "--latency", "--timeout", "30s"];
+  for (const [k, v] of Object.entries(options.headers ?? {})) args.push("-H", `${k}: ${v}`);
+  if (options.script) args.push("-s", options.script);
+  args.push(options.url);
+  if (options.scriptArgs) args.push("--", ...options.scriptArgs);
+  const stdout = await new Promise<string>((resolve, reject) => {
+    execFile(options.wrk, args, { maxBuffer: 1 << 20 }, (err, out, errOut) => {
+      if (err) reject(new Error(`wrk ${args.join(" ")} failed: ${errOut || err.message}`));
+      else resolve(out);
+    });
+  });
+  const num = (re: RegExp) => {
+    const m = re.exec(stdout);
+    return m ? Number(m[1]) : 0;
+  };
+  const rps = num(/Requests\/sec:\s+([\d.]+)/);
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
+  return {
+    rps,
+    requests: num(/(\d+) requests in/),
+    failed: num(/Non-2xx or 3xx responses: (\d+)/),
+    socketErrors: sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
+    p50Ms: wrkMs(/\s50%\s+(\S+)/.exec(stdout)?.[1] ?? ""),
+    p99Ms: wrkMs(/\s99%\s+(\S+)/.exec(stdout)?.[1] ?? ""),
+    firstError: /^FIRST-ERROR (.*)$/m.exec(stdout)?.[1],
+  };
+}
+
+/** `a / b` as "0.93x" (or "n/a"). */
+export function ratio(a: number, b: number): string {
+  return b > 0 && Number.isFinite(a) ? `${(a / b).toFixed(2)}x` : "n/a";
 }

@@ -1,162 +1,599 @@
 /**
- * Media benchmarks, all measured in one run so that only ratios are reported:
- *  - MISS latency of thumbnail, clahe and wave on a 12-megapixel JPEG through the service,
- *    next to raw sharp doing the same work in-process (clahe: next to sharp.clahe; wave: next
- *    to ImageMagick's `convert -wave` when installed, and to sharp's decode+encode floor).
- *  - HIT throughput and latency next to a bare node:http server sending the same bytes.
+ * Media benchmarks: throughput (req/s) measured from outside by `wrk` in its own process, every
+ * figure next to a reference measured in the same run, interleaved cell by cell, reported as a ratio.
+ *
+ *  - MISS (every request a fresh asset id, bytes hard-linked): the media service vs raw sharp
+ *    (same calls, file read per operation, same libvips cache setting, in its own process) and
+ *    IPX 3 over HTTP on the same files, at 2 and 8 connections / operations in flight.
+ *  - HIT (memory tier) at 8 / 32 / 128 connections vs a bare node:http server sending the same
+ *    bytes and headers, and nginx serving the file (ceiling) when installed.
+ *  - 304 revalidations (If-None-Match) vs the bare server doing the same.
+ *  - Redis-tier hit (memory tier off) vs a bare node:http server doing one Redis GET per request,
+ *    when redis-server is installed (a private instance on a free port).
+ * See bench/README.md for the settings (BENCH_* variables) and how to read the tables.
  */
-import { randomUUID } from "node:crypto";
-import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
 import sharp from "sharp";
-import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
-import { freePort, median, startProcess, table, timed, load, type LoadResult } from "./harness";
+import { findWrk, freePort, median, ratio, runWrk, startProcess, table, type WrkResult } from "./harness";
+import { assetId, benchImages, benchSteps, type BenchImage, type BenchStep } from "./media-cases";
 
 const ROOT = path.resolve(__dirname, "..");
-const RUNS = Number(process.env.BENCH_RUNS ?? 5);
-const execFileAsync = promisify(execFile);
+const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const MISS_SECONDS = num("BENCH_MISS_SECONDS", 4);
+const HIT_SECONDS = num("BENCH_SECONDS", 5);
+const REPEAT = Math.max(1, num("BENCH_REPEAT", 1));
+const list = (name: string) =>
+  process.env[name]
+    ?.split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+const PARTS = list("BENCH_MEDIA_PARTS") ?? ["miss", "hit", "redis"];
+const IMAGE_FILTER = list("BENCH_MEDIA_IMAGES");
+const STEP_FILTER = list("BENCH_MEDIA_STEPS");
+const MISS_CONNECTIONS = [2, 8];
+const HIT_CONNECTIONS = [8, 32, 128];
+const REDIS_CONNECTIONS = [8, 32];
 
-async function twelveMegapixelJpeg(): Promise<Buffer> {
-  return sharp(path.join(ROOT, "fixtures/images/rocket.jpg"))
-    .resize(4240, 2832, { fit: "fill" })
-    .jpeg({ quality: 90 })
-    .toBuffer();
+interface Proc {
+  stop(): Promise<void>;
 }
 
 export async function benchMedia(): Promise<string> {
-  // Processes started so far, stopped when a measurement fails (else they keep running, and their port).
-  const started: { stop(): Promise<void> }[] = [];
+  const wrk = findWrk();
+  if (!wrk) {
+    const msg =
+      "SKIPPED: `wrk` is not installed. The media bench measures from a separate load process; " +
+      "install it (Debian/Ubuntu: `apt-get install wrk`, macOS: `brew install wrk`) or set WRK=/path/to/wrk.";
+    process.stderr.write(`${msg}\n`);
+    return msg;
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), "bench-media-"));
+  const started: Proc[] = [];
   try {
-    return await measureMedia(started);
-  } catch (err) {
-    for (const p of started) await p.stop();
-    throw err;
+    return await measure(wrk, dir, started);
+  } finally {
+    for (const p of started.reverse()) await p.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
-async function measureMedia(started: { stop(): Promise<void> }[]): Promise<string> {
-  const dir = mkdtempSync(path.join(tmpdir(), "bench-media-"));
-  const store = new FilesystemBlobStore(path.join(dir, "blobs"));
-  const original = await twelveMegapixelJpeg();
-  const meta = await sharp(original).metadata();
+/** Hard links originals/<id>@blob (+ @meta.json) of one image, created on demand before a cell. */
+class Originals {
+  readonly dir: string;
+  private next = 1;
 
-  // One asset id per MISS so that every request does identical work on a fresh key.
-  // 3 transformations x (1 warm-up + RUNS measured); the HIT part reuses ids[0].
-  const ids = Array.from({ length: (RUNS + 1) * 3 }, () => randomUUID());
-  for (const id of ids) await store.put(originalKey(id), original, "image/jpeg");
+  constructor(root: string) {
+    this.dir = path.join(root, "blobs", "originals");
+    mkdirSync(this.dir, { recursive: true });
+  }
 
-  const port = await freePort();
-  const media = await startProcess("services/media/src/index.ts", {
-    MEDIA_PORT: String(port),
+  async add(image: BenchImage): Promise<void> {
+    const bytes = await image.make();
+    const meta = await sharp(bytes).metadata();
+    if (meta.width !== image.width || meta.height !== image.height) throw new Error(`${image.name}: wrong size`);
+    writeFileSync(this.source(image, "blob"), bytes);
+    writeFileSync(this.source(image, "meta.json"), JSON.stringify({ contentType: `image/${image.format}` }));
+  }
+
+  private source(image: BenchImage, suffix: string): string {
+    return path.join(this.dir, `..`, `source-${image.tag}@${suffix}`);
+  }
+
+  /** Reserves `count` fresh ids of `image` (never used before) and links their files; returns the first. */
+  reserve(image: BenchImage, count: number): number {
+    const first = this.next;
+    this.next += count;
+    for (let n = first; n < first + count; n++) {
+      const id = assetId(n, image);
+      linkSync(this.source(image, "blob"), path.join(this.dir, `${id}@blob`));
+      linkSync(this.source(image, "meta.json"), path.join(this.dir, `${id}@meta.json`));
+    }
+    return first;
+  }
+}
+
+async function fetchOk(url: string, headers: Record<string, string> = {}): Promise<Response> {
+  const res = await fetch(url, { headers });
+  if (res.status !== 200) throw new Error(`${url}: ${res.status} ${await res.text()}`);
+  return res;
+}
+
+async function readMisses(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const m = /^media_misses_total(?:\{[^}]*\})? (\d+)/m.exec(text);
+  if (!m) throw new Error("media_misses_total not found on /metrics");
+  return Number(m[1]);
+}
+
+/** CPU time (user + system, all threads) a process used so far, in ms; undefined off Linux. */
+function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime are fields 14 and 15 of the line, in clock ticks (USER_HZ, 100 on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+function runSharpReference(job: object): Promise<{ rps: number; cpuMsPerOp: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "bench/sharp-reference.ts")], {
+      cwd: ROOT,
+      env: { ...process.env, BENCH_SHARP_JOB: JSON.stringify(job) },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      if (code !== 0) return reject(new Error(`sharp reference exited with ${code}`));
+      resolve(JSON.parse(out.trim().split("\n").at(-1)!) as { rps: number; cpuMsPerOp: number });
+    });
+  });
+}
+
+/**
+ * Waits until a server finished the requests still in flight when wrk stopped (its CPU time stops
+ * growing), so a slow system's leftover work never runs into the next system's cell. At most 60 s.
+ */
+async function waitIdle(pid: number | undefined): Promise<void> {
+  let last = processCpuMs(pid);
+  if (last === undefined) return;
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+    await new Promise((r) => setTimeout(r, 250));
+    const now = processCpuMs(pid)!;
+    if (now - last <= 10) return;
+    last = now;
+  }
+}
+
+function checkWrk(label: string, r: WrkResult, allowNone = false): WrkResult {
+  if (r.failed > 0 || r.socketErrors > 0)
+    throw new Error(
+      `${label}: ${r.failed} error responses, ${r.socketErrors} socket errors (of ${r.requests})` +
+        (r.firstError ? `; first: ${r.firstError}` : ""),
+    );
+  if (r.requests === 0 && !allowNone) throw new Error(`${label}: no request completed`);
+  return r;
+}
+
+const fmt = (v: number) => (v >= 1000 ? `${(v / 1000).toFixed(1)}k` : v.toFixed(v >= 100 ? 0 : 1));
+const loadNote = () => {
+  const l = spawnSync("cat", ["/proc/loadavg"], { encoding: "utf8" }).stdout?.split(" ").slice(0, 3).join(" ");
+  return l ? `load average ${l}` : "";
+};
+
+async function measure(wrk: string, dir: string, started: Proc[]): Promise<string> {
+  const out: string[] = [];
+  const log = (line: string) => process.stderr.write(`[bench media] ${line}\n`);
+  const originals = new Originals(dir);
+  const images = benchImages.filter((i) => !IMAGE_FILTER || IMAGE_FILTER.some((f) => i.name.toLowerCase().includes(f)));
+  const steps = benchSteps.filter((s) => !STEP_FILTER || STEP_FILTER.some((f) => s.name.toLowerCase().includes(f)));
+  for (const image of benchImages) await originals.add(image);
+
+  const serviceEnv = {
     HOST: "127.0.0.1",
     STORAGE_DRIVER: "fs",
     STORAGE_DIR: path.join(dir, "blobs"),
     LOG_LEVEL: "warn",
     REDIS_URL: "",
-  }, `http://127.0.0.1:${port}/healthz`);
+  };
+  const nodeArgs = process.env.BENCH_MEDIA_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const media = await startProcess(
+    "services/media/src/index.ts",
+    { ...serviceEnv, MEDIA_PORT: String(port) },
+    `${base}/healthz`,
+    nodeArgs,
+  );
   started.push(media);
 
-  const base = `http://127.0.0.1:${port}`;
-  const fetchBytes = async (url: string) => {
-    const res = await fetch(url);
-    if (res.status !== 200) throw new Error(`${url}: ${res.status} ${await res.text()}`);
-    return { cache: res.headers.get("x-cache"), body: Buffer.from(await res.arrayBuffer()) };
+  out.push(
+    `Load: \`wrk -t1\` in its own process; MISS cells ${MISS_SECONDS} s, HIT cells ${HIT_SECONDS} s, ` +
+      `${REPEAT} run(s) per cell (median), references measured interleaved with the service cell by cell. ` +
+      `Start: ${loadNote()}.`,
+  );
+
+  if (PARTS.includes("miss")) {
+    const ipxPort = await freePort();
+    const ipx = await startProcess(
+      "bench/ipx-server.ts",
+      { PORT: String(ipxPort), IPX_DIR: originals.dir },
+      `http://127.0.0.1:${ipxPort}/`,
+    );
+    started.push(ipx);
+    const ipxBase = `http://127.0.0.1:${ipxPort}`;
+    // Expected rate per image/step (from the first request, then the measurements): enough fresh
+    // ids per cell, and cells long enough for ~40 requests (slow work gets up to 5x MISS_SECONDS).
+    const rateGuess = new Map<string, number>();
+    const rows: string[][] = [];
+    for (const image of images) {
+      for (const step of steps) {
+        const { same, ms } = await checkSameOutput(base, ipxBase, originals, image, step);
+        const work = `${image.name} ${step.name}`;
+        rateGuess.set(work, 1000 / ms);
+        for (const c of MISS_CONNECTIONS) {
+          const cell = `${image.name} ${step.name} c=${c}`;
+          const svc: number[] = [];
+          const raw: number[] = [];
+          const peer: number[] = [];
+          const cpu = { service: [] as number[], sharp: [] as number[], ipx: [] as number[] };
+          for (let r = 0; r < REPEAT; r++) {
+            const guess = rateGuess.get(work)!;
+            const seconds = Math.min(MISS_SECONDS * 5, Math.max(MISS_SECONDS, Math.ceil(40 / guess)));
+            // Generous: a fast reference or a quieter moment can beat the guess several times over.
+            const need = Math.ceil(Math.max(guess, 50) * 4 * seconds) + c + 16;
+            const order = r % 2 === 0 ? ["sharp", "ipx", "service"] : ["service", "ipx", "sharp"];
+            for (const who of order) {
+              if (who === "sharp") {
+                const first = originals.reserve(image, 64);
+                const ref = await runSharpReference({
+                  originalsDir: originals.dir,
+                  image: image.name,
+                  step: step.name,
+                  first,
+                  count: 64,
+                  concurrency: c,
+                  seconds,
+                });
+                raw.push(ref.rps);
+                cpu.sharp.push(ref.cpuMsPerOp);
+              } else {
+                const first = originals.reserve(image, need);
+                const suffix =
+                  who === "ipx"
+                    ? `${assetId(0, image).slice(8)}@blob`
+                    : `${assetId(0, image).slice(8)}.${image.extension}`;
+                const prefix = who === "ipx" ? `/${step.ipx(image)}/` : `/${step.service}/`;
+                const before = who === "service" ? await readMisses(base) : 0;
+                const pid = who === "service" ? media.pid : ipx.pid;
+                const cpuBefore = processCpuMs(pid);
+                const res = checkWrk(
+                  `${who} ${cell}`,
+                  await runWrk({
+                    wrk,
+                    url: who === "ipx" ? ipxBase : base,
+                    connections: c,
+                    seconds,
+                    script: path.join(ROOT, "bench/miss.lua"),
+                    scriptArgs: [prefix, String(first), suffix],
+                  }),
+                  true,
+                );
+                await waitIdle(pid);
+                const cpuAfter = processCpuMs(pid);
+                if (cpuBefore !== undefined && cpuAfter !== undefined)
+                  // Closed loop: c requests were still in flight when wrk stopped; waitIdle let them finish.
+                  cpu[who as "service" | "ipx"].push((cpuAfter - cpuBefore) / (res.requests + c));
+                if (res.requests + c >= need)
+                  throw new Error(`${who} ${cell}: ran out of fresh ids (${need}); raise the guess`);
+                if (who === "service") {
+                  const misses = (await readMisses(base)) - before;
+                  if (misses < res.requests) throw new Error(`${cell}: ${res.requests} requests but ${misses} MISS`);
+                  svc.push(res.rps);
+                } else peer.push(res.rps);
+                rateGuess.set(work, Math.max(rateGuess.get(work)!, res.rps));
+              }
+            }
+          }
+          const s = median(svc);
+          const rs = median(raw);
+          const ip = median(peer);
+          log(`${cell}: service ${s.toFixed(1)}, sharp ${rs.toFixed(1)}, ipx ${ip.toFixed(1)} req/s (${loadNote()})`);
+          const ms = (v: number[]) => (v.length > 0 ? median(v).toFixed(1) : "?");
+          rows.push([
+            image.name,
+            step.name,
+            String(c),
+            fmt(s),
+            fmt(rs),
+            fmt(ip),
+            ratio(s, rs),
+            ratio(s, ip),
+            `${ms(cpu.service)} / ${ms(cpu.sharp)} / ${ms(cpu.ipx)}`,
+            same,
+          ]);
+        }
+      }
+    }
+    await ipx.stop();
+    out.push(
+      "",
+      "### MISS throughput (every request a fresh asset id)",
+      "",
+      "Service: `GET /<step>/<fresh id>.<ext>` (checked: every request counted in `media_misses_total`). " +
+        "Raw sharp: `bench/sharp-reference.ts`, c operations in flight, `fs.readFile` + the same sharp calls, " +
+        "`sharp.cache(false)` like the service. IPX 3.1.1 (its own sharp 0.34): `GET /<modifiers>/<file>` on the same files. " +
+        "`CPU ms/req`: CPU time of the whole process (all threads) per request or operation, the work each " +
+        "system spends; it stays comparable when the machine is busy and req/s does not. " +
+        "`same output` compares width x height x channels of the three results.",
+      "",
+      table(
+        [
+          "image",
+          "step",
+          "conns",
+          "service req/s",
+          "raw sharp",
+          "IPX",
+          "service / sharp",
+          "service / IPX",
+          "CPU ms/req service / sharp / IPX",
+          "same output",
+        ],
+        rows,
+      ),
+    );
+  }
+
+  if (PARTS.includes("hit")) out.push("", ...(await measureHit(wrk, base, originals, dir, started)));
+  if (PARTS.includes("redis")) out.push("", ...(await measureRedis(wrk, originals, serviceEnv, started)));
+  out.push("", `End: ${loadNote()}.`);
+  return out.join("\n");
+}
+
+/** Width x height x channels of the service's, IPX's and raw sharp's result for one image/step. */
+async function checkSameOutput(
+  base: string,
+  ipxBase: string,
+  originals: Originals,
+  image: BenchImage,
+  step: BenchStep,
+): Promise<{ same: string; ms: number }> {
+  const first = originals.reserve(image, 1);
+  const id = assetId(first, image);
+  const shape = async (bytes: Buffer) => {
+    const m = await sharp(bytes).metadata();
+    return `${m.width}x${m.height}x${m.channels} ${m.format}`;
   };
+  // One request first (JIT, first-use costs), then the timed one that seeds the rate guess.
+  await (
+    await fetchOk(`${base}/${step.service}/${assetId(originals.reserve(image, 1), image)}.${image.extension}`)
+  ).arrayBuffer();
+  const started = performance.now();
+  const svcBytes = Buffer.from(await (await fetchOk(`${base}/${step.service}/${id}.${image.extension}`)).arrayBuffer());
+  const ms = performance.now() - started;
+  const svc = await shape(svcBytes);
+  const ipx = await shape(Buffer.from(await (await fetchOk(`${ipxBase}/${step.ipx(image)}/${id}@blob`)).arrayBuffer()));
+  const raw = await shape(await step.raw(sharp(path.join(originals.dir, `${id}@blob`)), image).toBuffer());
+  const same = svc === raw && svc === ipx ? `yes (${svc})` : `NO: service ${svc}, sharp ${raw}, IPX ${ipx}`;
+  return { same, ms };
+}
 
-  const cases: { name: string; step: string; raw: () => Promise<unknown>; rawLabel: string }[] = [
-    {
-      name: "thumbnail",
-      step: "thumbnail:size=256",
-      rawLabel: "sharp resize(256,256,cover) + jpeg q75",
-      raw: () => sharp(original).rotate().resize(256, 256, { fit: "cover" }).jpeg({ quality: 75 }).toBuffer(),
-    },
-    {
-      name: "clahe",
-      step: "clahe",
-      rawLabel: "sharp.clahe({width:16,height:16}) + jpeg",
-      raw: () => sharp(original).clahe({ width: 16, height: 16 }).jpeg().toBuffer(),
-    },
-    {
-      name: "wave",
-      step: "wave:amplitude=10:wavelength=50",
-      rawLabel: "sharp decode + jpeg encode (floor)",
-      raw: () => sharp(original).raw().toBuffer().then((b) =>
-        sharp(b, { raw: { width: meta.width, height: meta.height, channels: 3 } }).jpeg().toBuffer()),
-    },
-  ];
+/** Headers of a service response, as the bare server should replay them. */
+function replayHeaders(res: Response): Record<string, string> {
+  const h: Record<string, string> = {};
+  res.headers.forEach((v, k) => {
+    if (!["date", "connection", "keep-alive", "x-request-id", "transfer-encoding"].includes(k)) h[k] = v;
+  });
+  return h;
+}
 
-  const rows: string[][] = [];
-  let next = 0;
-  for (const c of cases) {
-    // Warm-up: the first request loads workers/models; measured runs then use fresh keys.
-    await fetchBytes(`${base}/${c.step}/${ids[next++]}.jpg`);
-    const service: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      const url = `${base}/${c.step}/${ids[next++]}.jpg`;
-      const { ms, value } = await timed(() => fetchBytes(url));
-      if (value.cache !== "MISS") throw new Error(`expected MISS for ${url}`);
-      service.push(ms);
-    }
-    await c.raw();
-    const raw: number[] = [];
-    for (let i = 0; i < RUNS; i++) raw.push((await timed(c.raw)).ms);
-    const s = median(service);
-    const r = median(raw);
-    rows.push([c.name, `${s.toFixed(0)} ms`, c.rawLabel, `${r.toFixed(0)} ms`, `${(s / r).toFixed(2)}x`]);
-  }
-
-  const magick = ["/usr/bin/convert", "/usr/bin/magick"].find((p) => existsSync(p));
-  if (magick) {
-    const input = path.join(dir, "12mp.jpg");
-    writeFileSync(input, original);
-    const im: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      // Async, not execFileSync: blocking the event loop for seconds let the service's keep-alive
-      // timeout (5 s) close the pooled socket unseen, so the next fetch can fail ("fetch failed").
-      im.push((await timed(() => execFileAsync(magick, [input, "-wave", "10x50", path.join(dir, "w.jpg")]))).ms);
-    }
-    const waveRow = rows.find((r) => r[0] === "wave")!;
-    const s = parseFloat(waveRow[1]!);
-    rows.push(["wave", waveRow[1]!, "ImageMagick convert -wave 10x50", `${median(im).toFixed(0)} ms`, `${(s / median(im)).toFixed(2)}x`]);
-  }
-
-  // HIT path: the same bytes from the service's cache and from a bare node:http server. A
-  // 512 px thumbnail (q75) is about 18 KB, the body size DESIGN's reference figures used.
-  const hitUrl = `${base}/thumbnail:size=512/${ids[0]}.jpg`;
-  const first = await fetchBytes(hitUrl);
-  const again = await fetchBytes(hitUrl);
-  if (again.cache !== "HIT") throw new Error("expected a HIT");
-  const barePort = await freePort();
+async function measureHit(
+  wrk: string,
+  base: string,
+  originals: Originals,
+  dir: string,
+  started: Proc[],
+): Promise<string[]> {
+  const image = benchImages.find((i) => i.tag === 2)!;
+  const id = assetId(originals.reserve(image, 1), image);
+  const url = `${base}/thumbnail:size=800/${id}.jpg`;
+  const body = Buffer.from(await (await fetchOk(url)).arrayBuffer());
+  const hit = await fetchOk(url);
+  if (hit.headers.get("x-cache") !== "HIT") throw new Error("expected a HIT");
+  await hit.arrayBuffer();
+  const headers = replayHeaders(hit);
   const bodyFile = path.join(dir, "hit.jpg");
-  writeFileSync(bodyFile, first.body);
-  const bare = await startProcess("bench/bare-server.ts", { PORT: String(barePort), BODY_FILE: bodyFile }, `http://127.0.0.1:${barePort}/`);
+  writeFileSync(bodyFile, body);
+  const barePort = await freePort();
+  const bare = await startProcess(
+    "bench/bare-server.ts",
+    { PORT: String(barePort), BODY_FILE: bodyFile, BARE_HEADERS: JSON.stringify(headers) },
+    `http://127.0.0.1:${barePort}/`,
+  );
   started.push(bare);
-  const duration = Number(process.env.BENCH_SECONDS ?? 10);
-  let hit: LoadResult;
-  let baseline: LoadResult;
-  try {
-    baseline = await load(`http://127.0.0.1:${barePort}/thumbnail:size=512/x.jpg`, duration);
-    hit = await load(hitUrl, duration);
-  } finally {
-    await bare.stop();
-    await media.stop();
+  const bareUrl = `http://127.0.0.1:${barePort}${new URL(url).pathname}`;
+  const nginx = await startNginx(dir, bodyFile);
+  if (nginx) started.push(nginx.proc);
+
+  const servers: { name: string; url: string }[] = [
+    { name: "bare", url: bareUrl },
+    { name: "service", url },
+    ...(nginx ? [{ name: "nginx", url: nginx.url }] : []),
+  ];
+  const rows: string[][] = [];
+  const results = new Map<string, number[]>();
+  for (const c of HIT_CONNECTIONS) {
+    for (let r = 0; r < REPEAT; r++) {
+      const order = r % 2 === 0 ? servers : [...servers].reverse();
+      for (const s of order) {
+        const res = checkWrk(
+          `HIT ${s.name} c=${c}`,
+          await runWrk({ wrk, url: s.url, connections: c, seconds: HIT_SECONDS }),
+        );
+        const key = `${s.name} ${c}`;
+        results.set(key, [...(results.get(key) ?? []), res.rps]);
+      }
+    }
+    const get = (n: string) => median(results.get(`${n} ${c}`) ?? [NaN]);
+    const svc = get("service");
+    rows.push([
+      String(c),
+      fmt(svc),
+      fmt(get("bare")),
+      ratio(svc, get("bare")),
+      nginx ? fmt(get("nginx")) : "not installed",
+      nginx ? ratio(svc, get("nginx")) : "",
+    ]);
+    process.stderr.write(`[bench media] HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
   }
 
-  const lines = [
-    `12-megapixel JPEG (${meta.width}x${meta.height}, ${(original.length / 1e6).toFixed(1)} MB), median of ${RUNS} runs each:`,
-    table(["transformation", "service MISS (HTTP)", "reference", "reference time", "ratio"], rows),
+  // 304: the same URL with If-None-Match: <etag>, against the bare server doing the same.
+  const etag = headers.etag!;
+  const revalidation: string[][] = [];
+  for (const c of [32]) {
+    const svc: number[] = [];
+    const ref: number[] = [];
+    for (let r = 0; r < REPEAT; r++) {
+      const h = { "If-None-Match": etag };
+      ref.push(
+        checkWrk("304 bare", await runWrk({ wrk, url: bareUrl, connections: c, seconds: HIT_SECONDS, headers: h })).rps,
+      );
+      svc.push(
+        checkWrk("304 service", await runWrk({ wrk, url, connections: c, seconds: HIT_SECONDS, headers: h })).rps,
+      );
+    }
+    revalidation.push([String(c), fmt(median(svc)), fmt(median(ref)), ratio(median(svc), median(ref))]);
+  }
+  await bare.stop();
+  if (nginx) await nginx.proc.stop();
+  return [
+    "### HIT throughput (memory tier)",
     "",
-    `HIT: ${first.body.length} byte JPEG, ${duration} s each, 50 connections (autocannon in the bench process):`,
-    table(
-      ["server", "req/s", "p50 latency", "p99 latency", "ratio"],
-      [
-        ["bare node:http (same bytes)", baseline.rps.toFixed(0), `${baseline.p50} ms`, `${baseline.p99} ms`, "1.00"],
-        ["media service HIT", hit.rps.toFixed(0), `${hit.p50} ms`, `${hit.p99} ms`, (hit.rps / baseline.rps).toFixed(2)],
-      ],
-    ),
+    `${body.length} byte JPEG (\`thumbnail:size=800\` of the 2.5 MP original). Bare node:http (\`bench/bare-server.ts\`): ` +
+      `the same bytes and response headers (${Object.keys(headers).join(", ")}, plus a fresh X-Request-Id), one process. ` +
+      "nginx: 1 worker, static file, the ceiling.",
+    "",
+    table(["conns", "service req/s", "bare node:http", "service / bare", "nginx", "service / nginx"], rows),
+    "",
+    "304 revalidation (`If-None-Match: <etag>` on the cached URL):",
+    "",
+    table(["conns", "service 304/s", "bare node:http 304/s", "service / bare"], revalidation),
   ];
-  return lines.join("\n");
+}
+
+async function startNginx(dir: string, bodyFile: string): Promise<{ proc: Proc; url: string } | undefined> {
+  const bin = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].find(
+    (p) => spawnSync(p, ["-v"]).status === 0,
+  );
+  if (!bin) return undefined;
+  const port = await freePort();
+  const prefix = path.join(dir, "nginx");
+  mkdirSync(path.join(prefix, "logs"), { recursive: true });
+  const conf = path.join(prefix, "nginx.conf");
+  writeFileSync(
+    conf,
+    [
+      "daemon off;",
+      "master_process off;",
+      "worker_processes 1;",
+      "error_log stderr warn;",
+      `pid ${path.join(prefix, "nginx.pid")};`,
+      "events { worker_connections 4096; }",
+      "http {",
+      "  access_log off;",
+      `  client_body_temp_path ${prefix}/tmp; proxy_temp_path ${prefix}/tmp; fastcgi_temp_path ${prefix}/tmp;`,
+      `  uwsgi_temp_path ${prefix}/tmp; scgi_temp_path ${prefix}/tmp;`,
+      "  keepalive_requests 1000000;",
+      `  server { listen 127.0.0.1:${port}; root ${path.dirname(bodyFile)}; location / { default_type image/jpeg; try_files /${path.basename(bodyFile)} =404; } }`,
+      "}",
+    ].join("\n"),
+  );
+  const url = `http://127.0.0.1:${port}/hit.jpg`;
+  const proc = await startProcess("", {}, url, [], { file: bin, args: ["-p", prefix, "-c", conf, "-e", "stderr"] });
+  return { proc, url };
+}
+
+async function measureRedis(
+  wrk: string,
+  originals: Originals,
+  serviceEnv: Record<string, string>,
+  started: Proc[],
+): Promise<string[]> {
+  const title = "### Redis-tier HIT (memory tier off)";
+  const redisBin = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find(
+    (p) => spawnSync(p, ["--version"]).status === 0,
+  );
+  if (!redisBin) return [title, "", "SKIPPED: redis-server is not installed."];
+  const redisPort = await freePort();
+  const redisUrl = `redis://127.0.0.1:${redisPort}`;
+  const redis = spawn(
+    redisBin,
+    ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    {
+      stdio: "ignore",
+    },
+  );
+  const redisProc: Proc = {
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (redis.exitCode !== null || redis.signalCode !== null) return resolve();
+        redis.once("exit", () => resolve());
+        redis.kill("SIGTERM");
+      }),
+  };
+  started.push(redisProc);
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const media = await startProcess(
+    "services/media/src/index.ts",
+    {
+      ...serviceEnv,
+      MEDIA_PORT: String(port),
+      REDIS_URL: redisUrl,
+      CACHE_MEMORY_BYTES: "0",
+      REDIS_KEY_PREFIX: "bench:",
+    },
+    `${base}/healthz`,
+  );
+  started.push(media);
+  const image = benchImages.find((i) => i.tag === 2)!;
+  const id = assetId(originals.reserve(image, 1), image);
+  const pathname = `/thumbnail:size=800/${id}.jpg`;
+  await (await fetchOk(`${base}${pathname}`)).arrayBuffer();
+  const hit = await fetchOk(`${base}${pathname}`);
+  if (hit.headers.get("x-cache") !== "HIT") throw new Error("expected a Redis-tier HIT");
+  const size = (await hit.arrayBuffer()).byteLength;
+  const barePort = await freePort();
+  const bare = await startProcess(
+    "bench/bare-server.ts",
+    {
+      PORT: String(barePort),
+      BARE_REDIS_URL: redisUrl,
+      BARE_REDIS_KEY: `bench:r:${pathname}`,
+      BARE_HEADERS: JSON.stringify(replayHeaders(hit)),
+    },
+    `http://127.0.0.1:${barePort}/`,
+  );
+  started.push(bare);
+  const rows: string[][] = [];
+  for (const c of REDIS_CONNECTIONS) {
+    const svc: number[] = [];
+    const ref: number[] = [];
+    for (let r = 0; r < REPEAT; r++) {
+      ref.push(
+        checkWrk(
+          "redis bare",
+          await runWrk({ wrk, url: `http://127.0.0.1:${barePort}${pathname}`, connections: c, seconds: HIT_SECONDS }),
+        ).rps,
+      );
+      svc.push(
+        checkWrk(
+          "redis service",
+          await runWrk({ wrk, url: `${base}${pathname}`, connections: c, seconds: HIT_SECONDS }),
+        ).rps,
+      );
+    }
+    rows.push([String(c), fmt(median(svc)), fmt(median(ref)), ratio(median(svc), median(ref))]);
+    process.stderr.write(`[bench media] Redis HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
+  }
+  await bare.stop();
+  await media.stop();
+  await redisProc.stop();
+  return [
+    title,
+    "",
+    `${size} byte JPEG stored in a private redis-server; service with CACHE_MEMORY_BYTES=0 (every request reads Redis). ` +
+      "Reference: bare node:http doing one Redis GET (ioredis) per request, then sending the bytes with the same headers.",
+    "",
+    table(["conns", "service req/s", "bare node:http + GET", "service / bare"], rows),
+  ];
 }

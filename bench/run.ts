@@ -1,9 +1,11 @@
 /**
  * pnpm bench [media] [management]
- * Runs the selected benchmark sections (all when none is named), prints them and writes them to
- * bench/results/latest.md.
+ * Runs the selected benchmark sections (all when none is named) and prints them. Each section's
+ * run is written to bench/results/<section>.md (a section not run keeps its last file), and
+ * bench/results/latest.md is rebuilt from all section files, so running one section never drops
+ * the other's results.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { benchManagement } from "./management";
@@ -37,7 +39,8 @@ async function main(): Promise<number> {
     "Only the ratios are meant to be compared across machines (see bench/README.md).",
   ].join("\n");
   process.stdout.write(`${header}\n`);
-  const out: string[] = [header];
+  const dir = path.join(__dirname, "results");
+  mkdirSync(dir, { recursive: true });
   let failed = false;
   for (const name of selected) {
     const section = SECTIONS[name]!;
@@ -50,11 +53,20 @@ async function main(): Promise<number> {
     }
     const text = `\n## ${section.title}\n\n${body}\n`;
     process.stdout.write(text);
-    out.push(text);
+    writeFileSync(path.join(dir, `${name}.md`), `${header}\n${text}`);
   }
-  const dir = path.join(__dirname, "results");
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, "latest.md"), `${out.join("\n")}\n`);
+  const parts = Object.keys(SECTIONS)
+    .map((name) => path.join(dir, `${name}.md`))
+    .filter((file) => existsSync(file))
+    .map((file) => readFileSync(file, "utf8").trimEnd());
+  writeFileSync(
+    path.join(dir, "latest.md"),
+    `<!-- Built by bench/run.ts from ${Object.keys(SECTIONS)
+      .map((n) => `${n}.md`)
+      .join(
+        " + ",
+      )}; each section carries the header of the run that produced it. -->\n\n${parts.join("\n\n---\n\n")}\n`,
+  );
   return failed ? 1 : 0;
 }
 

@@ -4,6 +4,7 @@
  * Ctrl-C / SIGTERM.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import path from "node:path";
 
 const root = path.resolve(__dirname, "..");
@@ -11,6 +12,27 @@ const services = [
   { name: "management", entry: "services/management/src/index.ts" },
   { name: "media", entry: "services/media/src/index.ts" },
 ];
+
+/**
+ * jemalloc, when the system has it (Debian/Ubuntu `libjemalloc2`, Fedora `jemalloc`, Arch
+ * `jemalloc`): glibc malloc fragments around libvips, so the media process's RSS grows far past
+ * its live memory (see bench/results/media-soak.md). A preload the environment already sets
+ * is kept; elsewhere (macOS, musl) the services run on the system allocator.
+ */
+const JEMALLOC_PATHS = [
+  "/usr/local/lib/libjemalloc.so.2",
+  "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+  "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+  "/usr/lib64/libjemalloc.so.2",
+  "/usr/lib/libjemalloc.so.2",
+];
+const jemalloc = process.platform === "linux" ? JEMALLOC_PATHS.find((p) => existsSync(p)) : undefined;
+const env = process.env.LD_PRELOAD || !jemalloc ? process.env : { ...process.env, LD_PRELOAD: jemalloc };
+console.error(
+  env.LD_PRELOAD
+    ? `[start] preloading ${env.LD_PRELOAD}`
+    : "[start] jemalloc not found: using the system allocator (install libjemalloc2 for lower media memory)",
+);
 
 const children: ChildProcess[] = [];
 let stopping = false;
@@ -31,7 +53,7 @@ function stopAll(code: number): void {
 for (const service of services) {
   const child = spawn(process.execPath, ["--import", "tsx", path.join(root, service.entry)], {
     cwd: root,
-    env: process.env,
+    env,
     stdio: ["ignore", "inherit", "inherit"],
   });
   child.on("exit", (code, signal) => {

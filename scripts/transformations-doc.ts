@@ -59,6 +59,7 @@ export function renderTransformationsDoc(): string {
     "|---|---|---|",
     `| maxDimension (pixels) | ${defaultMediaLimits.maxDimension} | MEDIA_MAX_DIMENSION |`,
     `| maxOutputPixels | ${defaultMediaLimits.maxOutputPixels} | MEDIA_MAX_OUTPUT_PIXELS |`,
+    `| maxWorkPixels (per request, summed over steps) | ${defaultMediaLimits.maxWorkPixels} | MEDIA_MAX_WORK_PIXELS |`,
     `| maxMultiplier | ${defaultMediaLimits.maxMultiplier} | MEDIA_MAX_MULTIPLIER |`,
     `| maxNoiseAmount | ${defaultMediaLimits.maxNoiseAmount} | MEDIA_MAX_NOISE_AMOUNT |`,
     `| maxWaveAmplitude | ${defaultMediaLimits.maxWaveAmplitude} | MEDIA_MAX_WAVE_AMPLITUDE |`,

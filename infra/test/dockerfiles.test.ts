@@ -16,7 +16,7 @@ const SERVICE_NAMES: ServiceName[] = ["management", "media"];
 const text = (s: ServiceName) => readRepoFile(dockerfilePath(s));
 
 describe.each(SERVICE_NAMES)("infra/docker/%s.Dockerfile", (service) => {
-  test("passes every check: multi-stage Node 24, frozen pnpm install, pruned deploy, non-root USER, node HEALTHCHECK, CMD, ports", () => {
+  test("passes every check: multi-stage Node 24, frozen pnpm install, pruned deploy, non-root USER, node HEALTHCHECK, CMD, ports, jemalloc", () => {
     expect(dockerfileProblems(service)).toEqual([]);
   });
 
@@ -68,6 +68,12 @@ describe.each(SERVICE_NAMES)("infra/docker/%s.Dockerfile", (service) => {
       "another pnpm than packageManager",
       (t) => t.replace(/PNPM_VERSION=[\d.]+/, "PNPM_VERSION=9.0.0"),
       /PNPM_VERSION 9.0.0 differs from packageManager/,
+    ],
+    ["no jemalloc", (t) => t.replace(/ libjemalloc2 /, " "), /does not install libjemalloc2/],
+    [
+      "no LD_PRELOAD",
+      (t) => t.replace(/^ {4}LD_PRELOAD=\S+ \\\n/m, ""),
+      /ENV LD_PRELOAD=undefined, expected \/usr\/local\/lib\/libjemalloc\.so\.2/,
     ],
     ["EXPOSE on another port", (t) => t.replace(/^EXPOSE \d+$/m, "EXPOSE 8080"), /EXPOSE 8080 does not include/],
     [

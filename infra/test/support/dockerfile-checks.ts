@@ -24,6 +24,9 @@ export function finalStage(df: Dockerfile): Stage {
   return df.stages[df.stages.length - 1];
 }
 
+/** Where the runtime stage links Debian's libjemalloc2 (the same path on every architecture). */
+export const JEMALLOC_PATH = "/usr/local/lib/libjemalloc.so.2";
+
 /** The runtime image's own ENV (defaults that compose / k8s environments add to). */
 export function imageEnv(service: ServiceName, text = readRepoFile(dockerfilePath(service))): Record<string, string> {
   return stageEnv(finalStage(parseDockerfile(text)));
@@ -177,6 +180,15 @@ export function dockerfileProblems(
   if (!expose.includes(String(port)))
     problems.push(`EXPOSE ${expose.join(" ")} does not include ${rule.portVariable}=${port}`);
   if (env.HOST !== "0.0.0.0") problems.push(`ENV HOST=${env.HOST}: must listen on all interfaces in a container`);
+
+  // jemalloc (Debian's libjemalloc2) preloaded: glibc malloc fragments around libvips.
+  const installsJemalloc = lastIns.some(
+    (i) =>
+      i.keyword === "RUN" && /apt-get install\b[^&]*\blibjemalloc2\b/.test(i.args) && i.args.includes(JEMALLOC_PATH),
+  );
+  if (!installsJemalloc)
+    problems.push(`runtime stage does not install libjemalloc2 (apt-get) and link it at ${JEMALLOC_PATH}`);
+  if (env.LD_PRELOAD !== JEMALLOC_PATH) problems.push(`ENV LD_PRELOAD=${env.LD_PRELOAD}, expected ${JEMALLOC_PATH}`);
 
   const hc = lastIns.filter((i) => i.keyword === "HEALTHCHECK").pop();
   if (!hc) problems.push("runtime stage has no HEALTHCHECK");

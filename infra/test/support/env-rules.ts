@@ -1,7 +1,7 @@
 // The rule every deployment file is held to, for each service's environment:
 //   1. every variable set is one the service knows: a key of its zod env schema (imported from
 //      the service, so a renamed variable breaks this test), or one of a few runtime variables
-//      (NODE_ENV, NODE_OPTIONS, TZ) — a typo such as S3_BUKET is reported, not ignored;
+//      (NODE_ENV, NODE_OPTIONS, TZ, LD_PRELOAD for jemalloc) — a typo such as S3_BUKET is reported, not ignored;
 //   2. every variable of the production mode is set: the service's list below (each name is
 //      itself checked against the schema), and exactly one of the auth key sources;
 //   3. the whole environment passes the service's own loader (loadConfig / loadMediaConfig:
@@ -11,7 +11,7 @@
 import { managementEnvSchema, loadConfig, type ManagementConfig } from "../../../services/management/src/config";
 import { loadMediaConfig, mediaEnvSchema, type MediaConfig } from "../../../services/media/src/config";
 
-export const RUNTIME_VARIABLES = ["NODE_ENV", "NODE_OPTIONS", "TZ"] as const;
+export const RUNTIME_VARIABLES = ["NODE_ENV", "NODE_OPTIONS", "TZ", "LD_PRELOAD"] as const;
 
 /** Storage settings both services need in production (same bucket, same credentials). */
 export const STORAGE_PRODUCTION = [

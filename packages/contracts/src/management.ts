@@ -186,9 +186,26 @@ export const listAssetsQuerySchema = z
   .describe("GET /v1/assets query");
 export type ListAssetsQuery = z.infer<typeof listAssetsQuerySchema>;
 
+/**
+ * GET /v1/assets counts matches exactly up to this many; above it, count is the query planner's
+ * estimate (counting a million rows on every page would cost more than the page itself).
+ */
+export const LIST_EXACT_COUNT_LIMIT = 10_000;
+
 export const listAssetsResponseSchema = z
   .object({
-    count: z.number().int().describe("Number of assets matching the filters (all pages)"),
+    count: z
+      .number()
+      .int()
+      .describe(
+        `Number of assets matching the filters (all pages): exact up to ${LIST_EXACT_COUNT_LIMIT}; above that, an estimate (then countIsEstimate is true)`,
+      ),
+    countIsEstimate: z
+      .literal(true)
+      .optional()
+      .describe(
+        `Present (true) when more than ${LIST_EXACT_COUNT_LIMIT} assets match and count is the database's estimate; absent when count is exact`,
+      ),
     assets: z.array(assetSchema).describe("This page"),
     nextCursor: z.string().nullable().describe("Pass as cursor for the next page; null on the last page"),
   })

@@ -7,6 +7,7 @@ import {
   MediaUrlError,
   paramSpecsOf,
   parseMediaPath,
+  resolveParams,
   transformationNames,
   transformationSpecs,
   upperBound,
@@ -119,12 +120,13 @@ function stepArbitrary(name: TransformationName): fc.Arbitrary<TransformationSte
   }
   const check = (
     transformationSpecs[name] as {
-      check?: (p: Record<string, number | string>, l: typeof defaultMediaLimits) => string | undefined;
+      check?: (p: Record<string, unknown>, l: typeof defaultMediaLimits) => string | undefined;
     }
   ).check;
+  // The table's cross-parameter check runs on resolved values, as the parser runs it.
   return fc
     .record(record, { requiredKeys })
-    .filter((params) => !check?.(params as Record<string, number | string>, defaultMediaLimits))
+    .filter((params) => !check?.(resolveParams(name, params as never), defaultMediaLimits))
     .map((params) => ({ name, params }) as TransformationStep);
 }
 

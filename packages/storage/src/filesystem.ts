@@ -24,6 +24,8 @@ const DEFAULT_CONTENT_TYPE = "application/octet-stream";
 const DATA_SUFFIX = "@blob";
 const META_SUFFIX = "@meta.json";
 const TMP_INFIX = "@tmp-";
+/** Largest single read of a blob body (bigger blobs stream in chunks of this size). */
+const READ_CHUNK_MAX = 16 * 1024 * 1024;
 
 interface BlobPaths {
   dir: string;
@@ -188,10 +190,17 @@ export class FilesystemBlobStore implements BlobStore {
     }
     try {
       // Size comes from the open descriptor, so it matches the bytes streamed even if
-      // the key is replaced or deleted meanwhile.
-      const { size } = await handle.stat();
-      const contentType = await this.readContentType(p, key);
-      return { key, contentType, size, body: handle.createReadStream() };
+      // the key is replaced or deleted meanwhile. Both lookups run at once (each is a trip
+      // through libuv's pool, which image work also keeps busy).
+      const [{ size }, contentType] = await Promise.all([handle.stat(), this.readContentType(p, key)]);
+      // Blobs up to READ_CHUNK_MAX are read in one read() instead of 64 KiB chunks: a reader
+      // collecting the whole body (the media service decoding an original) then waits for one
+      // pool slot, not for dozens.
+      const highWaterMark = Math.min(Math.max(size, 64 * 1024), READ_CHUNK_MAX);
+      // `end` stops at the size read from the descriptor (blobs are never written in place), which
+      // saves the extra read that would only find the end of the file.
+      const body = handle.createReadStream({ highWaterMark, end: size > 0 ? size - 1 : undefined });
+      return { key, contentType, size, body };
     } catch (err) {
       await handle.close().catch(() => undefined);
       throw this.unavailable("get", key, err);

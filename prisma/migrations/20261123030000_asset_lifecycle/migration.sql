@@ -50,3 +50,41 @@ CREATE INDEX "assets_deleted_at_idx" ON "assets"("deleted_at");
 -- AddForeignKey
 ALTER TABLE "asset_versions" ADD CONSTRAINT "asset_versions_asset_id_fkey" FOREIGN KEY ("asset_id") REFERENCES "assets"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
+
+-- Hand-written: trashed assets have no search_terms postings, so the bounded ranking's candidate
+-- lists hold live assets only (a trashed asset never takes a candidate slot, and the exactness
+-- proof of search.ts is over the assets it may return). Trash removes the postings, restore puts
+-- them back; the permanent delete of a trashed asset finds none to remove (search_terms_remove_deleted
+-- deletes by key, so that is a no-op). Replaces the two functions of 20261123010000_search_terms.
+CREATE OR REPLACE FUNCTION "search_terms_add_inserted"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO "search_terms" ("workspace_id", "lexeme", "score", "created_at", "asset_id")
+  SELECT n."workspace_id", t.lexeme, t.score, n."created_at", n."id"
+    FROM "new_assets" n, LATERAL "assets_search_terms"(n."search_vector") AS t
+   WHERE n."deleted_at" IS NULL;
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION "search_terms_replace_updated"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM "search_terms" s
+   USING "old_assets" o
+    JOIN "new_assets" n ON n."id" = o."id",
+         LATERAL "assets_search_terms"(o."search_vector") AS t
+   WHERE (o."search_vector", o."workspace_id", o."created_at", o."deleted_at" IS NULL)
+         IS DISTINCT FROM (n."search_vector", n."workspace_id", n."created_at", n."deleted_at" IS NULL)
+     AND o."deleted_at" IS NULL
+     AND s."workspace_id" = o."workspace_id" AND s."lexeme" = t.lexeme AND s."score" = t.score
+     AND s."created_at" = o."created_at" AND s."asset_id" = o."id";
+  INSERT INTO "search_terms" ("workspace_id", "lexeme", "score", "created_at", "asset_id")
+  SELECT n."workspace_id", t.lexeme, t.score, n."created_at", n."id"
+    FROM "new_assets" n
+    JOIN "old_assets" o ON o."id" = n."id",
+         LATERAL "assets_search_terms"(n."search_vector") AS t
+   WHERE (o."search_vector", o."workspace_id", o."created_at", o."deleted_at" IS NULL)
+         IS DISTINCT FROM (n."search_vector", n."workspace_id", n."created_at", n."deleted_at" IS NULL)
+     AND n."deleted_at" IS NULL;
+  RETURN NULL;
+END
+$$;

@@ -7,23 +7,23 @@ import {
   type Logger,
   type Metrics,
 } from "@media-platform/observability";
-import { MediaUrlError, parseMediaPath, type MediaLimits } from "@media-platform/contracts";
+import { canonicalMediaPath, MediaUrlError, parseMediaPath, type MediaLimits } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
 import type { MediaCounters } from "./delivery/counters";
-import {
-  InputPixelLimitError,
-  RequestTimeoutError,
-  UndecodableOriginalError,
-  UnsupportedOriginalError,
-} from "./delivery/errors";
+import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
 import { QueueFullError } from "./delivery/limiter";
 import type { RenditionService } from "./delivery/rendition-service";
 import type { UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
 import { FaceDetectionError } from "./faces";
 import { HttpProblem, instanceOf, writeProblem } from "./problem";
-import { TransformationInputError } from "./transformations/transformation";
+import {
+  InputPixelLimitError,
+  TransformationInputError,
+  UndecodableOriginalError,
+  UnsupportedOriginalError,
+} from "./pipeline/errors";
 
 /*
  * HTTP contract of the media service (DESIGN §6), for the docs:
@@ -31,9 +31,10 @@ import { TransformationInputError } from "./transformations/transformation";
  *   GET|HEAD /<step>[/<step>...]/<assetId>.<ext>[?sig=<signature>]
  *
  * Cache key: the request-target exactly as received (`req.url`: path AND query string, byte
- * for byte, no normalisation), so any different URL string is a separate entry and a MISS
- * (`?v=2` works as a cache buster). With signing on, the query must be exactly `sig=...`, so
- * the key is effectively the signed path. Stored per key: bytes, content type, strong ETag.
+ * for byte, no normalisation). Other spellings of a valid path are refused (400), so one
+ * rendition has one key per parameter order; `?v=2` works as a cache buster unless
+ * MEDIA_ALLOW_QUERY=false. With signing on, the query must be exactly `sig=...`, so the key is
+ * effectively the signed path. Stored per key: bytes, content type, strong ETag.
  *
  * 200  image; Content-Type of the stored original; ETag "<base64url sha256>";
  *      Cache-Control: immutable for a `?v=<version>` URL, else max-age + stale-while-revalidate
@@ -44,7 +45,10 @@ import { TransformationInputError } from "./transformations/transformation";
  * 400  invalid-media-url: grammar, unknown transformation/parameter, repeated, missing,
  *      wrong type, out of range, > 8 steps, bad extension; errors[] name the
  *      parameter (`<transformation>.<param>`) and the allowed range. Also a valid step that
- *      cannot apply to this image (crop outside it, output above MEDIA_MAX_OUTPUT_PIXELS)
+ *      cannot apply to this image (crop outside it, output above MEDIA_MAX_OUTPUT_PIXELS, work
+ *      above MEDIA_MAX_WORK_PIXELS: decided from the original's header, before decoding).
+ *      non-canonical-media-url: another spelling of a valid URL (detail names the canonical
+ *      path); query-not-allowed: a query string with MEDIA_ALLOW_QUERY=false
  * 403  invalid-signature: MEDIA_SIGNING_KEY set and sig missing or wrong (checked first)
  * 404  asset-not-found (no originals/<assetId>, or an id that is not a UUID while the rest of
  *      the URL is valid), not-found (other routes)
@@ -56,6 +60,7 @@ import { TransformationInputError } from "./transformations/transformation";
  * 503  overloaded (queue full, Retry-After: 1), timeout (MEDIA_REQUEST_TIMEOUT_MS,
  *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5),
  *      face-detection-unavailable (avatar's detector failed, Retry-After: 2)
+ * 499  request-cancelled: the client disconnected (logged only; nobody receives it)
  * Every error is application/problem+json with Cache-Control: no-store and is never cached.
  *
  * Internal (purge/router.ts; blocked at the edge): POST /internal/purge (shared secret) drops an
@@ -81,6 +86,8 @@ export interface MediaAppDeps {
   service: RenditionService;
   signer: UrlSigner | undefined;
   limits: MediaLimits;
+  /** MEDIA_ALLOW_QUERY: false refuses every query string except a signature (400). Default true. */
+  allowQuery?: boolean;
   limitInputPixels: number;
   counters: MediaCounters;
   metrics: Metrics;
@@ -156,7 +163,14 @@ export function createMediaApp(deps: MediaAppDeps): Express {
         }
       }
       const request = parseMediaPath(path, limits);
-      const { entry, xCache } = await service.deliver(target, request, req.log);
+      refuseOtherSpellings(path, target, request, signer !== undefined, deps.allowQuery ?? true);
+      // A client that disconnects cancels its wait; the render stops when no other client waits.
+      const cancel = new AbortController();
+      const onClose = () => {
+        if (!res.writableFinished) cancel.abort(new RequestCancelledError());
+      };
+      res.once("close", onClose);
+      const { entry, xCache } = await service.deliver(target, request, req.log, cancel.signal);
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
         res.writeHead(304, { ...entry.notModifiedHeaders, "X-Cache": xCache });
         res.end();
@@ -184,6 +198,43 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   });
 
   return app;
+}
+
+/**
+ * The cache key is the request target as received (the hot path looks it up byte for byte), so
+ * every other spelling of one rendition is refused rather than stored again: `size=0256`,
+ * `size=+256`, `%32%35%36`, an upper-case asset id. With MEDIA_ALLOW_QUERY off, a query string
+ * (a cache buster) is refused as well, except the signature on a signing deployment.
+ */
+function refuseOtherSpellings(
+  path: string,
+  target: string,
+  request: ReturnType<typeof parseMediaPath>,
+  signing: boolean,
+  allowQuery: boolean,
+): void {
+  const canonical = canonicalMediaPath(request);
+  const query = target.length > path.length ? target.slice(path.length) : "";
+  if (canonical !== path) {
+    throw new HttpProblem(
+      400,
+      "non-canonical-media-url",
+      `This media URL is not in canonical form; request ${canonical}${signing ? "?sig=<signature of that path>" : query} instead`,
+      {
+        title: "Non-canonical media URL",
+        errors: [{ path: "path", message: `canonical form: ${canonical}` }],
+      },
+    );
+  }
+  // With signing on, the signature check has already required the query to be exactly ?sig=...
+  if (!allowQuery && query !== "" && !signing) {
+    throw new HttpProblem(
+      400,
+      "query-not-allowed",
+      `This deployment refuses query strings on media URLs (MEDIA_ALLOW_QUERY=false); request ${path} instead`,
+      { title: "Query string not allowed", errors: [{ path: "query", message: "no query string is allowed" }] },
+    );
+  }
 }
 
 /** Maps every failure to a problem. Never leaks stack traces or internal messages. */
@@ -229,6 +280,10 @@ export function toProblem(
       title: "Service overloaded",
       headers: { "Retry-After": String(RETRY_AFTER.queueFull) },
     });
+  }
+  if (err instanceof RequestCancelledError) {
+    // Nobody reads this answer (the client has gone); it only keeps the access log truthful.
+    return new HttpProblem(499, "request-cancelled", err.message, { title: "Client closed request" });
   }
   if (err instanceof RequestTimeoutError) {
     deps.counters.inc("timeouts");

@@ -79,6 +79,11 @@ export const mediaEnvSchema = z.object({
   MEDIA_SIGNING_KEY: z
     .preprocess(blankAsUnset, z.string().min(16, "must be at least 16 characters").optional())
     .describe("When set, every media URL needs ?sig=<base64url HMAC-SHA256 of the path>"),
+  MEDIA_ALLOW_QUERY: z
+    .preprocess(blankAsUnset, z.stringbool({ error: "must be true or false" }).default(true))
+    .describe(
+      "Allow query strings on media URLs (each is its own cache entry, e.g. ?v=2); false = 400 for any query except the signature",
+    ),
   LIMIT_INPUT_PIXELS: int(1, 10_000_000_000, 100_000_000, "a whole number of pixels from 1 to 10000000000").describe(
     "sharp limitInputPixels: originals above this many pixels are refused",
   ),
@@ -90,7 +95,23 @@ export const mediaEnvSchema = z.object({
     10_000_000_000,
     defaultMediaLimits.maxOutputPixels,
     "a whole number from 1 to 10000000000",
-  ).describe("Largest image (width x height) any step may produce"),
+  ).describe("Largest image (width x height) any step may produce; checked from the original's header before decoding"),
+  MEDIA_MAX_WORK_PIXELS: int(
+    1,
+    100_000_000_000,
+    defaultMediaLimits.maxWorkPixels,
+    "a whole number from 1 to 100000000000",
+  ).describe(
+    "Work budget of one request: pixels processed summed over its steps (each counts max(input, output)); above it 400 before decoding",
+  ),
+  MEDIA_MAX_INFLIGHT_PIXELS: int(
+    1,
+    100_000_000_000,
+    defaultMediaLimits.maxWorkPixels,
+    "a whole number from 1 to 100000000000",
+  ).describe(
+    "Work (pixels, as MEDIA_MAX_WORK_PIXELS counts it) all running transformations may hold at once; bounds memory, later ones wait",
+  ),
   MEDIA_MAX_MULTIPLIER: num(1, 1000, defaultMediaLimits.maxMultiplier, "a number from 1 to 1000").describe(
     "Cap for saturation, brightness and channelManipulation multipliers",
   ),
@@ -150,9 +171,13 @@ export interface MediaConfig {
   redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
   cache: { memoryBytes: number; ttlSeconds: number; maxEntryBytes: number };
   signingKey: string | undefined;
+  /** MEDIA_ALLOW_QUERY */
+  allowQuery: boolean;
   limitInputPixels: number;
   limits: MediaLimits;
   requestTimeoutMs: number;
+  /** Pixels of work all running transformations may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
+  inflightPixels: number;
   concurrency: number;
   queueLimit: number;
   /** 0 = one per CPU core. */
@@ -204,10 +229,12 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     signingKey: e.MEDIA_SIGNING_KEY,
     purgeSecret: e.MEDIA_PURGE_SECRET,
     cachePolicy: { maxAgeSeconds: e.MEDIA_CACHE_MAX_AGE, staleWhileRevalidateSeconds: e.MEDIA_STALE_WHILE_REVALIDATE },
+    allowQuery: e.MEDIA_ALLOW_QUERY,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
     limits: {
       maxDimension: e.MEDIA_MAX_DIMENSION,
       maxOutputPixels: e.MEDIA_MAX_OUTPUT_PIXELS,
+      maxWorkPixels: e.MEDIA_MAX_WORK_PIXELS,
       maxMultiplier: e.MEDIA_MAX_MULTIPLIER,
       maxNoiseAmount: e.MEDIA_MAX_NOISE_AMOUNT,
       maxWaveAmplitude: e.MEDIA_MAX_WAVE_AMPLITUDE,
@@ -215,6 +242,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
       maxSharpen: e.MEDIA_MAX_SHARPEN,
     },
     requestTimeoutMs: e.MEDIA_REQUEST_TIMEOUT_MS,
+    inflightPixels: e.MEDIA_MAX_INFLIGHT_PIXELS,
     concurrency: e.MEDIA_CONCURRENCY,
     queueLimit: e.MEDIA_QUEUE_LIMIT,
     workers: e.MEDIA_WORKERS,

@@ -28,6 +28,11 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  // libuv's pool (4 threads unless UV_THREADPOOL_SIZE is set) runs both sharp's pipelines and every
+  // fs call. With MEDIA_CONCURRENCY pipelines holding its threads, each blob read step (open, stat,
+  // read, close) would wait for a whole render to finish; room for 4 more threads keeps reads
+  // flowing. Read by libuv when the pool first starts, which is after this line.
+  process.env.UV_THREADPOOL_SIZE ??= String(config.concurrency + 4);
   const draining: { controller?: ShutdownController } = {};
   const running = await startMedia(config, { isDraining: () => draining.controller?.isShuttingDown() ?? false });
   // SIGTERM/SIGINT: stop accepting, /readyz answers 503 draining, let in-flight requests finish

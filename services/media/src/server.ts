@@ -5,15 +5,15 @@ import { defaultMediaLimits, PURGE_SECRET_FILE, type MediaLimits } from "@media-
 import { createLogger, createMetrics, type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
 import { createBlobStore, embeddedSharedSecret, type BlobStore } from "@media-platform/storage";
 import { createMediaApp } from "./app";
+import { DEFAULT_CACHE_POLICY, NOSNIFF, NOSNIFF_HEADER, type CachePolicy } from "./cache/entry";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
 import { MediaCounters } from "./delivery/counters";
 import { createHotPath } from "./delivery/hot-path";
-import { Limiter } from "./delivery/limiter";
+import { Limiter, WorkGate } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
-import { DEFAULT_CACHE_POLICY, type CachePolicy } from "./cache/entry";
 import { AssetPurger } from "./purge/asset-purger";
 import { purgeRouter } from "./purge/router";
 
@@ -25,7 +25,11 @@ export interface MediaServerOptions {
   /** Unset: in-process cache only. */
   redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
   signingKey: string | undefined;
+  /** MEDIA_ALLOW_QUERY: false refuses query strings other than the signature. */
+  allowQuery: boolean;
   requestTimeoutMs: number;
+  /** Pixels of work all running renders may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
+  inflightPixels: number;
   concurrency: number;
   queueLimit: number;
   /** Secret of POST /internal/purge; unset = no purge endpoint. */
@@ -40,7 +44,9 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.fr
   cache: { memoryBytes: 256 * 1024 * 1024, ttlSeconds: 7 * 86400, maxEntryBytes: 10 * 1024 * 1024 },
   redis: undefined,
   signingKey: undefined,
+  allowQuery: true,
   requestTimeoutMs: 30_000,
+  inflightPixels: defaultMediaLimits.maxWorkPixels,
   concurrency: 4,
   queueLimit: 64,
   purgeSecret: undefined,
@@ -128,6 +134,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     memory,
     redis,
     limiter,
+    gate: new WorkGate(options.inflightPixels),
     counters,
     metrics,
     logger,
@@ -137,6 +144,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   const app = createMediaApp({
     service,
     signer,
+    allowQuery: options.allowQuery,
     limits: options.limits,
     limitInputPixels: options.limitInputPixels,
     counters,
@@ -151,7 +159,11 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   });
   const hotPath = createHotPath({ memory, signer, metrics });
   const server = http.createServer((req, res) => {
-    if (!hotPath(req, res)) app(req, res);
+    if (hotPath(req, res)) return;
+    // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
+    // so even its final error handler's answer has it.
+    res.setHeader(NOSNIFF_HEADER, NOSNIFF);
+    app(req, res);
   });
 
   const closeHooks: CloseHook[] = [

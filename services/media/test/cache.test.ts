@@ -20,6 +20,7 @@ describe("cache entries", () => {
       "Surrogate-Key": "a1",
       "Cache-Tag": "a1",
       "X-Cache": "HIT",
+      "X-Content-Type-Options": "nosniff",
     });
   });
 

@@ -7,8 +7,13 @@ import colorString from "color-string";
 export interface MediaLimits {
   /** Largest width/height/size/border, in pixels, a URL may ask for. */
   maxDimension: number;
-  /** Largest output image, in pixels (width x height), checked once the source size is known. */
+  /** Largest image, in pixels (width x height), any step may produce; checked from the original's header before decoding. */
   maxOutputPixels: number;
+  /**
+   * Work budget of one request: the pixels its steps process, summed (each step counts the
+   * larger of its input and output). Checked from the original's header before decoding.
+   */
+  maxWorkPixels: number;
   /** Upper bound for multipliers (saturation, brightness, channelManipulation). */
   maxMultiplier: number;
   /** Upper bound for add-noise amount. */
@@ -24,6 +29,7 @@ export interface MediaLimits {
 export const defaultMediaLimits: Readonly<MediaLimits> = Object.freeze({
   maxDimension: 8192,
   maxOutputPixels: 50_000_000,
+  maxWorkPixels: 150_000_000,
   maxMultiplier: 10,
   maxNoiseAmount: 100,
   maxWaveAmplitude: 1000,
@@ -31,12 +37,19 @@ export const defaultMediaLimits: Readonly<MediaLimits> = Object.freeze({
   maxSharpen: 20,
 });
 
-type CapName = Exclude<keyof MediaLimits, "maxOutputPixels">;
+type CapName = Exclude<keyof MediaLimits, "maxOutputPixels" | "maxWorkPixels">;
 
 interface BaseSpec {
   description: string;
   required: boolean;
 }
+
+/**
+ * `default` is the default the spec states (documented, listed by GET /transformations).
+ * `implied` is the value an absent optional parameter has where the spec states none but its
+ * meaning fixes one (a colour axis not given is 0, a channel multiplier 1.0): applied by
+ * resolveParams like a default, not documented as one.
+ */
 
 export interface IntegerSpec extends BaseSpec {
   type: "integer";
@@ -47,6 +60,7 @@ export interface IntegerSpec extends BaseSpec {
   /** Open upper bound ("N+"): the configurable cap applies. */
   cap?: CapName;
   default?: number;
+  implied?: number;
 }
 
 export interface NumberSpec extends BaseSpec {
@@ -57,12 +71,14 @@ export interface NumberSpec extends BaseSpec {
   max?: number;
   cap?: CapName;
   default?: number;
+  implied?: number;
 }
 
 export interface EnumSpec extends BaseSpec {
   type: "enum";
   values: readonly string[];
   default?: string;
+  implied?: string;
 }
 
 /** Hex without '#' (3, 4, 6 or 8 digits), rgb(r,g,b) or a CSS colour name. */
@@ -71,6 +87,7 @@ export interface ColorSpec extends BaseSpec {
   /** Only hex digits are accepted (the spec's "hex without #"). */
   hexOnly?: boolean;
   default?: string;
+  implied?: string;
 }
 
 export type ParamSpec = IntegerSpec | NumberSpec | EnumSpec | ColorSpec;

@@ -8,6 +8,7 @@ interface TransformationSpec {
   description: string;
   params: Record<string, ParamSpec>;
   /** Rules that involve several parameters; returns a message naming them, or undefined. */
+  /** Runs on the resolved parameters (defaults filled in). */
   check?: (params: Record<string, number | string | undefined>, limits: MediaLimits) => string | undefined;
 }
 
@@ -51,6 +52,7 @@ export const transformationSpecs = {
         required: false,
         min: -100,
         max: 100,
+        implied: 0,
         description: "Negative adds cyan (cool), positive adds red (warm).",
       },
       magenta: {
@@ -58,6 +60,7 @@ export const transformationSpecs = {
         required: false,
         min: -100,
         max: 100,
+        implied: 0,
         description: "Negative adds green, positive adds magenta.",
       },
       yellow: {
@@ -65,6 +68,7 @@ export const transformationSpecs = {
         required: false,
         min: -100,
         max: 100,
+        implied: 0,
         description: "Negative adds blue, positive adds yellow.",
       },
       target: {
@@ -197,6 +201,7 @@ export const transformationSpecs = {
         required: false,
         min: 0,
         cap: "maxMultiplier",
+        implied: 1,
         description: "Red multiplier; 1.0 unchanged, 0.0 removes the channel.",
       },
       green: {
@@ -204,6 +209,7 @@ export const transformationSpecs = {
         required: false,
         min: 0,
         cap: "maxMultiplier",
+        implied: 1,
         description: "Green multiplier; 1.0 unchanged, 0.0 removes the channel.",
       },
       blue: {
@@ -211,6 +217,7 @@ export const transformationSpecs = {
         required: false,
         min: 0,
         cap: "maxMultiplier",
+        implied: 1,
         description: "Blue multiplier; 1.0 unchanged, 0.0 removes the channel.",
       },
     },
@@ -257,12 +264,13 @@ export const transformationSpecs = {
         type: "color",
         required: false,
         hexOnly: true,
-        description: "Border colour, hex without #; used only with border (default ffffff).",
+        implied: "ffffff",
+        description: "Border colour, hex without #; used only with border.",
       },
     },
     check: (p) =>
-      typeof p.border === "number" && p.border * 2 >= Number(p.size ?? 128)
-        ? `border must be less than half of size (border=${p.border}, size=${p.size ?? 128})`
+      typeof p.border === "number" && p.border * 2 >= Number(p.size)
+        ? `border must be less than half of size (border=${p.border}, size=${p.size})`
         : undefined,
   },
   thumbnail: {
@@ -329,9 +337,9 @@ export type GivenParams<N extends TransformationName> = {
   [K in keyof SpecsOf<N>]?: ParamValue<SpecsOf<N>[K]>;
 };
 
-/** Parameters after defaults: required and defaulted ones are always present. */
+/** Parameters after defaults: required, defaulted and implied ones are always present. */
 export type ResolvedParams<N extends TransformationName> = {
-  [K in keyof SpecsOf<N>]: SpecsOf<N>[K] extends { default: unknown }
+  [K in keyof SpecsOf<N>]: SpecsOf<N>[K] extends { default: unknown } | { implied: unknown }
     ? ParamValue<SpecsOf<N>[K]>
     : SpecsOf<N>[K] extends { required: true }
       ? ParamValue<SpecsOf<N>[K]>
@@ -346,12 +354,16 @@ export function paramSpecsOf(name: TransformationName): Record<string, ParamSpec
   return transformationSpecs[name].params as Record<string, ParamSpec>;
 }
 
-/** Fills in defaults; a parameter with a stated default is never missing afterwards. */
+/**
+ * Fills in defaults (and implied values); a parameter with either is never missing afterwards.
+ * The one place defaults are applied: the URL parser's cross-parameter checks and the media
+ * pipeline both see these values, and steps never re-default.
+ */
 export function resolveParams<N extends TransformationName>(name: N, given: GivenParams<N>): ResolvedParams<N> {
   const out: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(paramSpecsOf(name))) {
     const v = (given as Record<string, unknown>)[key];
-    out[key] = v !== undefined ? v : spec.default;
+    out[key] = v !== undefined ? v : (spec.default ?? spec.implied);
   }
   return out as ResolvedParams<N>;
 }

@@ -3,6 +3,7 @@ import { defaultMediaLimits, parseParamValue, type MediaLimits } from "./params"
 import {
   isTransformationName,
   paramSpecsOf,
+  resolveParams,
   transformationNames,
   transformationSpecs,
   type GivenParams,
@@ -107,9 +108,15 @@ function parseStep(segment: string, limits: MediaLimits, issues: MediaUrlIssue[]
   }
   if (issues.length > before) return undefined;
   const check = (
-    transformationSpecs[name] as { check?: (p: Record<string, number | string>, l: MediaLimits) => string | undefined }
+    transformationSpecs[name] as {
+      check?: (p: Record<string, number | string | undefined>, l: MediaLimits) => string | undefined;
+    }
   ).check;
-  const crossIssue = check?.(params, limits);
+  // Cross-parameter rules see the resolved values: a defaulted parameter is never missing there.
+  const crossIssue = check?.(
+    resolveParams(name, params as GivenParams<typeof name>) as Record<string, number | string | undefined>,
+    limits,
+  );
   if (crossIssue) {
     issues.push({ path: name, message: crossIssue });
     return undefined;
@@ -177,6 +184,26 @@ export function formatStep(step: TransformationStep): string {
 /** Inverse of parseMediaPath: parseMediaPath(formatMediaPath(r)) deep-equals r for a valid r. */
 export function formatMediaPath(request: MediaRequest): string {
   return `/${request.steps.map(formatStep).join("/")}/${request.assetId}.${request.extension}`;
+}
+
+/**
+ * The one spelling the media service accepts for a parsed request, keeping the parameter order
+ * as written (the spec fixes none): names and values without percent-encoding where none is
+ * needed, numbers as JavaScript prints them (no sign, no leading or trailing zeros), the asset
+ * id and extension in lower case. Colours keep the spelling given (as formatMediaPath and the
+ * client write them). Two URLs that mean the same rendition in other spellings would otherwise
+ * be two cache entries, without end.
+ */
+export function canonicalMediaPath(request: MediaRequest): string {
+  const steps = request.steps.map((step) => {
+    const given = step.params as Record<string, number | string | undefined>;
+    const specs = paramSpecsOf(step.name);
+    const parts = Object.keys(given)
+      .filter((k) => given[k] !== undefined && specs[k] !== undefined)
+      .map((k) => `${k}=${formatValue(given[k]!)}`);
+    return [step.name, ...parts].join(":");
+  });
+  return `/${steps.join("/")}/${request.assetId}.${request.extension}`;
 }
 
 /** Validates typed steps (e.g. from the client) with the same rules as a URL. */

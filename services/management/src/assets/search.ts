@@ -68,6 +68,13 @@ export function parseQuery(q: string): ParsedQuery {
   };
 }
 
+/** The tsquery of a parsed query: websearch_to_tsquery, OR-ed with the prefix match of the last word. */
+export function queryTsquery(p: ParsedQuery): Prisma.Sql {
+  return p.prefix !== null
+    ? Prisma.sql`(websearch_to_tsquery('english', ${p.web}) || (websearch_to_tsquery('english', ${p.head ?? ""}) && to_tsquery('english', ${`${p.prefix}:*`})))`
+    : Prisma.sql`websearch_to_tsquery('english', ${p.web})`;
+}
+
 export interface ScoredId {
   id: string;
   score: number;
@@ -90,10 +97,7 @@ export async function fullTextSearch(
   limit: number,
 ): Promise<ScoredId[]> {
   const p = parseQuery(q);
-  const tsquery =
-    p.prefix !== null
-      ? Prisma.sql`(websearch_to_tsquery('english', ${p.web}) || (websearch_to_tsquery('english', ${p.head ?? ""}) && to_tsquery('english', ${`${p.prefix}:*`})))`
-      : Prisma.sql`websearch_to_tsquery('english', ${p.web})`;
+  const tsquery = queryTsquery(p);
   const ranked = await rankedSearch(prisma, workspaceId, tsquery, limit);
   // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
   if (ranked.length > 0 || p.plain.length < 3 || p.web.includes('"')) return ranked;
@@ -113,7 +117,172 @@ export async function fullTextSearch(
   return rankedSearch(prisma, workspaceId, corrected, limit);
 }
 
+/**
+ * Candidates taken per query lexeme from search_terms (its best-scoring assets, in ranking order)
+ * by the bounded ranking, per result asked for: a first try, and a deeper one when the first could
+ * not prove its page (several cut lists: a prefix with many words, `a or b`). More than one, so that
+ * a single cut list still proves its page (its last hit comes before the list's last candidate).
+ */
+export const CANDIDATES_PER_RESULT = [4, 40] as const;
+/** Lexemes a prefix term (the last query word) may expand to; beyond, the exact ranking answers. */
+export const PREFIX_EXPANSIONS = 64;
+
+/** What the bounded ranking found, and what is needed to prove it equals the exact ranking. */
+export interface CandidateRanking {
+  /** The query is a disjunction of lexemes (words, `or`, a prefix, spelling corrections). */
+  disjunction: boolean;
+  /** A prefix term matched more than PREFIX_EXPANSIONS lexemes (some were not looked at). */
+  expansionCapped: boolean;
+  /** Lexemes whose postings were cut (more matches than candidates taken). */
+  truncatedLists: number;
+  /** Sum of the last taken score of each cut list: no asset outside the candidates scores more. */
+  bound: number | null;
+  /**
+   * The oldest created_at among the cut lists' last candidates: an asset outside the candidates
+   * that reaches the bound has each list's last score, so it is older than that list's last one.
+   */
+  boundCreatedAt: Date | null;
+  /** The candidates ranked exactly, best first, with created_at for the tie-break check. */
+  hits: Array<ScoredId & { createdAt: string }>;
+}
+
+/**
+ * Ranked search. A query that is a disjunction of lexemes (one word, words joined by `or`, the
+ * prefix of the last word, spelling corrections) is first ranked on candidates: each lexeme's
+ * CANDIDATES_PER_RESULT[0] * limit best assets from search_terms (a btree in ranking order, so a word that
+ * matches 10% of a million rows costs 100 index entries instead of 100,000 ts_rank_cd calls), ranked
+ * with the same ts_rank_cd expression as the exact query. ts_rank_cd of a disjunction is the sum of
+ * its lexemes' own scores (one cover per occurrence), so an asset missing from every candidate list
+ * scores at most the sum of the last scores of the cut lists (threshold algorithm). When the page's
+ * last hit scores above that bound (or ties with it and is newer than the cut lists' last
+ * candidates), the page is provably the exact one. Otherwise the same runs once more with
+ * CANDIDATES_PER_RESULT[1] * limit candidates per lexeme; when that cannot prove its page either,
+ * and for queries with AND, phrases or -words, the exact ranking over every match answers
+ * (rankExact). The page served is therefore always the exact ranking's.
+ */
 async function rankedSearch(
+  prisma: PrismaClient,
+  workspaceId: string,
+  tsquery: Prisma.Sql,
+  limit: number,
+): Promise<ScoredId[]> {
+  for (const perResult of CANDIDATES_PER_RESULT) {
+    const c = await rankCandidates(prisma, workspaceId, tsquery, limit, perResult);
+    if (!c.disjunction) break;
+    if (candidatesAreExact(c, limit)) return c.hits.map((h) => ({ id: h.id, score: h.score }));
+  }
+  return rankExact(prisma, workspaceId, tsquery, limit);
+}
+
+/**
+ * True when the candidates' first `limit` hits are provably those of the exact ranking: every list
+ * is complete, or the last hit scores above the bound of the unseen assets, or it ties with the bound
+ * and is newer than any unseen asset that could reach it (the ranking's tie-break is created_at).
+ */
+export function candidatesAreExact(c: CandidateRanking, limit: number): boolean {
+  if (c.expansionCapped) return false;
+  if (c.truncatedLists === 0) return true; // every match was a candidate
+  if (c.hits.length < limit || c.bound === null) return false;
+  const last = c.hits[limit - 1]!;
+  // Scores are float4 sums: a relative margin covers the rounding of ts_rank_cd's own summation.
+  const margin = c.bound * 1e-5;
+  if (last.score > c.bound + margin) return true;
+  return (
+    last.score >= c.bound - margin &&
+    c.boundCreatedAt !== null &&
+    new Date(last.createdAt).getTime() > c.boundCreatedAt.getTime()
+  );
+}
+
+/** The bounded ranking alone (exported for the bench's recall measurement and the tests). */
+export async function rankCandidates(
+  prisma: PrismaClient,
+  workspaceId: string,
+  tsquery: Prisma.Sql,
+  limit: number,
+  perResult: number = CANDIDATES_PER_RESULT[0],
+): Promise<CandidateRanking> {
+  const candidates = perResult * limit;
+  // The items of the constant tsquery, read from its text form ('lexeme' or 'lexeme':*, with ''
+  // and \\ escapes); it is a disjunction when no &, ! or <-> remains outside the quoted lexemes.
+  const rows = await prisma.$queryRaw<
+    Array<{
+      disjunction: boolean;
+      expansion_capped: boolean;
+      truncated_lists: number;
+      bound: number | null;
+      bound_created_at: Date | null;
+      hits: CandidateRanking["hits"] | null;
+    }>
+  >`
+    WITH RECURSIVE q AS (
+      SELECT t.tsq, regexp_replace(t.tsq::text, '''(?:[^'']|'''')*''', '', 'g') !~ '[&!<]' AS disjunction
+        FROM (SELECT ${tsquery} AS tsq) t),
+    items AS (
+      SELECT DISTINCT replace(replace(m[1], '\\\\', '\\'), '''''', '''') AS lexeme, m[2] IS NOT NULL AS prefix
+        FROM q, regexp_matches(q.tsq::text, '''((?:[^'']|'''')*)''(:\\*)?', 'g') AS m
+       WHERE q.disjunction),
+    expanded (prefix, lexeme, n) AS (
+      SELECT i.lexeme, (SELECT min(s.lexeme) FROM search_terms s
+                         WHERE s.workspace_id = ${workspaceId} AND s.lexeme >= i.lexeme), 1
+        FROM items i WHERE i.prefix
+      UNION ALL
+      SELECT e.prefix, (SELECT min(s.lexeme) FROM search_terms s
+                         WHERE s.workspace_id = ${workspaceId} AND s.lexeme > e.lexeme), e.n + 1
+        FROM expanded e
+       WHERE starts_with(e.lexeme, e.prefix) AND e.n <= ${PREFIX_EXPANSIONS}),
+    lexemes AS (
+      SELECT lexeme FROM items WHERE NOT prefix
+      UNION
+      SELECT lexeme FROM expanded WHERE starts_with(lexeme, prefix) AND n <= ${PREFIX_EXPANSIONS}),
+    taken AS (
+      SELECT l.lexeme, c.asset_id, c.score, c.created_at
+        FROM lexemes l
+        CROSS JOIN LATERAL (
+              SELECT s.asset_id, s.score, s.created_at FROM search_terms s
+               WHERE s.workspace_id = ${workspaceId} AND s.lexeme = l.lexeme
+               ORDER BY s.score DESC, s.created_at DESC, s.asset_id DESC
+               LIMIT ${candidates}) c),
+    cut AS (
+      SELECT lexeme, min(score) AS last_score FROM taken GROUP BY lexeme HAVING count(*) >= ${candidates}),
+    cut_last AS (
+      SELECT c.lexeme, min(t.created_at) AS last_created_at
+        FROM cut c JOIN taken t ON t.lexeme = c.lexeme AND t.score = c.last_score
+       GROUP BY c.lexeme),
+    ranked AS (
+      -- One primary-key probe per candidate (OFFSET 0 keeps the planner from turning this into a
+      -- GIN scan of every match joined to the candidates).
+      SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score, a.created_at
+        FROM (SELECT DISTINCT asset_id FROM taken) c
+        CROSS JOIN q
+        CROSS JOIN LATERAL (
+              SELECT x.id, x.search_vector, x.created_at FROM assets x
+               WHERE x.id = c.asset_id AND x.workspace_id = ${workspaceId} AND x.deleted_at IS NULL
+              OFFSET 0) a
+       WHERE a.search_vector @@ q.tsq
+       ORDER BY score DESC, a.created_at DESC, a.id ASC
+       LIMIT ${limit})
+    SELECT (SELECT disjunction FROM q) AS disjunction,
+           EXISTS (SELECT 1 FROM expanded WHERE n > ${PREFIX_EXPANSIONS} AND starts_with(lexeme, prefix)) AS expansion_capped,
+           (SELECT count(*)::int FROM cut) AS truncated_lists,
+           (SELECT sum(last_score::float8) FROM cut) AS bound,
+           (SELECT min(last_created_at) FROM cut_last) AS bound_created_at,
+           (SELECT json_agg(json_build_object('id', r.id, 'score', r.score, 'createdAt', r.created_at)
+                            ORDER BY r.score DESC, r.created_at DESC, r.id ASC)
+              FROM ranked r) AS hits`;
+  const row = rows[0]!;
+  return {
+    disjunction: row.disjunction,
+    expansionCapped: row.expansion_capped,
+    truncatedLists: Number(row.truncated_lists),
+    bound: row.bound === null ? null : Number(row.bound),
+    boundCreatedAt: row.bound_created_at === null ? null : new Date(row.bound_created_at),
+    hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
+  };
+}
+
+/** The exact ranking: ts_rank_cd over every match in the workspace (GIN index on search_vector). */
+export async function rankExact(
   prisma: PrismaClient,
   workspaceId: string,
   tsquery: Prisma.Sql,
@@ -171,6 +340,7 @@ export async function spellingCorrections(
                LIMIT ${SUGGESTIONS_PER_WORD}) s
        WHERE NOT EXISTS (SELECT 1 FROM assets a
                           WHERE a.workspace_id = ${workspaceId}
+                            AND a.deleted_at IS NULL
                             AND a.search_vector @@ plainto_tsquery('english', w.word))
        GROUP BY w.word
        ORDER BY w.word`;

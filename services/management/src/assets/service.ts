@@ -10,6 +10,7 @@ import type {
   UploadFields,
   UploadResponse,
 } from "@media-platform/contracts";
+import { LIST_EXACT_COUNT_LIMIT } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
@@ -259,9 +260,12 @@ export async function listAssets(
       ? [{ userTitle: { sort: dir, nulls: "last" } }, { id: dir }]
       : [{ [field]: dir }, { id: dir }];
 
-  const [count, rows] = await Promise.all([
-    ctx.prisma.asset.count({ where }),
+  // The count stops after LIST_EXACT_COUNT_LIMIT + 1 matches (SELECT count(*) FROM (... LIMIT n));
+  // the planner's estimate (no execution) is asked alongside, used only above the limit.
+  const [capped, rows, estimate] = await Promise.all([
+    ctx.prisma.asset.count({ where, take: LIST_EXACT_COUNT_LIMIT + 1 }),
     ctx.prisma.asset.findMany({ where: pageWhere, orderBy, take: query.limit + 1 }),
+    estimateListCount(ctx, principal.workspaceId, query),
   ]);
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
@@ -269,7 +273,35 @@ export async function listAssets(
     rows.length > query.limit && last
       ? encodeCursor({ s: query.sort, v: cursorValue(last, field), id: last.id })
       : null;
-  return { count, assets: page.map((a) => serializeAsset(a, ctx.mediaPublicUrl)), nextCursor };
+  const assets = page.map((a) => serializeAsset(a, ctx.mediaPublicUrl));
+  if (capped <= LIST_EXACT_COUNT_LIMIT) return { count: capped, assets, nextCursor };
+  return { count: Math.max(estimate, LIST_EXACT_COUNT_LIMIT + 1), countIsEstimate: true, assets, nextCursor };
+}
+
+/**
+ * The planner's row estimate (EXPLAIN, nothing executed) for listAssets' filters, written as the
+ * SQL Prisma generates for them. Used only when more than LIST_EXACT_COUNT_LIMIT rows are known to
+ * match, so the caller raises it to at least LIST_EXACT_COUNT_LIMIT + 1.
+ */
+async function estimateListCount(ctx: AppContext, workspaceId: string, query: ListAssetsQuery): Promise<number> {
+  // The same trash filter as the exact count: live assets, or with ?trashed=true the trash.
+  const conditions: Prisma.Sql[] = [
+    Prisma.sql`workspace_id = ${workspaceId}`,
+    query.trashed ? Prisma.sql`deleted_at IS NOT NULL` : Prisma.sql`deleted_at IS NULL`,
+  ];
+  if (query.collectionId) conditions.push(Prisma.sql`collection_id = ${query.collectionId}::uuid`);
+  if (query.tag) conditions.push(Prisma.sql`user_tags @> ARRAY[${query.tag}]::text[]`);
+  if (query.format) conditions.push(Prisma.sql`format = ${query.format}`);
+  if (query.createdAfter) conditions.push(Prisma.sql`created_at >= ${query.createdAfter}`);
+  if (query.createdBefore) conditions.push(Prisma.sql`created_at < ${query.createdBefore}`);
+  if (query.search) {
+    conditions.push(Prisma.sql`search_text LIKE ${`%${escapeLike(query.search.toLowerCase())}%`}`);
+  }
+  const rows = await ctx.prisma.$queryRaw<Array<{ "QUERY PLAN": unknown }>>`
+    EXPLAIN (FORMAT JSON) SELECT 1 FROM assets WHERE ${Prisma.join(conditions, " AND ")}`;
+  const raw = rows[0]?.["QUERY PLAN"];
+  const plan = (typeof raw === "string" ? JSON.parse(raw) : raw) as Array<{ Plan?: { "Plan Rows"?: number } }>;
+  return Math.round(plan[0]?.Plan?.["Plan Rows"] ?? 0);
 }
 
 export async function searchAssetsFullText(

@@ -1,36 +1,17 @@
-/** Errors the pipeline raises about the stored original; the delivery layer maps them to problems. */
-
-/** The stored original's content type is not an image format the service can encode. */
-export class UnsupportedOriginalError extends Error {
-  constructor(readonly contentType: string) {
-    super(`stored original has an unsupported content type: ${contentType}`);
-    this.name = "UnsupportedOriginalError";
-  }
-}
-
-/** The stored original cannot be decoded (truncated, corrupt, not an image). */
-export class UndecodableOriginalError extends Error {
-  constructor(reason: string, options?: { cause?: unknown }) {
-    super(`stored original cannot be decoded: ${reason}`, options);
-    this.name = "UndecodableOriginalError";
-  }
-}
-
-/** The original has more pixels than LIMIT_INPUT_PIXELS allows. */
-export class InputPixelLimitError extends Error {
-  constructor(
-    readonly limitInputPixels: number,
-    options?: { cause?: unknown },
-  ) {
-    super(`the original exceeds LIMIT_INPUT_PIXELS (${limitInputPixels} pixels)`, options);
-    this.name = "InputPixelLimitError";
-  }
-}
+/** Errors of the delivery layer (the pipeline's own errors are in pipeline/errors.ts). */
 
 /** The request's time budget (MEDIA_REQUEST_TIMEOUT_MS) ran out. */
 export class RequestTimeoutError extends Error {
   constructor(readonly timeoutMs: number) {
     super(`the transformation did not finish within ${timeoutMs} ms`);
     this.name = "RequestTimeoutError";
+  }
+}
+
+/** The client went away before its response was ready: the work it alone waited for stops. */
+export class RequestCancelledError extends Error {
+  constructor() {
+    super("the client closed the connection before the response was ready");
+    this.name = "RequestCancelledError";
   }
 }

@@ -1,5 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { applyRequestId, recordRawRequest, ROUTE_HOT_PATH, type Metrics } from "@media-platform/observability";
+import {
+  recordRawRequest,
+  REQUEST_ID_HEADER,
+  resolveRequestId,
+  ROUTE_HOT_PATH,
+  type Metrics,
+} from "@media-platform/observability";
 import { ifNoneMatchMatches } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { UrlSigner } from "./signing";
@@ -12,7 +18,9 @@ import type { UrlSigner } from "./signing";
  *
  * Observability stays allocation-light: the request id (X-Request-Id accepted or generated),
  * one memory-tier hit on `media_cache_lookups_total` and one latency sample under the route
- * label `hot_path` (pre-resolved series, no label objects). A lookup that misses here is not
+ * label `hot_path` (pre-resolved series, no label objects). The head goes out in one writeHead
+ * with the entry's precomputed header list plus the request id: no setHeader, so Node validates
+ * each header once and builds no header map. A lookup that misses here is not
  * counted: the request continues to the Express path, whose own memory lookup
  * (RenditionService.deliver) records the outcome once it is known to be a valid media URL
  * (so /metrics scrapes and other routes never count as cache misses).
@@ -34,12 +42,13 @@ export function createHotPath(deps: {
     // Entries are only stored after a valid signature, but the key may have been rotated since.
     if (signer && signer.check(key) !== "ok") return false;
     metrics.cacheLookup("memory", "hit");
-    applyRequestId(req, res);
-    if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
-      res.writeHead(304, entry.notModifiedHeaders);
+    const headers = req.headers;
+    const requestId = resolveRequestId(headers["x-request-id"]);
+    if (ifNoneMatchMatches(headers["if-none-match"], entry.etag)) {
+      res.writeHead(304, [...entry.notModifiedHeaderList, REQUEST_ID_HEADER, requestId]);
       res.end();
     } else {
-      res.writeHead(200, entry.hitHeaders);
+      res.writeHead(200, [...entry.hitHeaderList, REQUEST_ID_HEADER, requestId]);
       res.end(method === "HEAD" ? undefined : entry.body);
     }
     recordRawRequest(metrics, ROUTE_HOT_PATH, req, res, start);

@@ -68,3 +68,64 @@ export class Limiter {
     }
   }
 }
+
+/**
+ * Bounds the pixels being processed at once across requests (MEDIA_MAX_INFLIGHT_PIXELS): a
+ * render acquires its planned work (RenderPlan.workPixels) before decoding and releases it when
+ * done, so memory follows the work in flight rather than the number of requests. FIFO, no
+ * overtaking (a large request is never starved by small ones); a request larger than the whole
+ * capacity runs alone.
+ */
+export class WorkGate {
+  private held = 0;
+  private readonly queue: Array<{ weight: number; start: () => void }> = [];
+
+  constructor(readonly capacity: number) {}
+
+  /** Pixels currently admitted. */
+  get inFlight(): number {
+    return this.held;
+  }
+
+  /** Resolves with the release once `weight` fits; rejects with the signal's reason when aborted first. */
+  acquire(weight: number, signal?: AbortSignal): Promise<() => void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.queue.length === 0 && this.fits(weight)) return Promise.resolve(this.take(weight));
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        const i = this.queue.indexOf(waiter);
+        if (i >= 0) this.queue.splice(i, 1);
+        reject(signal!.reason);
+        this.drain();
+      };
+      const waiter = {
+        weight,
+        start: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve(this.take(weight));
+        },
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.queue.push(waiter);
+    });
+  }
+
+  private fits(weight: number): boolean {
+    return this.held === 0 || this.held + weight <= this.capacity;
+  }
+
+  private take(weight: number): () => void {
+    this.held += weight;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.held -= weight;
+      this.drain();
+    };
+  }
+
+  private drain(): void {
+    while (this.queue.length > 0 && this.fits(this.queue[0]!.weight)) this.queue.shift()!.start();
+  }
+}

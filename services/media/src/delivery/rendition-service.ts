@@ -1,4 +1,3 @@
-import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger, Metrics } from "@media-platform/observability";
 import type { MediaRequest } from "@media-platform/contracts";
@@ -7,11 +6,11 @@ import { cacheControlFor, makeEntry, type CacheEntry, type CachePolicy } from ".
 import type { AssetPurger } from "../purge/asset-purger";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
-import type { RenderInput, Rendition } from "../pipeline/render";
+import type { RenderOptions, RenderInput, Rendition } from "../pipeline/render";
 import { HttpProblem } from "../problem";
 import type { MediaCounters } from "./counters";
 import { RequestTimeoutError } from "./errors";
-import type { Limiter } from "./limiter";
+import type { Limiter, WorkGate } from "./limiter";
 import { SingleFlight } from "./single-flight";
 
 /**
@@ -21,10 +20,13 @@ import { SingleFlight } from "./single-flight";
 export type RenderFn = (input: RenderInput, options: RenderCallOptions) => Promise<Rendition>;
 
 export interface RenderCallOptions {
+  /** Aborted when the request times out or every client waiting for it has gone. */
   signal: AbortSignal;
   deadline: number;
   /** Called after each step with its name and duration (media_transformation_duration_seconds). */
   onStep?: (transformation: string, seconds: number) => void;
+  /** Admission by planned work (MEDIA_MAX_INFLIGHT_PIXELS), before any pixel is decoded. */
+  admit?: RenderOptions["admit"];
 }
 
 /** The shared metrics the miss path records (see delivery/counters.ts for what is counted where). */
@@ -39,6 +41,8 @@ export interface RenditionServiceDeps {
   memory: MemoryCache;
   redis: RedisCache | undefined;
   limiter: Limiter;
+  /** Pixels of work in flight across renders; omitted = unbounded. */
+  gate?: WorkGate;
   counters: MediaCounters;
   metrics: DeliveryMetrics;
   /** Service logger; a request's own child logger (with its request id) is passed to deliver(). */
@@ -101,7 +105,13 @@ export class RenditionService {
    * `log`: the request's logger (bound to its request id); the flight this request leads logs
    * with it, so the render of a MISS can be traced to the request that caused it.
    */
-  async deliver(key: string, request: MediaRequest, log: Logger = this.deps.logger): Promise<Delivery> {
+  async deliver(
+    key: string,
+    request: MediaRequest,
+    log: Logger = this.deps.logger,
+    /** The client's signal (aborted when it disconnects): the flight stops once no client waits. */
+    signal?: AbortSignal,
+  ): Promise<Delivery> {
     const { metrics } = this.deps;
     // The memory-tier lookup of every valid media request that the hot path did not answer.
     const cached = this.deps.memory.get(key);
@@ -110,8 +120,10 @@ export class RenditionService {
     // A purge changes the local generation: later requests start a new flight instead of joining
     // one that may be rendering the old original.
     const generation = this.deps.purger?.localGeneration(request.assetId) ?? "";
-    const { promise, leader } = this.flights.run(`${generation}|${key}`, () =>
-      this.flight(key, request, log, generation),
+    const { promise, leader } = this.flights.run(
+      `${generation}|${key}`,
+      (flightSignal) => this.flight(key, request, log, generation, flightSignal),
+      signal,
     );
     if (!leader) metrics.singleFlightJoins.inc();
     const result = await promise;
@@ -120,13 +132,19 @@ export class RenditionService {
     return { entry: result.entry, xCache };
   }
 
-  private async flight(key: string, request: MediaRequest, log: Logger, generation: string): Promise<FlightResult> {
+  private async flight(
+    key: string,
+    request: MediaRequest,
+    log: Logger,
+    generation: string,
+    cancelled: AbortSignal,
+  ): Promise<FlightResult> {
     const { requestTimeoutMs } = this.deps;
     const deadline = Date.now() + requestTimeoutMs;
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new RequestTimeoutError(requestTimeoutMs)), requestTimeoutMs);
     timer.unref();
-    const signal = controller.signal;
+    const signal = AbortSignal.any([controller.signal, cancelled]);
     try {
       return await raceAbort(this.resolve(key, request, signal, deadline, log, generation), signal);
     } finally {
@@ -241,22 +259,26 @@ export class RenditionService {
             title: "Asset not found",
           });
         }
-        let original: Buffer;
-        try {
-          original = await buffer(blob.body);
-        } catch (err) {
+        // Streamed: the pipeline reads the header first and the rest only for work it admits.
+        const original = bodyChunks(blob.body, () => {
           // The store answered but the body broke off (connection reset, file vanished).
           metrics.dependencyError("storage");
-          throw new StorageUnavailableError(`reading ${originalKey(request.assetId)} failed`, { cause: err });
-        }
+          return `reading ${originalKey(request.assetId)} failed`;
+        });
         signal.throwIfAborted();
         this.deps.counters.inc("transformations");
         const steps = request.steps.map((s) => s.name);
-        log.debug({ key, steps, bytesIn: original.length }, "render started");
+        log.debug({ key, steps, bytesIn: blob.size }, "render started");
         const started = performance.now();
+        const gate = this.deps.gate;
         const result = await this.deps.render(
           { original, contentType: blob.contentType, steps: request.steps, cacheKey: key },
-          { signal, deadline, onStep: (name, seconds) => metrics.observeTransformation(name, seconds) },
+          {
+            signal,
+            deadline,
+            onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
+            admit: gate ? (plan) => gate.acquire(plan.workPixels, signal) : undefined,
+          },
         );
         log.debug(
           { key, steps, ms: Math.round(performance.now() - started), bytes: result.data.length },
@@ -304,4 +326,13 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
       },
     );
   });
+}
+
+/** The blob body as chunks; a body that breaks off is the storage dependency failing (503). */
+async function* bodyChunks(body: AsyncIterable<unknown>, onFailure: () => string): AsyncGenerator<Buffer> {
+  try {
+    for await (const chunk of body) yield Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+  } catch (err) {
+    throw new StorageUnavailableError(onFailure(), { cause: err });
+  }
 }

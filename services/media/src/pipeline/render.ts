@@ -1,17 +1,20 @@
 import sharp from "sharp";
-import { formatOfMimeType, resolveParams, type MediaLimits, type TransformationStep } from "@media-platform/contracts";
-import { transformations } from "../transformations";
 import {
+  formatOfMimeType,
+  type MediaLimits,
+  type TransformationName,
+  type TransformationStep,
+} from "@media-platform/contracts";
+import type { FaceDetector, OutputFormat, PixelWorkers, StepContext } from "../transformations/transformation";
+import {
+  InputPixelLimitError,
   TransformationInputError,
-  type FaceDetector,
-  type OutputFormat,
-  type PixelWorkers,
-  type StepContext,
-} from "../transformations/transformation";
-import { InputPixelLimitError, UndecodableOriginalError, UnsupportedOriginalError } from "../delivery/errors";
-import { fromRaw, toRaw } from "./raw";
-
-export { InputPixelLimitError, UndecodableOriginalError, UnsupportedOriginalError };
+  UndecodableOriginalError,
+  UnsupportedOriginalError,
+} from "./errors";
+import { planRender, type PlannedStep, type RenderPlan } from "./plan";
+import { OriginalSource } from "./original";
+import { fromRaw, toRaw, type RawImage } from "./raw";
 
 export interface RenderDeps {
   pixels: PixelWorkers;
@@ -22,7 +25,11 @@ export interface RenderDeps {
 }
 
 export interface RenderInput {
-  original: Buffer;
+  /**
+   * The stored original: its bytes, or a stream of them (only the header is read before the
+   * plan passes, so a refused request never reads a large original to the end).
+   */
+  original: Buffer | AsyncIterable<Buffer>;
   /** Content type of the stored original: the output keeps this format. */
   contentType: string;
   steps: TransformationStep[];
@@ -40,6 +47,12 @@ export interface RenderOptions {
    * first step includes decoding the original, the last one encoding the result.
    */
   onStep?: (transformation: string, seconds: number) => void;
+  /**
+   * Called once the plan is known (header read, sizes and work checked) and before any pixel is
+   * decoded; resolves when the request may start its work and returns the release. The delivery
+   * layer bounds the pixels in flight across requests with it.
+   */
+  admit?: (plan: RenderPlan) => Promise<() => void>;
 }
 
 export interface Rendition {
@@ -60,9 +73,8 @@ export function outputFormatFor(contentType: string): OutputFormat {
  * when the same operation repeats on the same input; results here are cached by the service
  * instead, so the libvips cache would only hold memory.
  */
-export function configureSharp(options: { cache?: boolean; threads?: number } = {}): void {
+export function configureSharp(options: { cache?: boolean } = {}): void {
   sharp.cache(options.cache ?? false);
-  if (options.threads !== undefined && options.threads > 0) sharp.concurrency(options.threads);
 }
 
 // libvips reports a bad original with these message shapes (seen: "Input file has corrupt
@@ -84,15 +96,6 @@ function withTimeout(image: sharp.Sharp, deadline: number | undefined): sharp.Sh
   return image.timeout({ seconds });
 }
 
-function checkOutputPixels(width: number, height: number, limits: MediaLimits, path: string): void {
-  if (width * height > limits.maxOutputPixels) {
-    throw new TransformationInputError(
-      path,
-      `the result would be ${width}x${height} = ${width * height} pixels, above the cap of ${limits.maxOutputPixels} pixels (MEDIA_MAX_OUTPUT_PIXELS)`,
-    );
-  }
-}
-
 /**
  * Decodes the original (EXIF orientation applied, first frame of animations), applies the
  * steps left to right and encodes in the original's format, sRGB, metadata stripped.
@@ -108,53 +111,101 @@ export async function render(input: RenderInput, deps: RenderDeps, options: Rend
   }
 }
 
+/** What flows between steps: a pending sharp pipeline (the original, first) or decoded pixels. */
+type Pixels = { pipeline: sharp.Sharp; srgb: boolean } | { raw: RawImage };
+
+const isRaw = (value: RawImage | sharp.Sharp): value is RawImage => !(value instanceof sharp);
+
 async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: RenderOptions): Promise<Rendition> {
   const { signal, deadline, onStep } = options;
   const format = outputFormatFor(input.contentType);
-  let image = sharp(input.original, { limitInputPixels: deps.limitInputPixels, failOn: "error", autoOrient: true });
-  const meta = await image.metadata();
-  const oriented = meta.autoOrient ?? { width: meta.width, height: meta.height };
-  const ctx: StepContext = {
-    cacheKey: input.cacheKey,
-    stepIndex: 0,
-    width: oriented.width,
-    height: oriented.height,
-    hasAlpha: meta.hasAlpha,
-    output: { format },
-    limits: deps.limits,
-    pixels: deps.pixels,
-    faces: deps.faces,
+  const sharpOptions: sharp.SharpOptions = {
+    limitInputPixels: deps.limitInputPixels,
+    failOn: "error",
+    autoOrient: true,
   };
-  let stepStart = 0;
-  for (const [index, step] of input.steps.entries()) {
+  const source = new OriginalSource(input.original);
+  let release: (() => void) | undefined;
+  try {
+    // The header only: sizes, bands, colour space. No pixel is decoded before the plan passes.
+    const meta = await source.metadata(sharpOptions);
+    const oriented = meta.autoOrient ?? { width: meta.width, height: meta.height };
+    if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
+    const plan = planRender(input.steps, oriented, deps.limits);
     signal?.throwIfAborted();
-    stepStart = performance.now();
-    const transformation = transformations[step.name] as (typeof transformations)[typeof step.name];
-    const params = resolveParams(step.name, step.params as never);
-    ctx.stepIndex = index;
-    image = await (transformation.apply as (i: sharp.Sharp, p: unknown, c: StepContext) => Promise<sharp.Sharp>)(
-      image,
-      params,
-      ctx,
-    );
-    if (index < input.steps.length - 1) {
+    release = await options.admit?.(plan);
+    signal?.throwIfAborted();
+    const original = sharp(await source.all(), sharpOptions);
+    const ctx: StepContext = {
+      cacheKey: input.cacheKey,
+      stepIndex: 0,
+      width: oriented.width,
+      height: oriented.height,
+      hasAlpha: meta.hasAlpha,
+      output: { format },
+      limits: deps.limits,
+      pixels: deps.pixels,
+      faces: deps.faces,
+      signal,
+    };
+    const srgb = meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3;
+    let current: Pixels = { pipeline: original, srgb };
+    // A request has at least one step (the URL grammar); `original` only stands in until the first ends.
+    let result: RawImage | sharp.Sharp = original;
+    let stepStart = 0;
+    for (const [index, step] of plan.steps.entries()) {
       signal?.throwIfAborted();
-      // Materialise so the next step starts from pixels, whatever order sharp would use.
-      const raw = await toRaw(withTimeout(image, deadline));
-      checkOutputPixels(raw.width, raw.height, deps.limits, step.name);
-      ctx.width = raw.width;
-      ctx.height = raw.height;
-      ctx.hasAlpha = raw.channels === 4;
-      image = fromRaw(raw);
-      onStep?.(step.name, (performance.now() - stepStart) / 1000);
+      stepStart = performance.now();
+      ctx.stepIndex = index;
+      result = await runStep(step, current, ctx, deadline);
+      if (index < plan.steps.length - 1) {
+        signal?.throwIfAborted();
+        // Materialise so the next step starts from pixels, whatever order sharp would use.
+        const raw: RawImage = isRaw(result) ? result : await toRaw(withTimeout(result, deadline));
+        ctx.width = raw.width;
+        ctx.height = raw.height;
+        ctx.hasAlpha = raw.channels === 4;
+        current = { raw };
+        onStep?.(step.name, (performance.now() - stepStart) / 1000);
+      }
     }
+    signal?.throwIfAborted();
+    const last: sharp.Sharp = isRaw(result) ? fromRaw(result) : result;
+    const { data, info } = await withTimeout(encode(last, ctx.output), deadline).toBuffer({ resolveWithObject: true });
+    const lastStep = plan.steps.at(-1);
+    if (lastStep) onStep?.(lastStep.name, (performance.now() - stepStart) / 1000);
+    return { data, contentType: `image/${format}`, width: info.width, height: info.height };
+  } finally {
+    release?.();
+    await source.close();
   }
-  signal?.throwIfAborted();
-  const { data, info } = await withTimeout(encode(image, ctx.output), deadline).toBuffer({ resolveWithObject: true });
-  const last = input.steps.at(-1);
-  if (last) onStep?.(last.name, (performance.now() - stepStart) / 1000);
-  checkOutputPixels(info.width, info.height, deps.limits, last?.name ?? "path");
-  return { data, contentType: `image/${format}`, width: info.width, height: info.height };
+}
+
+/** Hands a step the input it declared (encoded pipeline, 8-bit sRGB pipeline or raw pixels). */
+async function runStep<N extends TransformationName>(
+  step: PlannedStep<N>,
+  current: Pixels,
+  ctx: StepContext,
+  deadline: number | undefined,
+): Promise<RawImage | sharp.Sharp> {
+  const t = step.transformation;
+  switch (t.input) {
+    case "raw":
+      return t.apply(
+        "raw" in current ? current.raw : await toRaw(withTimeout(current.pipeline, deadline)),
+        step.params,
+        ctx,
+      );
+    case "srgb":
+      if ("raw" in current) return t.apply(fromRaw(current.raw), step.params, ctx);
+      return t.apply(
+        current.srgb ? current.pipeline : fromRaw(await toRaw(withTimeout(current.pipeline, deadline))),
+        step.params,
+        ctx,
+      );
+    case "encoded":
+      return t.apply("raw" in current ? fromRaw(current.raw) : current.pipeline, step.params, ctx);
+  }
 }
 
 function encode(image: sharp.Sharp, output: StepContext["output"]): sharp.Sharp {

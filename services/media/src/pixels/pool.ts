@@ -7,8 +7,6 @@ import type { PixelWorkers } from "../transformations/transformation";
 export interface PixelWorkerOptions {
   /** Number of worker threads (started on demand). Default: os.availableParallelism(). */
   size?: number;
-  /** Same as size (the name the server's config uses); size wins when both are given. */
-  threads?: number;
   /**
    * Extra modules (absolute paths, .ts or .js) whose `kernels` export is merged into every
    * worker's registry: a way to plug in kernels without touching the built-in table.
@@ -26,13 +24,18 @@ export interface PixelWorkerStats {
   queued: number;
   completed: number;
   failed: number;
-  /** Workers that died (crash, exit, timeout) and were replaced on demand. */
+  /** Workers that died (crash, exit, timeout, abandoned task) and were replaced on demand. */
   replaced: number;
   /** Input buffers that could not be transferred (e.g. sharp's external memory) and were cloned. */
   cloned: number;
 }
 
 export interface PixelWorkerPool extends PixelWorkers {
+  /**
+   * The untyped transport under PixelWorkers.run: any kernel the workers loaded (built-in or from
+   * kernelModules). An aborted `signal` drops a queued task or terminates the worker running it.
+   */
+  run(kernel: string, image: RawImage, params: unknown, signal?: AbortSignal): Promise<RawImage>;
   close(): Promise<void>;
   stats(): PixelWorkerStats;
 }
@@ -57,6 +60,8 @@ interface Task {
   resolve(image: RawImage): void;
   reject(error: Error): void;
   timer?: NodeJS.Timeout;
+  signal?: AbortSignal;
+  onAbort?: () => void;
 }
 
 interface Slot {
@@ -83,7 +88,7 @@ const WORKER_ENTRY = path.join(__dirname, "worker.cjs");
  * the worker carries on; a worker that dies rejects its task and is replaced.
  */
 export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorkerPool {
-  const size = Math.max(1, Math.floor(options.size ?? options.threads ?? os.availableParallelism()));
+  const size = Math.max(1, Math.floor(options.size ?? os.availableParallelism()));
   const kernelModules = options.kernelModules ?? [];
   const slots = new Set<Slot>();
   const queue: Task[] = [];
@@ -96,6 +101,7 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
     if (!task) return;
     slot.task = undefined;
     clearTimeout(task.timer);
+    if (task.onAbort) task.signal?.removeEventListener("abort", task.onAbort);
     // An idle worker must not keep the process alive.
     slot.worker.unref();
     if ("image" in outcome) {
@@ -201,10 +207,33 @@ export function createPixelWorkers(options: PixelWorkerOptions = {}): PixelWorke
   };
 
   return {
-    run<P>(kernel: string, image: RawImage, params: P): Promise<RawImage> {
+    run(kernel: string, image: RawImage, params: unknown, signal?: AbortSignal): Promise<RawImage> {
       if (closed) return Promise.reject(new PixelKernelError(kernel, "pixel worker pool is closed"));
+      if (signal?.aborted) return Promise.reject(signal.reason);
       return new Promise<RawImage>((resolve, reject) => {
-        queue.push({ id: nextId++, kernel, image, params, resolve, reject });
+        const task: Task = { id: nextId++, kernel, image, params, resolve, reject, signal };
+        if (signal) {
+          // Nobody waits for the result any more: a queued task is dropped, a running one's
+          // worker is terminated (a kernel cannot be interrupted otherwise) and replaced on demand.
+          task.onAbort = () => {
+            const queued = queue.indexOf(task);
+            if (queued >= 0) {
+              queue.splice(queued, 1);
+              reject(signal.reason);
+              return;
+            }
+            for (const slot of slots) {
+              if (slot.task !== task) continue;
+              slot.retiring = true;
+              settle(slot, {
+                error: signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)),
+              });
+              void slot.worker.terminate();
+            }
+          };
+          signal.addEventListener("abort", task.onAbort, { once: true });
+        }
+        queue.push(task);
         dispatch();
       });
     },

@@ -1,20 +1,19 @@
-import type sharp from "sharp";
-import { fromRaw, toRaw } from "../pipeline/raw";
+import type { RawImage } from "../pipeline/raw";
 import type { StepContext } from "../transformations/transformation";
+import type { KernelName, KernelParams } from "./kernels";
 
 /**
- * The body of every raw-pixel transformation: materialise the pending pipeline to 8-bit
- * pixels, run the named kernel in a pixel worker, continue from its result.
+ * The body of every raw-pixel transformation: run the named kernel in a pixel worker on the
+ * pixels the runner decoded. Aborting the request's signal abandons the kernel.
  */
-export async function runPixelKernel<P>(
-  image: sharp.Sharp,
+export function runPixelKernel<K extends KernelName>(
+  raw: RawImage,
   ctx: StepContext,
-  kernel: string,
-  params: P,
-): Promise<sharp.Sharp> {
-  const raw = await toRaw(image);
+  kernel: K,
+  params: KernelParams<K>,
+): Promise<RawImage> {
   // sharp's buffers are external memory V8 cannot detach, so postMessage would clone them
   // (serialise + deserialise); one copy into a V8-owned buffer that is then transferred is cheaper.
   const owned = { ...raw, data: Buffer.from(raw.data) };
-  return fromRaw(await ctx.pixels.run(kernel, owned, params));
+  return ctx.pixels.run(kernel, owned, params, ctx.signal);
 }

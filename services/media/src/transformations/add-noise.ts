@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
-import { transformationSpecs } from "@media-platform/contracts";
 import type { AddNoiseParams } from "../pixels/kernels";
 import { runPixelKernel } from "../pixels/step";
-import { defineTransformation } from "./transformation";
+import { sameSize, type Transformation } from "./transformation";
 
 /**
  * The noise seed: SHA-256 of the cache key and the step's position, first 128 bits. The same
@@ -17,13 +16,13 @@ export function noiseSeed(cacheKey: string, stepIndex: number): AddNoiseParams["
 }
 
 /** Gaussian, uniform or salt-pepper noise, deterministic per URL. */
-export const addNoise = defineTransformation({
-  name: "add-noise",
-  params: transformationSpecs["add-noise"].params,
+export const addNoise = {
+  input: "raw",
+  outputSize: sameSize,
   apply: (image, params, ctx) =>
-    runPixelKernel<AddNoiseParams>(image, ctx, "add-noise", {
+    runPixelKernel(image, ctx, "add-noise", {
       type: params.type,
       amount: params.amount,
       seed: noiseSeed(ctx.cacheKey, ctx.stepIndex),
     }),
-});
+} satisfies Transformation<"add-noise">;

@@ -1,14 +1,8 @@
 import sharp from "sharp";
-import { parseColor, transformationSpecs } from "@media-platform/contracts";
+import { parseColor } from "@media-platform/contracts";
 import { fromRaw, toRaw } from "../pipeline/raw";
 import type { Region } from "./crop";
-import {
-  assertOutputPixels,
-  defineTransformation,
-  formatHasAlpha,
-  type FaceBox,
-  type FaceDetector,
-} from "./transformation";
+import { formatHasAlpha, type FaceBox, type FaceDetector, type Transformation } from "./transformation";
 
 /**
  * The detector sees a copy no larger than this: the tiny face detector resizes its input
@@ -99,12 +93,11 @@ const svg = (size: number, body: string) =>
     `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}" viewBox="0 0 ${size} ${size}">${body}</svg>`,
   );
 
-export const avatar = defineTransformation({
-  name: "avatar",
-  params: transformationSpecs.avatar.params,
+export const avatar = {
+  input: "encoded",
+  outputSize: (_input, params) => ({ width: params.size, height: params.size }),
   async apply(image, params, ctx) {
     const size = params.size;
-    assertOutputPixels("avatar", size, size, ctx.limits);
     // A detector failure is an error, not a silent attention crop: results are cached for
     // good, errors are not.
     const faces = await findFaces(image, ctx.faces, ctx.width, ctx.height);
@@ -129,8 +122,8 @@ export const avatar = defineTransformation({
       }
     }
     if (params.border !== undefined) {
-      // Validated as hex by the URL parser; default white.
-      const colour = parseColor(params.border_color ?? "ffffff", true)!;
+      // Validated as hex by the URL parser.
+      const colour = parseColor(params.border_color, true)!;
       const b = params.border;
       const stroke = `fill="none" stroke="rgb(${colour.r},${colour.g},${colour.b})" stroke-opacity="${colour.alpha}" stroke-width="${b}"`;
       // Drawn inside the size: the stroke is centred on a path inset by half its width.
@@ -145,4 +138,4 @@ export const avatar = defineTransformation({
     const transparent = ctx.hasAlpha || (params.shape === "circle" && formatHasAlpha(ctx.output.format));
     return transparent ? framed : framed.removeAlpha();
   },
-});
+} satisfies Transformation<"avatar">;

@@ -1,5 +1,5 @@
-import { transformationSpecs, type ResolvedParams } from "@media-platform/contracts";
-import { defineTransformation, TransformationInputError } from "./transformation";
+import type { ResolvedParams } from "@media-platform/contracts";
+import { TransformationInputError, type Transformation } from "./transformation";
 
 export interface Region {
   left: number;
@@ -47,10 +47,13 @@ export function cropRegion(params: ResolvedParams<"crop">, width: number, height
   return { left: x0, top: y0, width: x1 - x0, height: y1 - y0 };
 }
 
-export const crop = defineTransformation({
-  name: "crop",
-  params: transformationSpecs.crop.params,
+export const crop = {
+  input: "encoded",
+  outputSize: (input, params) => {
+    const { width, height } = cropRegion(params, input.width, input.height);
+    return { width, height };
+  },
   // With autoOrient on the input, sharp orients before a pre-resize extract, so the region
   // is in the same (oriented) coordinates as ctx.width/height.
   apply: async (image, params, ctx) => image.extract(cropRegion(params, ctx.width, ctx.height)),
-});
+} satisfies Transformation<"crop">;

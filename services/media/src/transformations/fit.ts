@@ -1,7 +1,6 @@
 import type sharp from "sharp";
-import { parseColor, transformationSpecs, type Rgba } from "@media-platform/contracts";
-import { fromRaw, toRaw } from "../pipeline/raw";
-import { assertOutputPixels, defineTransformation, formatHasAlpha, type OutputFormat } from "./transformation";
+import { parseColor, type Rgba } from "@media-platform/contracts";
+import { formatHasAlpha, type OutputFormat, type Transformation } from "./transformation";
 
 /**
  * The padding colour as sharp wants it. A translucent colour only stays translucent where
@@ -15,25 +14,19 @@ function paddingColour(colour: Rgba, format: OutputFormat): sharp.Color {
   return { r: over(colour.r), g: over(colour.g), b: over(colour.b), alpha: 1 };
 }
 
-export const fit = defineTransformation({
-  name: "fit",
-  params: transformationSpecs.fit.params,
+export const fit = {
+  // sharp turns the background grey for a grey (1-2 band) input, so a red padding on a
+  // greyscale original needs the pixels in sRGB first. Colour originals keep the encoded
+  // pipeline, and with it JPEG shrink-on-load.
+  input: "srgb",
+  outputSize: (_input, params) => ({ width: params.width, height: params.height }),
   async apply(image, params, ctx) {
-    assertOutputPixels("fit", params.width, params.height, ctx.limits);
     // Validated by the URL parser, so a colour is always there.
     const colour = parseColor(params.background)!;
-    // sharp turns the background grey for a grey (1-2 band) input, so a red padding on a
-    // greyscale original needs the pixels in sRGB first. Colour originals keep the encoded
-    // pipeline, and with it JPEG shrink-on-load.
-    let input = image;
-    if (ctx.stepIndex === 0) {
-      const meta = await image.metadata();
-      if (meta.channels < 3 || meta.space !== "srgb") input = fromRaw(await toRaw(image));
-    }
-    return input.resize(params.width, params.height, {
+    return image.resize(params.width, params.height, {
       fit: "contain",
       position: "centre",
       background: paddingColour(colour, ctx.output.format),
     });
   },
-});
+} satisfies Transformation<"fit">;

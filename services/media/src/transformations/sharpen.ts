@@ -1,6 +1,5 @@
 import type sharp from "sharp";
-import { transformationSpecs } from "@media-platform/contracts";
-import { defineTransformation } from "./transformation";
+import { sameSize, type Transformation } from "./transformation";
 
 /**
  * Maps the URL's intensity v (> 0) onto libvips' sharpen (an unsharp mask on L* whose
@@ -20,8 +19,8 @@ export function sharpenOptions(v: number): sharp.SharpenOptions {
   return { sigma: Math.min(10, 0.5 + 0.25 * v), m1: 0.5 * v, m2: v, x1: 2, y2: 10 + 2 * v, y3: 20 + 4 * v };
 }
 
-export const sharpen = defineTransformation({
-  name: "sharpen",
-  params: transformationSpecs.sharpen.params,
+export const sharpen = {
+  input: "encoded",
+  outputSize: sameSize,
   apply: async (image, params) => (params.value === 0 ? image : image.sharpen(sharpenOptions(params.value))),
-});
+} satisfies Transformation<"sharpen">;

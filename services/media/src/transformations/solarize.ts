@@ -1,12 +1,9 @@
-import { transformationSpecs } from "@media-platform/contracts";
-import type { SolarizeParams } from "../pixels/kernels";
 import { runPixelKernel } from "../pixels/step";
-import { defineTransformation } from "./transformation";
+import { sameSize, type Transformation } from "./transformation";
 
 /** Inverts R, G and B values above the threshold (ImageMagick -solarize); alpha untouched. */
-export const solarize = defineTransformation({
-  name: "solarize",
-  params: transformationSpecs.solarize.params,
-  apply: (image, params, ctx) =>
-    runPixelKernel<SolarizeParams>(image, ctx, "solarize", { threshold: params.threshold }),
-});
+export const solarize = {
+  input: "raw",
+  outputSize: sameSize,
+  apply: (image, params, ctx) => runPixelKernel(image, ctx, "solarize", { threshold: params.threshold }),
+} satisfies Transformation<"solarize">;

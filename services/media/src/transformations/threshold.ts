@@ -1,13 +1,11 @@
 import sharp from "sharp";
-import { transformationSpecs } from "@media-platform/contracts";
-import { fromRaw, toRaw } from "../pipeline/raw";
-import { defineTransformation } from "./transformation";
+import { fromRaw } from "../pipeline/raw";
+import { sameSize, type StepContext, type Transformation } from "./transformation";
 
-export const threshold = defineTransformation({
-  name: "threshold",
-  params: transformationSpecs.threshold.params,
-  async apply(image, params) {
-    const raw = await toRaw(image);
+export const threshold = {
+  input: "raw",
+  outputSize: sameSize,
+  async apply(raw, params, _ctx: StepContext) {
     const { width, height } = raw;
     // sharp's threshold(v) is libvips `grey >= v` on the luminance grey (B_W), giving 0/255,
     // with two catches: threshold(0) is a no-op in sharp (everything is >= 0, so white), and
@@ -21,4 +19,4 @@ export const threshold = defineTransformation({
     const alpha = await fromRaw(raw).extractChannel(3).raw().toBuffer();
     return bw.joinChannel(alpha, { raw: { width, height, channels: 1 } });
   },
-});
+} satisfies Transformation<"threshold">;

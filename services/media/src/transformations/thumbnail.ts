@@ -1,14 +1,12 @@
-import { transformationSpecs } from "@media-platform/contracts";
-import { assertOutputPixels, defineTransformation } from "./transformation";
+import type { Transformation } from "./transformation";
 
-export const thumbnail = defineTransformation({
-  name: "thumbnail",
-  params: transformationSpecs.thumbnail.params,
+export const thumbnail = {
+  // A plain cover resize on the pipeline as given: as the first step that pipeline is still
+  // the encoded original, so libvips shrinks JPEG/WebP on load exactly as raw sharp would.
+  input: "encoded",
+  outputSize: (_input, params) => ({ width: params.size, height: params.size }),
   async apply(image, params, ctx) {
-    assertOutputPixels("thumbnail", params.size, params.size, ctx.limits);
     ctx.output.quality = params.quality;
-    // A plain cover resize on the pipeline as given: as the first step that pipeline is still
-    // the encoded original, so libvips shrinks JPEG/WebP on load exactly as raw sharp would.
     return image.resize(params.size, params.size, { fit: "cover", position: "centre" });
   },
-});
+} satisfies Transformation<"thumbnail">;

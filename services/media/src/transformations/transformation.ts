@@ -1,12 +1,9 @@
 import type sharp from "sharp";
-import type {
-  AssetFormat,
-  MediaLimits,
-  ResolvedParams,
-  TransformationName,
-  transformationSpecs,
-} from "@media-platform/contracts";
+import type { AssetFormat, MediaLimits, ResolvedParams, TransformationName } from "@media-platform/contracts";
 import type { RawImage } from "../pipeline/raw";
+import type { KernelName, KernelParams } from "../pixels/kernels";
+
+export { TransformationInputError } from "../pipeline/errors";
 
 /** Renditions keep the stored format. */
 export type OutputFormat = AssetFormat;
@@ -24,9 +21,19 @@ export interface FaceDetector {
   detect(image: RawImage): Promise<FaceBox[]>;
 }
 
-/** Runs a named pixel kernel off the event loop (worker threads). */
+/** Runs a pixel kernel off the event loop (worker threads); typed by the kernel's name. */
 export interface PixelWorkers {
-  run<P>(kernel: string, image: RawImage, params: P): Promise<RawImage>;
+  run<K extends KernelName>(
+    kernel: K,
+    image: RawImage,
+    params: KernelParams<K>,
+    signal?: AbortSignal,
+  ): Promise<RawImage>;
+}
+
+export interface Size {
+  width: number;
+  height: number;
 }
 
 export interface StepContext {
@@ -43,46 +50,45 @@ export interface StepContext {
   limits: MediaLimits;
   pixels: PixelWorkers;
   faces: FaceDetector;
+  /** Aborted when the request is cancelled or times out: pixel kernels stop with it. */
+  signal?: AbortSignal;
+}
+
+interface StepShape<N extends TransformationName> {
+  /**
+   * The size this step produces from an input of `input`, computed from the original's header
+   * before any pixel is decoded (the runner checks it against maxOutputPixels and the work
+   * budget). Throws TransformationInputError when the step cannot apply at that size.
+   */
+  outputSize(input: Size, params: ResolvedParams<N>, limits: MediaLimits): Size;
+  /** The parameter a too-large output is blamed on (400 path `<name>.<param>`); default the step. */
+  sizeParam?: string;
 }
 
 /**
- * One processing step. `apply` receives a pipeline whose pending operations it may extend
- * and returns the pipeline for the next step; the runner materialises between steps, so a
- * step never has to reason about sharp's internal operation order across steps.
+ * A step that takes a sharp pipeline. "encoded": the pipeline as it stands (for the first step,
+ * the encoded original, so libvips can shrink JPEG/WebP on load). "srgb": the runner guarantees
+ * 8-bit sRGB with 3 or 4 bands (a grey or CMYK original is converted first).
+ * `apply` may extend the pipeline and returns it; the runner materialises between steps, so a
+ * step never reasons about sharp's operation order across steps.
  */
-export interface Transformation<N extends TransformationName = TransformationName> {
-  name: N;
-  /** The parameter table from packages/contracts (the single definition of the rules). */
-  params: (typeof transformationSpecs)[N]["params"];
+export interface PipelineStep<N extends TransformationName> extends StepShape<N> {
+  input: "encoded" | "srgb";
   apply(image: sharp.Sharp, params: ResolvedParams<N>, ctx: StepContext): Promise<sharp.Sharp>;
 }
 
-export const defineTransformation = <N extends TransformationName>(t: Transformation<N>): Transformation<N> => t;
-
-/**
- * The parameters are valid but cannot apply to this image (e.g. a crop region outside it,
- * an output above the pixel cap): the service answers 400 naming `path`.
- */
-export class TransformationInputError extends Error {
-  constructor(
-    readonly path: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = "TransformationInputError";
-  }
+/** A step that works on decoded 8-bit sRGB pixels (the runner materialises them). */
+export interface RawStep<N extends TransformationName> extends StepShape<N> {
+  input: "raw";
+  apply(image: RawImage, params: ResolvedParams<N>, ctx: StepContext): Promise<RawImage | sharp.Sharp>;
 }
+
+/** One processing step, typed from its entry in the contracts' parameter table. */
+export type Transformation<N extends TransformationName> = PipelineStep<N> | RawStep<N>;
+
+/** Steps that keep the size of their input. */
+export const sameSize = (input: Size): Size => ({ width: input.width, height: input.height });
 
 const FORMATS_WITH_ALPHA: ReadonlySet<OutputFormat> = new Set(["png", "webp", "avif", "gif", "tiff"]);
 
 export const formatHasAlpha = (format: OutputFormat): boolean => FORMATS_WITH_ALPHA.has(format);
-
-/** Refuses (400) an output larger than the deployment's pixel cap before any work is done. */
-export function assertOutputPixels(path: string, width: number, height: number, limits: MediaLimits): void {
-  if (width * height > limits.maxOutputPixels) {
-    throw new TransformationInputError(
-      path,
-      `the output would be ${width} x ${height} = ${width * height} pixels, above the cap of ${limits.maxOutputPixels} (maxOutputPixels)`,
-    );
-  }
-}

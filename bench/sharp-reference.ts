@@ -1,0 +1,58 @@
+/**
+ * Raw sharp reference of the media bench, in its own process (so neither the bench process nor
+ * the load generator shares its event loop): `concurrency` operations in flight for `seconds`,
+ * each reading its original from disk (fs.readFile) and running the same sharp calls as the
+ * service, with the service's libvips cache setting (off, pipeline/render.ts configureSharp).
+ * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps, cpuMsPerOp} on stdout.
+ */
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import sharp from "sharp";
+import { assetId, benchImages, benchSteps } from "./media-cases";
+
+interface Job {
+  originalsDir: string;
+  image: string;
+  step: string;
+  first: number;
+  count: number;
+  concurrency: number;
+  seconds: number;
+}
+
+async function main(): Promise<void> {
+  const job = JSON.parse(process.env.BENCH_SHARP_JOB!) as Job;
+  const image = benchImages.find((i) => i.name === job.image)!;
+  const step = benchSteps.find((s) => s.name === job.step)!;
+  sharp.cache(false);
+  let n = 0;
+  const op = async () => {
+    const file = path.join(job.originalsDir, `${assetId(job.first + (n++ % job.count), image)}@blob`);
+    const input = await readFile(file);
+    await step.raw(sharp(input, { failOn: "error" }), image).toBuffer();
+  };
+  for (let i = 0; i < 3; i++) await op();
+  let ops = 0;
+  let all = 0;
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  const end = start + job.seconds * 1000;
+  const loop = async () => {
+    while (performance.now() < end) {
+      await op();
+      all++;
+      if (performance.now() <= end) ops++;
+    }
+  };
+  await Promise.all(Array.from({ length: job.concurrency }, loop));
+  // Operations completed inside the window, per second of the window (as wrk counts requests).
+  // CPU of the whole process (all threads) per operation, over every operation started in the window.
+  const used = process.cpuUsage(cpu);
+  const cpuMsPerOp = (used.user + used.system) / 1000 / all;
+  process.stdout.write(`${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds, cpuMsPerOp })}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
