@@ -22,6 +22,22 @@ describe("cache entries", () => {
       "X-Cache": "HIT",
       "X-Content-Type-Options": "nosniff",
     });
+    // The hot path writes the flat lists: the same headers, tags and Cache-Control included.
+    expect(entry.hitHeaderList).toEqual(Object.entries(entry.hitHeaders).flatMap(([k, v]) => [k, String(v)]));
+    expect(entry.notModifiedHeaderList).toEqual([
+      "ETag",
+      entry.etag,
+      "Cache-Control",
+      "public, max-age=60",
+      "Surrogate-Key",
+      "a1",
+      "Cache-Tag",
+      "a1",
+      "X-Cache",
+      "HIT",
+      "X-Content-Type-Options",
+      "nosniff",
+    ]);
   });
 
   it("If-None-Match: exact, list, weak and * match; others do not", () => {

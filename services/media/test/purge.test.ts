@@ -68,6 +68,11 @@ describe("purge without Redis (embedded mode: one media process told over HTTP)"
     const hit = await get(`${media.url}/thumbnail:size=64/${id}.png`);
     expect(hit.res.headers.get("x-cache")).toBe("HIT");
     expect(hit.res.headers.get("surrogate-key")).toBe(id);
+    // The HIT comes from the hot path's flat header list: the same tags, Cache-Control and nosniff.
+    expect(hit.res.headers.get("cache-tag")).toBe(id);
+    expect(hit.res.headers.get("cache-control")).toBe("public, max-age=3600, stale-while-revalidate=60");
+    expect(hit.res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(hit.res.headers.get("x-request-id")).toBeTruthy();
     const versioned = await get(`${media.url}/thumbnail:size=64/${id}.png?v=3`);
     expect(versioned.res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     const notModified = await get(`${media.url}/thumbnail:size=64/${id}.png`, {
@@ -75,6 +80,9 @@ describe("purge without Redis (embedded mode: one media process told over HTTP)"
     });
     expect(notModified.res.status).toBe(304);
     expect(notModified.res.headers.get("cache-tag")).toBe(id);
+    expect(notModified.res.headers.get("surrogate-key")).toBe(id);
+    expect(notModified.res.headers.get("cache-control")).toBe("public, max-age=3600, stale-while-revalidate=60");
+    expect(notModified.res.headers.get("x-content-type-options")).toBe("nosniff");
   });
 
   it("refuses purges without the secret (401) and malformed ones (400), and caches neither", async () => {

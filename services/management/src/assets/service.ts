@@ -284,7 +284,9 @@ export async function listAssets(
  * match, so the caller raises it to at least LIST_EXACT_COUNT_LIMIT + 1.
  */
 async function estimateListCount(ctx: AppContext, workspaceId: string, query: ListAssetsQuery): Promise<number> {
-  // The same trash filter as the exact count: live assets, or with ?trashed=true the trash.
+  // The same trash filter as the exact count: live assets, or with ?trashed=true the trash. The
+  // planner applies the table-wide share of trash (null fraction of deleted_at) to the workspace's
+  // rows, so a workspace with far more trash than the average is estimated somewhat high.
   const conditions: Prisma.Sql[] = [
     Prisma.sql`workspace_id = ${workspaceId}`,
     query.trashed ? Prisma.sql`deleted_at IS NOT NULL` : Prisma.sql`deleted_at IS NULL`,
