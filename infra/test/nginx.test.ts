@@ -27,8 +27,9 @@ describe("infra/cdn/nginx.conf (static)", () => {
   test("caches with the upstream's own rules", () => {
     expect(has(/^proxy_cache_path \S+ .*keys_zone=media_cache:/)).toBe(true);
     expect(has(/^proxy_cache media_cache;$/)).toBe(true);
-    // URI as received, query string included; plus the Accept format bucket (MEDIA_AUTO_FORMAT)
-    expect(has(/^proxy_cache_key \$request_uri(\$media_format_bucket)?;$/)).toBe(true);
+    // The asset's generation + the URI as received, query string included, + the Accept format bucket (MEDIA_AUTO_FORMAT).
+    expect(has(/^proxy_cache_key "\$asset_generation\|\$request_uri\|\$media_format_bucket";$/)).toBe(true);
+    expect(has(/^auth_request \/_asset_generation;$/)).toBe(true);
     expect(has(/^proxy_cache_revalidate on;$/)).toBe(true); // ETag / If-None-Match revalidation
     expect(has(/^proxy_cache_lock on;$/)).toBe(true);
     expect(has(/^add_header X-CDN-Cache \$upstream_cache_status always;$/)).toBe(true);
@@ -47,14 +48,39 @@ interface Upstream {
   port: number;
   hits: Map<string, number>;
   requests: Array<{ url: string; headers: http.IncomingHttpHeaders }>;
+  /** Asset generations the stub's /internal/generation answers (bumped by a "purge"). */
+  generations: Map<string, number>;
+  generationRequests: string[];
+  /** Per-URL content suffix (a replaced original) and URLs whose asset was deleted. */
+  versions: Map<string, string>;
+  deleted: Set<string>;
 }
 
 async function startUpstream(): Promise<Upstream> {
   const hits = new Map<string, number>();
   const requests: Upstream["requests"] = [];
+  const generations = new Map<string, number>();
+  const generationRequests: string[] = [];
+  const versions = new Map<string, string>();
+  const deleted = new Set<string>();
   const server = http.createServer((req, res) => {
     const url = req.url ?? "";
+    if (url.startsWith("/internal/generation/")) {
+      // The media service's generation endpoint (purge/router.ts): cacheable for 1 s.
+      const id = url.slice("/internal/generation/".length);
+      generationRequests.push(id);
+      res.writeHead(204, {
+        "x-asset-generation": String(generations.get(id) ?? 0),
+        "cache-control": "public, max-age=1",
+      });
+      res.end();
+      return;
+    }
     requests.push({ url, headers: req.headers });
+    if (deleted.has(url)) {
+      res.writeHead(404, { "content-type": "application/problem+json", "cache-control": "no-store" }).end("{}");
+      return;
+    }
     const n = (hits.get(url) ?? 0) + 1;
     hits.set(url, n);
     if (url.startsWith("/err")) {
@@ -64,7 +90,7 @@ async function startUpstream(): Promise<Upstream> {
       return;
     }
     const short = url.startsWith("/short");
-    const etag = `"${Buffer.from(url).toString("base64url")}"`;
+    const etag = `"${Buffer.from(url + (versions.get(url) ?? "")).toString("base64url")}"`;
     const headers = {
       "content-type": "image/jpeg",
       "cache-control": short ? "public, max-age=1" : "public, max-age=31536000, immutable",
@@ -77,11 +103,20 @@ async function startUpstream(): Promise<Upstream> {
       res.writeHead(304, headers).end();
       return;
     }
-    const body = Buffer.from(`image bytes for ${url}`);
+    const body = Buffer.from(`image bytes for ${url}${versions.get(url) ?? ""}`);
     res.writeHead(200, { ...headers, "content-length": body.length }).end(req.method === "HEAD" ? undefined : body);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { server, port: (server.address() as AddressInfo).port, hits, requests };
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    hits,
+    requests,
+    generations,
+    generationRequests,
+    versions,
+    deleted,
+  };
 }
 
 async function freePort(): Promise<number> {
@@ -279,5 +314,46 @@ maybe("infra/cdn/nginx.conf run by nginx in front of a stub media service", () =
       "image/webp",
       "*/*",
     ]);
+  });
+
+  /** Polls until `done` holds (the edge's generation lookup is cached for 1 s); bounded. */
+  async function until(url: string, done: (r: Response, body: string) => boolean): Promise<Response> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const r = await fetch(base + url);
+      const body = await r.text();
+      if (done(r, body)) return r;
+      if (Date.now() > deadline) throw new Error(`${url} never changed: ${r.status} ${body}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  test("purge: after the asset's generation moves, a cached URL is fetched anew (replace) or 404 (delete)", async () => {
+    const id = "3f2504e0-4f89-41d3-9a0c-0305e82c3399";
+    const url = `/thumbnail:size=64/${id}.jpg`;
+    expect((await fetch(base + url)).headers.get("x-cdn-cache")).toBe("MISS");
+    const hit = await fetch(base + url);
+    expect(hit.headers.get("x-cdn-cache")).toBe("HIT");
+    expect(await hit.text()).toBe(`image bytes for ${url}`);
+    expect(upstream.generationRequests).toContain(id);
+
+    // Replace: the service renders new bytes and its purge bumped the generation.
+    upstream.versions.set(url, " v2");
+    upstream.generations.set(id, 1);
+    const fresh = await until(url, (_r, body) => body.endsWith(" v2"));
+    expect(fresh.headers.get("x-cdn-cache")).toBe("MISS");
+    expect(upstream.hits.get(url)).toBe(2);
+    expect((await fetch(base + url)).headers.get("x-cdn-cache")).toBe("HIT");
+
+    // Delete: the original is gone and the generation moved again.
+    upstream.deleted.add(url);
+    upstream.generations.set(id, 2);
+    const gone = await until(url, (r) => r.status === 404);
+    expect(gone.headers.get("content-type")).toMatch(/problem\+json/);
+  });
+
+  test("the internal endpoints are not reachable through the edge", async () => {
+    expect((await fetch(`${base}/internal/generation/3f2504e0-4f89-41d3-9a0c-0305e82c3399`)).status).toBe(404);
+    expect((await fetch(`${base}/internal/purge`, { method: "POST" })).status).toBe(404);
   });
 });

@@ -11,6 +11,11 @@ import {
   listCollectionsResponseSchema,
   problemSchema,
   uploadResponseSchema,
+  listAssetVersionsResponseSchema,
+  batchResponseSchema,
+  type batchRequestSchema,
+  type BatchResponse,
+  type ListAssetVersionsResponse,
   type AssetDto,
   type AssetFormat,
   type AssetSort,
@@ -52,6 +57,8 @@ export interface ListAssetsParams {
   limit?: number;
   /** nextCursor of the previous page. */
   cursor?: string;
+  /** List the trash instead of the live assets (each with deletedAt). */
+  trashed?: boolean;
 }
 
 export interface FullTextParams {
@@ -79,10 +86,10 @@ export function guessContentType(filename: string): string {
   return format ? IMAGE_FORMATS[format].mimeType : "application/octet-stream";
 }
 
-type Query = Record<string, string | number | Date | undefined>;
+type Query = Record<string, string | number | boolean | Date | undefined>;
 
 interface RequestSpec<T> {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   path: string;
   query?: Query;
   json?: unknown;
@@ -177,10 +184,7 @@ export class MediaPlatformClient {
   async uploadAsset(input: UploadInput): Promise<UploadResponse> {
     const filename = input.filename ?? (typeof input.file === "string" ? path.basename(input.file) : "upload");
     const type = input.contentType ?? guessContentType(filename);
-    let blob: Blob;
-    if (typeof input.file === "string") blob = await fs.openAsBlob(input.file, { type });
-    else if (input.file instanceof Blob) blob = input.file;
-    else blob = new Blob([input.file], { type });
+    const blob = await toBlob(input.file, type);
     const form = new FormData();
     if (input.collectionId !== undefined) form.append("collectionId", input.collectionId);
     if (input.warnAboutDuplicateImages !== undefined)
@@ -214,8 +218,79 @@ export class MediaPlatformClient {
   }
 
   /** DELETE /v1/asset-collections/:id: its assets stay, with collectionId null. */
-  async deleteCollection(id: string): Promise<void> {
-    await this.request({ method: "DELETE", path: `/v1/asset-collections/${encodeURIComponent(id)}`, expect: 204 });
+  /** DELETE /v1/asset-collections/:id; `withAssets` moves its assets to the trash first. */
+  async deleteCollection(id: string, options: { withAssets?: boolean } = {}): Promise<void> {
+    await this.request({
+      method: "DELETE",
+      path: `/v1/asset-collections/${encodeURIComponent(id)}`,
+      query: { withAssets: options.withAssets },
+      expect: 204,
+    });
+  }
+
+  /** DELETE /v1/assets/:assetId: to the trash, or with `permanent` removed with every blob and cached rendition. */
+  async deleteAsset(assetId: string, options: { permanent?: boolean } = {}): Promise<void> {
+    await this.request({
+      method: "DELETE",
+      path: `/v1/assets/${encodeURIComponent(assetId)}`,
+      query: { permanent: options.permanent },
+      expect: 204,
+    });
+  }
+
+  /** POST /v1/assets/:assetId/restore: back from the trash. */
+  restoreAsset(assetId: string): Promise<AssetDto> {
+    return this.request({
+      method: "POST",
+      path: `/v1/assets/${encodeURIComponent(assetId)}/restore`,
+      schema: assetSchema,
+      expect: 200,
+    });
+  }
+
+  /** PUT /v1/assets/:assetId/original (multipart): a new original, version + 1. */
+  async replaceOriginal(assetId: string, input: Omit<UploadInput, "collectionId" | "warnAboutDuplicateImages">) {
+    const filename = input.filename ?? (typeof input.file === "string" ? path.basename(input.file) : "upload");
+    const form = new FormData();
+    form.append("file", await toBlob(input.file, input.contentType ?? guessContentType(filename)), filename);
+    return this.request({
+      method: "PUT",
+      path: `/v1/assets/${encodeURIComponent(assetId)}/original`,
+      form,
+      schema: assetSchema,
+      expect: 200,
+    });
+  }
+
+  /** GET /v1/assets/:assetId/versions: previous originals, newest first. */
+  listAssetVersions(assetId: string): Promise<ListAssetVersionsResponse> {
+    return this.request({
+      method: "GET",
+      path: `/v1/assets/${encodeURIComponent(assetId)}/versions`,
+      schema: listAssetVersionsResponseSchema,
+      expect: 200,
+    });
+  }
+
+  /** POST /v1/assets/:assetId/versions/:version/restore: that version becomes current (as a new version). */
+  restoreAssetVersion(assetId: string, version: number): Promise<AssetDto> {
+    return this.request({
+      method: "POST",
+      path: `/v1/assets/${encodeURIComponent(assetId)}/versions/${version}/restore`,
+      schema: assetSchema,
+      expect: 200,
+    });
+  }
+
+  /** POST /v1/assets/batch: one action over up to 1000 assets, in one transaction. */
+  batchAssets(batch: z.input<typeof batchRequestSchema>): Promise<BatchResponse> {
+    return this.request({
+      method: "POST",
+      path: "/v1/assets/batch",
+      json: batch,
+      schema: batchResponseSchema,
+      expect: 200,
+    });
   }
 
   /** The collection with this exact name, or undefined. */
@@ -302,6 +377,12 @@ export class MediaPlatformClient {
     }
     return parsed.data;
   }
+}
+
+async function toBlob(file: UploadInput["file"], type: string): Promise<Blob> {
+  if (typeof file === "string") return fs.openAsBlob(file, { type });
+  if (file instanceof Blob) return file;
+  return new Blob([file], { type });
 }
 
 async function readProblem(response: Response): Promise<Problem> {

@@ -55,6 +55,24 @@ describe("MediaPlatformClient against the running management service", () => {
     expect(fromPath.mediaUrl).toBe(`http://media.test/thumbnail:size=256/${fromPath.id}.png`);
   });
 
+  it("covers the lifecycle: trash, list the trash, restore, replace, versions, batch, permanent delete", async () => {
+    const asset = await client.uploadAsset({ file: fixture("rocket.jpg"), filename: "rocket.jpg" });
+    await client.deleteAsset(asset.id);
+    expect((await apiError(client.getAsset(asset.id))).status).toBe(404);
+    const trash = await client.listAssets({ trashed: true });
+    expect(trash.assets.find((a) => a.id === asset.id)?.deletedAt).toEqual(expect.any(String));
+    expect((await client.restoreAsset(asset.id)).deletedAt).toBeNull();
+    const replaced = await client.replaceOriginal(asset.id, { file: path.join(FIXTURES, "coffee.png") });
+    expect(replaced).toMatchObject({ version: 2, format: "png", originalFilename: "coffee.png" });
+    const versions = await client.listAssetVersions(asset.id);
+    expect(versions.versions.map((v) => [v.version, v.format])).toEqual([[1, "jpeg"]]);
+    expect(await client.restoreAssetVersion(asset.id, 1)).toMatchObject({ version: 3, format: "jpeg" });
+    const batch = await client.batchAssets({ action: "addTags", ids: [asset.id, asset.id], value: ["c"] });
+    expect(batch).toEqual({ matched: 1, changed: 1, notFound: [] });
+    await client.deleteAsset(asset.id, { permanent: true });
+    expect((await apiError(client.restoreAsset(asset.id))).status).toBe(404);
+  });
+
   it("reports exact duplicates when warnAboutDuplicateImages is set", async () => {
     const first = await client.uploadAsset({
       file: path.join(FIXTURES, "chelsea.png"),

@@ -2,3 +2,4 @@ export * from "./problem";
 export * from "./image-formats";
 export * from "./management";
 export * from "./media/index";
+export * from "./purge";

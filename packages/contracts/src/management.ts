@@ -69,6 +69,16 @@ export const assetSchema = z
     sha256: z.string().length(64).describe("SHA-256 of the original bytes, lowercase hex"),
     createdAt: z.string().datetime().describe("Creation time (ISO 8601)"),
     updatedAt: z.string().datetime().describe("Last update time (ISO 8601)"),
+    version: z
+      .number()
+      .int()
+      .min(1)
+      .describe("Version of the current original: 1 at upload, +1 on each replace or version restore"),
+    deletedAt: z
+      .string()
+      .datetime()
+      .nullable()
+      .describe("When the asset was moved to the trash; null for a live asset"),
     mediaUrl: z
       .string()
       .url()
@@ -209,6 +219,9 @@ export const listAssetsQuerySchema = z
     sort: assetSortSchema.default("-createdAt"),
     limit: pageLimit("Page size, 1-100"),
     cursor: z.string().max(1000).optional().describe("Opaque cursor from a previous page's nextCursor"),
+    trashed: booleanFlag
+      .optional()
+      .describe("true/false/1/0: list the assets in the trash (each with deletedAt) instead of the live ones"),
   })
   .strict()
   .describe("GET /v1/assets query");
@@ -303,3 +316,118 @@ export const listCollectionsResponseSchema = z
 export type ListCollectionsResponse = z.infer<typeof listCollectionsResponseSchema>;
 
 export const collectionIdParamsSchema = z.object({ id: uuidSchema }).describe("Path parameters");
+
+export const deleteCollectionQuerySchema = z
+  .object({
+    withAssets: booleanFlag
+      .optional()
+      .describe("true/false/1/0: move the collection's assets to the trash first (default: they stay, unassigned)"),
+  })
+  .strict()
+  .describe("DELETE /v1/asset-collections/:id query");
+export type DeleteCollectionQuery = z.infer<typeof deleteCollectionQuerySchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Asset lifecycle: trash, restore, replace, versions, batch
+
+export const deleteAssetQuerySchema = z
+  .object({
+    permanent: booleanFlag
+      .optional()
+      .describe(
+        "true/false/1/0: remove the row, every stored original and version and every cached rendition at once (live or trashed asset) instead of moving it to the trash",
+      ),
+  })
+  .strict()
+  .describe("DELETE /v1/assets/:assetId query");
+export type DeleteAssetQuery = z.infer<typeof deleteAssetQuerySchema>;
+
+export const assetVersionSchema = z
+  .object({
+    version: z.number().int().min(1).describe("Version number"),
+    originalFilename: z.string().describe("File name given by the client"),
+    mimeType: z.string().describe("Content type of that original"),
+    format: assetFormatSchema,
+    width: z.number().int().describe("Width in pixels"),
+    height: z.number().int().describe("Height in pixels"),
+    bytes: z.number().int().describe("Size in bytes"),
+    sha256: z.string().length(64).describe("SHA-256 of the bytes, lowercase hex"),
+    createdAt: z.string().datetime().describe("When this original became current"),
+    replacedAt: z.string().datetime().describe("When it was replaced"),
+  })
+  .describe("A previous original of an asset");
+export type AssetVersionDto = z.infer<typeof assetVersionSchema>;
+
+export const listAssetVersionsResponseSchema = z
+  .object({
+    currentVersion: z.number().int().min(1).describe("Version of the current original (the asset's version)"),
+    count: z.number().int().describe("Number of kept previous versions"),
+    versions: z.array(assetVersionSchema).describe("Previous originals, newest first (at most ASSET_VERSIONS_KEPT)"),
+  })
+  .describe("GET /v1/assets/:assetId/versions result");
+export type ListAssetVersionsResponse = z.infer<typeof listAssetVersionsResponseSchema>;
+
+export const assetVersionParamsSchema = z
+  .object({
+    assetId: uuidSchema,
+    version: z.coerce
+      .number({ message: "must be a positive integer" })
+      .int("must be a positive integer")
+      .min(1)
+      .max(2_147_483_647)
+      .describe("Version number"),
+  })
+  .describe("Path parameters");
+
+/** Most ids one batch request may name. */
+export const MAX_BATCH_IDS = 1000;
+export const BATCH_ACTIONS = ["delete", "restore", "addTags", "removeTags", "setCollection"] as const;
+
+const batchIds = z
+  .array(uuidSchema)
+  .min(1, "at least one id")
+  .max(MAX_BATCH_IDS, `at most ${MAX_BATCH_IDS} ids`)
+  .transform((ids) => [...new Set(ids)])
+  .describe(`Asset ids, 1-${MAX_BATCH_IDS} (duplicates count once)`);
+
+export const batchRequestSchema = z
+  .discriminatedUnion("action", [
+    z
+      .object({ action: z.literal("delete"), ids: batchIds })
+      .strict()
+      .describe("Move the assets to the trash"),
+    z
+      .object({ action: z.literal("restore"), ids: batchIds })
+      .strict()
+      .describe("Restore the assets from the trash"),
+    z
+      .object({ action: z.literal("addTags"), ids: batchIds, value: userTagsSchema })
+      .strict()
+      .describe("Add tags (the result must stay within the tag limit)"),
+    z
+      .object({ action: z.literal("removeTags"), ids: batchIds, value: userTagsSchema })
+      .strict()
+      .describe("Remove tags"),
+    z
+      .object({
+        action: z.literal("setCollection"),
+        ids: batchIds,
+        value: uuidSchema.nullable().describe("Collection of the workspace, or null to unassign"),
+      })
+      .strict()
+      .describe("Assign the assets to a collection (or none)"),
+  ])
+  .describe("POST /v1/assets/batch body: one action over up to 1000 assets of the workspace, in one transaction");
+export type BatchRequest = z.infer<typeof batchRequestSchema>;
+
+export const batchResponseSchema = z
+  .object({
+    matched: z.number().int().describe("Ids that name an asset of the workspace the action applies to"),
+    changed: z.number().int().describe("Assets the action actually changed"),
+    notFound: z.array(z.string()).describe("Ids with no such asset in the workspace (another workspace's included)"),
+  })
+  .describe("POST /v1/assets/batch result");
+export type BatchResponse = z.infer<typeof batchResponseSchema>;
+
+/** PUT /v1/assets/:assetId/original: no text fields besides the `file` part. */
+export const replaceFieldsSchema = z.object({}).strict().describe("multipart/form-data: only the required `file` part");

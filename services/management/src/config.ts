@@ -11,6 +11,7 @@ import {
 import { parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
 import { defaultUploadSettings, type UploadSettings } from "./assets/upload";
 import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth/keys";
+import { lifecycleEnvShape, lifecycleConfigFrom, type LifecycleConfig } from "./lifecycle/config";
 
 export { ConfigError };
 
@@ -91,6 +92,7 @@ const ownEnvSchema = z.object({
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
     .default("info")
     .describe("pino log level"),
+  ...lifecycleEnvShape,
 });
 
 /** All variables: the service's own plus the storage driver's (STORAGE_DRIVER, STORAGE_DIR, S3_*). */
@@ -126,6 +128,17 @@ export interface ManagementConfig {
   logLevel: ManagementEnv["LOG_LEVEL"];
   /** Blob storage settings (STORAGE_DIR defaults to <DATA_DIR>/blobs). */
   storage: StorageEnv;
+  /** Trash, versions, webhooks and change propagation (lifecycle/config.ts). */
+  lifecycle: LifecycleConfig;
+}
+
+function lifecycleFrom(e: ManagementEnv): LifecycleConfig {
+  try {
+    return lifecycleConfigFrom(e);
+  } catch (err) {
+    const message = (err instanceof Error ? err.message : String(err)).replace(/^invalid configuration: /, "");
+    throw new ConfigError([{ variable: "WEBHOOK_SECRET", message }]);
+  }
 }
 
 /** Validates the environment; throws ConfigError naming the offending variable(s). */
@@ -173,5 +186,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     duplicateHammingThreshold: e.DUPLICATE_HAMMING_THRESHOLD,
     logLevel: e.LOG_LEVEL,
     storage,
+    lifecycle: lifecycleFrom(e),
   };
 }

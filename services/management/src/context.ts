@@ -3,6 +3,7 @@ import type { BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { UploadSettings } from "./assets/upload";
 import type { PrismaClient } from "./generated/prisma/client";
+import type { ChangePropagator } from "./lifecycle/propagation";
 
 /** What the route handlers and services need; built by startManagement or by a test. */
 export interface AppContext {
@@ -17,4 +18,10 @@ export interface AppContext {
   uploads?: UploadSettings;
   /** Prometheus metrics (upload bytes, dependency errors); createApp fills it in when omitted. */
   metrics?: Metrics;
+  /** ASSET_VERSIONS_KEPT: previous originals kept per asset. Default 10. */
+  assetVersionsKept?: number;
+  /** WEBHOOK_URLS: endpoints the outbox writes a delivery for; none = no webhook rows. */
+  webhookUrls?: readonly string[];
+  /** Purges media caches and the CDN after a delete or replace; none = nothing to tell (tests). */
+  propagator?: ChangePropagator;
 }

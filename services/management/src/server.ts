@@ -9,6 +9,7 @@ import { loadConfig, type ManagementConfig } from "./config";
 import { openDatabase, type Database } from "./db/client";
 import { migrate } from "./db/migrate";
 import { createLogger } from "./logger";
+import { createLifecycleMetrics, createPropagator, startBackgroundJobs } from "./lifecycle/runtime";
 
 export interface RunningManagement {
   /** Base URL, e.g. http://127.0.0.1:3000 */
@@ -58,7 +59,9 @@ export async function startManagement(
       maxLifetimeSeconds: config.auth.maxTokenLifetimeSeconds,
     });
     const metrics = createManagementMetrics();
-    const app = createApp({
+    const lifecycleMetrics = createLifecycleMetrics(metrics.registry);
+    const propagator = createPropagator(config.lifecycle, config.dataDir, log, lifecycleMetrics);
+    const ctx = {
       metrics,
       isDraining: overrides.isDraining,
       prisma: db.prisma,
@@ -70,7 +73,11 @@ export async function startManagement(
       limitInputPixels: config.limitInputPixels,
       uploads: config.uploads,
       duplicateHammingThreshold: config.duplicateHammingThreshold,
-    });
+      assetVersionsKept: config.lifecycle.assetVersionsKept,
+      webhookUrls: config.lifecycle.webhookUrls,
+      propagator,
+    };
+    const app = createApp(ctx);
     const server = http.createServer(
       {
         // A stalled header is cut after HEADERS_TIMEOUT_MS (Node answers 408); the check runs every
@@ -99,7 +106,12 @@ export async function startManagement(
     let dbClosed: Promise<void> | undefined;
     const closeDatabase = (): Promise<void> =>
       (dbClosed ??= stopSweep().then(() => (overrides.database ? undefined : db.close())));
-    const closeHooks: CloseHook[] = [{ name: "database", close: closeDatabase }];
+    // Trash retention and webhook delivery run on every replica (row locks keep them exclusive).
+    const jobs = startBackgroundJobs({ ...ctx, metrics }, config.lifecycle, lifecycleMetrics);
+    const closeHooks: CloseHook[] = [
+      { name: "background jobs", close: () => jobs.stop() },
+      { name: "database", close: closeDatabase },
+    ];
     let closed = false;
     return {
       url,
@@ -111,6 +123,7 @@ export async function startManagement(
       async close() {
         if (closed) return;
         closed = true;
+        await jobs.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();

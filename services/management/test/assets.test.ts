@@ -52,6 +52,8 @@ describe("POST /v1/assets/upload", () => {
       sha256: createHash("sha256").update(bytes).digest("hex"),
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
+      version: 1,
+      deletedAt: null,
       mediaUrl: `http://media.test/thumbnail:size=256/${res.body.id}.png`,
     });
     expect(res.body.duplicates).toBeUndefined();

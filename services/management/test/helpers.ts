@@ -109,11 +109,14 @@ export type AuthedAgent = {
   get(url: string): request.Test;
   post(url: string): request.Test;
   patch(url: string): request.Test;
+  put(url: string): request.Test;
   delete(url: string): request.Test;
 };
 
 export async function createTestApp(
-  options: Partial<Pick<AppDeps, "maxUploadBytes" | "duplicateHammingThreshold">> = {},
+  options: Partial<
+    Pick<AppDeps, "maxUploadBytes" | "duplicateHammingThreshold" | "webhookUrls" | "assetVersionsKept" | "propagator">
+  > = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
   const blobs = await createTestBlobStore();
@@ -128,6 +131,9 @@ export async function createTestApp(
     maxUploadBytes: options.maxUploadBytes ?? 50 * 1024 * 1024,
     limitInputPixels: 100_000_000,
     duplicateHammingThreshold: options.duplicateHammingThreshold ?? 10,
+    webhookUrls: options.webhookUrls,
+    assetVersionsKept: options.assetVersionsKept,
+    propagator: options.propagator,
   };
   const app = createApp(deps);
   const token = (ws: string, sub = "user-1") => signToken(secret, { workspaceId: ws, sub, ttl: "1h" });
@@ -137,6 +143,7 @@ export async function createTestApp(
       get: (url) => request(app).get(url).set("Authorization", auth),
       post: (url) => request(app).post(url).set("Authorization", auth),
       patch: (url) => request(app).patch(url).set("Authorization", auth),
+      put: (url) => request(app).put(url).set("Authorization", auth),
       delete: (url) => request(app).delete(url).set("Authorization", auth),
     };
   };

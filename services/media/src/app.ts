@@ -1,4 +1,4 @@
-import express, { type Express, type NextFunction, type Request, type Response } from "express";
+import express, { type Express, type NextFunction, type Request, type Response, type Router } from "express";
 import {
   healthRouter,
   metricsRouter,
@@ -48,8 +48,10 @@ import {
  * effectively the signed path. Stored per key: bytes, content type, strong ETag.
  *
  * 200  image; Content-Type of the stored original; ETag "<base64url sha256>";
- *      Cache-Control: public, max-age=31536000, immutable; X-Cache: MISS (this request ran the
- *      transformation) or HIT (in-process LRU, Redis, or joined a running transformation)
+ *      Cache-Control: immutable for a `?v=<version>` URL, else max-age + stale-while-revalidate
+ *      (cache/entry.ts cacheControlFor); Surrogate-Key and Cache-Tag: <assetId>; X-Cache: MISS
+ *      (this request ran the transformation) or HIT (in-process LRU, Redis, or joined a running
+ *      transformation)
  * 304  If-None-Match matches the ETag (hot path and Express path)
  * 400  invalid-media-url: grammar, unknown transformation/parameter, repeated, missing,
  *      wrong type, out of range, > 8 steps, bad extension; errors[] name the
@@ -71,6 +73,10 @@ import {
  *      face-detection-unavailable (avatar's detector failed, Retry-After: 2)
  * 499  request-cancelled: the client disconnected (logged only; nobody receives it)
  * Every error is application/problem+json with Cache-Control: no-store and is never cached.
+ *
+ * Internal (purge/router.ts; blocked at the edge): POST /internal/purge (shared secret) drops an
+ * asset's renditions on every tier and replica; GET /internal/generation/<assetId> gives edge
+ * caches the asset's generation for their cache key.
  *
  * Operations (no signature, never cached):
  *   GET /healthz   200 while the process answers
@@ -113,6 +119,8 @@ export interface MediaAppDeps {
   readinessTimeoutMs?: number;
   /** True while shutting down: /readyz answers 503 `draining`. */
   isDraining?: () => boolean;
+  /** POST /internal/purge (purge/router.ts), mounted before the media URL space. */
+  purgeRouter?: Router;
 }
 
 /** A media URL has at least one step segment before the file: `/<step>/<id>.<ext>`. */
@@ -151,6 +159,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   );
   // GET /transformations: the parameter table with the caps in force.
   app.use(catalogRouter(limits));
+  if (deps.purgeRouter) app.use(deps.purgeRouter);
   // GET /presets: the named step chains of MEDIA_PRESETS_FILE.
   const presets = deps.presets ?? {};
   app.use(presetsRouter(presets, deps.presetsOnly === true));

@@ -1,3 +1,5 @@
+import { PURGE_SECRET_MIN_LENGTH } from "@media-platform/contracts";
+import { DEFAULT_CACHE_POLICY, type CachePolicy } from "./cache/entry";
 import path from "node:path";
 import { z } from "zod";
 import { defaultMediaLimits, type MediaLimits, type PresetTable } from "@media-platform/contracts";
@@ -115,6 +117,26 @@ export const mediaEnvSchema = z.object({
   MEDIA_QUEUE_LIMIT: int(0, 100_000, 64, "a whole number from 0 to 100000").describe(
     "Transformations waiting for a slot; beyond it 503 + Retry-After",
   ),
+  MEDIA_PURGE_SECRET: z
+    .preprocess(
+      blankAsUnset,
+      z.string().min(PURGE_SECRET_MIN_LENGTH, `must be at least ${PURGE_SECRET_MIN_LENGTH} characters`).optional(),
+    )
+    .describe(
+      "Shared secret of POST /internal/purge (same value as management's); unset = generated in <DATA_DIR>/purge-secret",
+    ),
+  MEDIA_CACHE_MAX_AGE: int(
+    0,
+    31_536_000,
+    DEFAULT_CACHE_POLICY.maxAgeSeconds,
+    "a whole number of seconds from 0 to 31536000",
+  ).describe("Cache-Control max-age of unversioned media URLs (a URL with ?v=<version> is immutable for a year)"),
+  MEDIA_STALE_WHILE_REVALIDATE: int(
+    0,
+    31_536_000,
+    DEFAULT_CACHE_POLICY.staleWhileRevalidateSeconds,
+    "a whole number of seconds from 0 to 31536000",
+  ).describe("Cache-Control stale-while-revalidate of unversioned media URLs"),
   MEDIA_WORKERS: int(0, 256, 0, "a whole number from 0 (one per CPU core) to 256").describe(
     "Pixel worker threads (0 = one per CPU core)",
   ),
@@ -178,6 +200,9 @@ export interface MediaConfig {
   /** MEDIA_AUTO_FORMAT in order of preference; empty = negotiation off. */
   autoFormat: AutoFormat[];
   avifEffort: number;
+  /** Unset: the embedded shared secret file (resolved by startMedia). */
+  purgeSecret: string | undefined;
+  cachePolicy: CachePolicy;
 }
 
 /** The services' one ConfigError (runtime package), under the name media's callers know. */
@@ -224,6 +249,8 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
       maxEntryBytes: e.CACHE_MAX_ENTRY_BYTES,
     },
     signingKey: e.MEDIA_SIGNING_KEY,
+    purgeSecret: e.MEDIA_PURGE_SECRET,
+    cachePolicy: { maxAgeSeconds: e.MEDIA_CACHE_MAX_AGE, staleWhileRevalidateSeconds: e.MEDIA_STALE_WHILE_REVALIDATE },
     allowQuery: e.MEDIA_ALLOW_QUERY,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
     limits,

@@ -1,11 +1,11 @@
 import http from "node:http";
 import type { Express } from "express";
-import type { MediaLimits, PresetTable } from "@media-platform/contracts";
+import { PURGE_SECRET_FILE, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import { createLogger, createMetrics, type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
-import { createBlobStore, type BlobStore } from "@media-platform/storage";
+import { createBlobStore, embeddedSharedSecret, type BlobStore } from "@media-platform/storage";
 import { createMediaApp } from "./app";
-import { NOSNIFF, NOSNIFF_HEADER } from "./cache/entry";
+import { NOSNIFF, NOSNIFF_HEADER, type CachePolicy } from "./cache/entry";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
@@ -16,6 +16,8 @@ import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
 import { FormatNegotiator, type AutoFormat } from "./negotiation";
 import { presetsOnlyGate } from "./presets";
+import { AssetPurger } from "./purge/asset-purger";
+import { purgeRouter } from "./purge/router";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
 export interface MediaServerOptions {
@@ -40,6 +42,10 @@ export interface MediaServerOptions {
   autoFormat: AutoFormat[];
   /** AVIF effort for negotiated AVIF. */
   avifEffort: number;
+  /** Secret of POST /internal/purge; unset = no purge endpoint. */
+  purgeSecret: string | undefined;
+  /** Cache-Control of unversioned media URLs. */
+  cachePolicy: CachePolicy;
 }
 
 /** The config schema's defaults (an empty environment), so each default is stated once, in config.ts. */
@@ -59,6 +65,8 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = (() => {
     presetsOnly,
     autoFormat,
     avifEffort,
+    purgeSecret,
+    cachePolicy,
   } = loadMediaConfig({});
   return Object.freeze({
     limits,
@@ -75,6 +83,8 @@ export const defaultMediaServerOptions: Readonly<MediaServerOptions> = (() => {
     presetsOnly,
     autoFormat,
     avifEffort,
+    purgeSecret,
+    cachePolicy,
   });
 })();
 
@@ -106,6 +116,7 @@ export interface MediaServer {
   memory: MemoryCache;
   redis: RedisCache | undefined;
   limiter: Limiter;
+  purger: AssetPurger;
   /**
    * What to close once the HTTP server has drained, in order: Redis (when configured), then the
    * deps' closeHooks (pixel workers, face detector). gracefulShutdown runs these.
@@ -150,7 +161,10 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   if (redis) metrics.dependencyErrors.inc({ dependency: "redis" }, 0);
   const signer = options.signingKey ? new UrlSigner(options.signingKey) : undefined;
   const negotiator = options.autoFormat.length ? new FormatNegotiator(options.autoFormat) : undefined;
+  const purger = new AssetPurger(memory, redis, logger);
   const service = new RenditionService({
+    purger,
+    cachePolicy: options.cachePolicy,
     store: deps.store,
     render: deps.render,
     memory,
@@ -187,6 +201,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       redis: redis ? () => redis.ping() : undefined,
     },
     isDraining: deps.isDraining,
+    purgeRouter: options.purgeSecret ? purgeRouter(purger, options.purgeSecret) : undefined,
   });
   const hotPath = createHotPath({ memory, signer, metrics, negotiator });
   const server = http.createServer((req, res) => {
@@ -214,6 +229,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     memory,
     redis,
     limiter,
+    purger,
     async listen(port = 0, host = "127.0.0.1") {
       // Give Redis one connection attempt so the first requests can use it; never wait longer.
       await redis?.waitReady();
@@ -280,7 +296,8 @@ export async function startMedia(
     store,
     render,
     logger,
-    options: config,
+    // Embedded mode: management finds the same generated secret in the shared DATA_DIR.
+    options: { ...config, purgeSecret: config.purgeSecret ?? embeddedSharedSecret(config.dataDir, PURGE_SECRET_FILE) },
     closeHooks,
     isDraining: overrides.isDraining,
   });

@@ -9,17 +9,35 @@ import { startTestMedia } from "./support/media-server";
 describe("cache entries", () => {
   it("carry a strong ETag (quoted base64url sha256) and precomputed HIT headers", () => {
     const body = Buffer.from("hello image");
-    const entry = makeEntry(body, "image/png");
+    const entry = makeEntry(body, "image/png", undefined, { assetId: "a1", cacheControl: "public, max-age=60" });
     expect(entry.etag).toBe(`"${createHash("sha256").update(body).digest("base64url")}"`);
     expect(etagOf(body)).toBe(entry.etag);
     expect(entry.hitHeaders).toEqual({
       "Content-Type": "image/png",
       "Content-Length": body.length,
       ETag: entry.etag,
-      "Cache-Control": "public, max-age=31536000, immutable",
+      "Cache-Control": "public, max-age=60",
+      "Surrogate-Key": "a1",
+      "Cache-Tag": "a1",
       "X-Cache": "HIT",
       "X-Content-Type-Options": "nosniff",
     });
+    // The hot path writes the flat lists: the same headers, tags and Cache-Control included.
+    expect(entry.hitHeaderList).toEqual(Object.entries(entry.hitHeaders).flatMap(([k, v]) => [k, String(v)]));
+    expect(entry.notModifiedHeaderList).toEqual([
+      "ETag",
+      entry.etag,
+      "Cache-Control",
+      "public, max-age=60",
+      "Surrogate-Key",
+      "a1",
+      "Cache-Tag",
+      "a1",
+      "X-Cache",
+      "HIT",
+      "X-Content-Type-Options",
+      "nosniff",
+    ]);
   });
 
   it("If-None-Match: exact, list, weak and * match; others do not", () => {

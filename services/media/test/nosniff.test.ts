@@ -43,7 +43,10 @@ describe("X-Content-Type-Options: nosniff", () => {
       etag: miss.headers.etag,
       "content-type": "image/jpeg",
       "content-length": String(miss.body.length),
-      "cache-control": "public, max-age=31536000, immutable",
+      // Unversioned URL (lifecycle: originals can be replaced), with the asset's purge tags.
+      "cache-control": "public, max-age=3600, stale-while-revalidate=60",
+      "surrogate-key": id,
+      "cache-tag": id,
     });
     expect(hit.body.equals(miss.body)).toBe(true);
 

@@ -85,10 +85,10 @@ describeWithRedis("Redis result tier", () => {
     expect(second.memory.get(path)).toBeDefined();
 
     // Stored with the TTL, as <content type>\n<bytes>.
-    const ttl = await redis.ttl(`${prefix}r:${path}`);
+    const ttl = await redis.ttl(`${prefix}r:0:${path}`);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(7 * 86400);
-    const raw = await redis.getBuffer(`${prefix}r:${path}`);
+    const raw = await redis.getBuffer(`${prefix}r:0:${path}`);
     expect(raw!.subarray(0, 10).toString()).toBe("image/png\n");
   });
 
@@ -115,21 +115,21 @@ describeWithRedis("Redis result tier", () => {
     expect((await fromRedis(a)) + (await fromRedis(b))).toBe(1);
     for (const r of all) expect(r.body.equals(all[0]!.body)).toBe(true);
     // The lock is released.
-    expect(await redis.exists(`${prefix}lock:${path}`)).toBe(0);
+    expect(await redis.exists(`${prefix}lock:0:${path}`)).toBe(0);
   });
 
   it("a replica that finds the lock taken computes itself once the holder gives up", async () => {
     const id = await store.putFixture("chelsea.png");
     const path = `/thumbnail:size=80/${id}.png`;
     // Another replica holds the lock and dies without a result: the lock disappears.
-    await redis.set(`${prefix}lock:${path}`, "someone-else", "PX", 60_000);
+    await redis.set(`${prefix}lock:0:${path}`, "someone-else", "PX", 60_000);
     const counting = countingRender();
     const media = await start({ render: counting.render });
     const pending = fetchBytes(`${media.url}${path}`);
     // It waits on the other replica's lock instead of computing.
     while (media.counters.get("lock_waits") < 1) await new Promise((r) => setImmediate(r));
     expect(counting.calls).toHaveLength(0);
-    await redis.del(`${prefix}lock:${path}`);
+    await redis.del(`${prefix}lock:0:${path}`);
     const { res } = await pending;
     expect(res.status).toBe(200);
     expect(res.headers.get("x-cache")).toBe("MISS");
@@ -142,7 +142,7 @@ describeWithRedis("Redis result tier", () => {
     const media = await start({ cache: { memoryBytes: 0, ttlSeconds: 60, maxEntryBytes: 1000 } });
     const res = await fetch(`${media.url}${path}`);
     expect(res.status).toBe(200);
-    expect(await redis.exists(`${prefix}r:${path}`)).toBe(0);
+    expect(await redis.exists(`${prefix}r:0:${path}`)).toBe(0);
   });
 
   it("keeps answering when Redis dies mid-test (computed, MISS), counts and logs the fault once", async () => {
@@ -158,7 +158,7 @@ describeWithRedis("Redis result tier", () => {
     while (!media.redis!.ready) await new Promise((r) => setTimeout(r, 10));
     const before = await fetchBytes(`${media.url}/thumbnail:size=60/${id}.png`);
     expect(before.res.headers.get("x-cache")).toBe("MISS");
-    expect(await redis.exists(`${prefix}r:/thumbnail:size=60/${id}.png`)).toBe(1);
+    expect(await redis.exists(`${prefix}r:0:/thumbnail:size=60/${id}.png`)).toBe(1);
     expect(await redisErrors(media)).toBe(0);
 
     await proxy.close();

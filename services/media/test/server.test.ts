@@ -7,7 +7,8 @@ import { originalKey } from "@media-platform/storage";
 import { countingRender, metricValue, pipelineRender, startTestMedia, type TestMedia } from "./support/media-server";
 import { FIXTURES_DIR } from "./support/memory-store";
 
-const IMMUTABLE = "public, max-age=31536000, immutable";
+/** Unversioned URLs (README "Cache-Control"): MEDIA_CACHE_MAX_AGE + MEDIA_STALE_WHILE_REVALIDATE defaults. */
+const REVALIDATE = "public, max-age=3600, stale-while-revalidate=60";
 
 async function get(url: string, init?: RequestInit) {
   const res = await fetch(url, init);
@@ -38,7 +39,7 @@ describe("media delivery over real HTTP", () => {
     expect(first.res.status).toBe(200);
     expect(first.res.headers.get("x-cache")).toBe("MISS");
     expect(first.res.headers.get("content-type")).toBe("image/png");
-    expect(first.res.headers.get("cache-control")).toBe(IMMUTABLE);
+    expect(first.res.headers.get("cache-control")).toBe(REVALIDATE);
     expect(Number(first.res.headers.get("content-length"))).toBe(first.body.length);
     const meta = await sharp(first.body).metadata();
     expect([meta.format, meta.width, meta.height]).toEqual(["png", 128, 128]);

@@ -10,6 +10,9 @@ import {
   patchAssetSchema,
   scoredAssetSchema,
   uploadResponseSchema,
+  listAssetVersionsResponseSchema,
+  batchRequestSchema,
+  batchResponseSchema,
 } from "../management";
 import { PROBLEM_CONTENT_TYPE, problemSchema } from "../problem";
 import { managementRoutes, toOpenApiPath, type ApiRoute, type ProblemStatus, type RouteBody } from "./routes";
@@ -37,6 +40,8 @@ const outputComponents: Record<string, z.ZodType> = {
   FullTextResult: fullTextResponseSchema,
   Collection: collectionSchema,
   CollectionList: listCollectionsResponseSchema,
+  AssetVersionList: listAssetVersionsResponseSchema,
+  BatchResult: batchResponseSchema,
   Problem: problemSchema,
 };
 
@@ -44,6 +49,7 @@ const outputComponents: Record<string, z.ZodType> = {
 const inputComponents: Record<string, z.ZodType> = {
   AssetPatch: patchAssetSchema,
   CollectionCreate: createCollectionSchema,
+  BatchRequest: batchRequestSchema,
 };
 
 /** Base of the problem `type` URIs the management service sends. */

@@ -20,6 +20,7 @@ export async function findDuplicates(
            bit_count((phash # ${image.phash}::bigint)::bit(64))::int AS distance
       FROM assets
      WHERE workspace_id = ${workspaceId}
+       AND deleted_at IS NULL
        AND (sha256 = ${image.sha256} OR bit_count((phash # ${image.phash}::bigint)::bit(64)) <= ${threshold})
      ORDER BY exact DESC, distance ASC, created_at ASC, id ASC
      LIMIT ${MAX_DUPLICATES}`;

@@ -1,6 +1,10 @@
 import { Router } from "express";
 import {
   assetIdParamsSchema,
+  assetVersionParamsSchema,
+  batchRequestSchema,
+  deleteAssetQuerySchema,
+  replaceFieldsSchema,
   fullTextQuerySchema,
   listAssetsQuerySchema,
   patchAssetSchema,
@@ -12,6 +16,15 @@ import { requireJson } from "../http";
 import { badRequest, notFound, parseOr400 } from "../problem";
 import { getAsset, listAssets, patchAsset, searchAssetsFullText, uploadAsset } from "./service";
 import { defaultUploadSettings, uploadMiddleware } from "./upload";
+import {
+  deleteAssetPermanently,
+  listVersions,
+  replaceOriginal,
+  restoreAsset,
+  restoreVersion,
+  runBatch,
+  trashAsset,
+} from "../lifecycle/service";
 
 const assetId = (params: unknown): string => {
   const parsed = assetIdParamsSchema.safeParse(params);
@@ -32,8 +45,9 @@ export const ASSETS_PATH = "/v1/assets";
 export function assetsRouter(ctx: AppContext): Router {
   const r = Router();
 
-  const uploads = ctx.uploads ?? defaultUploadSettings();
-  r.post(`${ASSETS_PATH}/upload`, uploadMiddleware(ctx.maxUploadBytes, uploads), async (req, res) => {
+  // One middleware for upload and replace, so MAX_CONCURRENT_UPLOADS counts both.
+  const upload = uploadMiddleware(ctx.maxUploadBytes, ctx.uploads ?? defaultUploadSettings());
+  r.post(`${ASSETS_PATH}/upload`, upload, async (req, res) => {
     if (!req.file)
       throw badRequest("Missing file part", [{ path: "body.file", message: "a file part named file is required" }]);
     const fields = parseOr400(uploadFieldsSchema, req.body ?? {}, "body");
@@ -71,6 +85,45 @@ export function assetsRouter(ctx: AppContext): Router {
       ]);
     }
     res.json(await patchAsset(ctx, principalOf(req), id, patch));
+  });
+
+  // Lifecycle (issue 10): trash, restore, permanent delete, replace, versions, batch.
+  r.delete(`${ASSETS_PATH}/:assetId`, async (req, res) => {
+    const id = assetId(req.params);
+    const query = parseOr400(deleteAssetQuerySchema, req.query, "query");
+    if (query.permanent) await deleteAssetPermanently(ctx, principalOf(req), id);
+    else await trashAsset(ctx, principalOf(req), id);
+    res.status(204).end();
+  });
+
+  r.post(`${ASSETS_PATH}/:assetId/restore`, async (req, res) => {
+    res.json(await restoreAsset(ctx, principalOf(req), assetId(req.params)));
+  });
+
+  r.put(`${ASSETS_PATH}/:assetId/original`, upload, async (req, res) => {
+    const id = assetId(req.params);
+    if (!req.file)
+      throw badRequest("Missing file part", [{ path: "body.file", message: "a file part named file is required" }]);
+    parseOr400(replaceFieldsSchema, req.body ?? {}, "body");
+    const file = req.file as Express.Multer.File & { sha256: string };
+    const replaced = await replaceOriginal(ctx, principalOf(req), id, file);
+    ctx.metrics?.observeUpload(replaced.bytes);
+    res.json(replaced);
+  });
+
+  r.get(`${ASSETS_PATH}/:assetId/versions`, async (req, res) => {
+    res.json(await listVersions(ctx, principalOf(req), assetId(req.params)));
+  });
+
+  r.post(`${ASSETS_PATH}/:assetId/versions/:version/restore`, async (req, res) => {
+    const parsed = assetVersionParamsSchema.safeParse(req.params);
+    if (!parsed.success) throw notFound("Asset version not found");
+    res.json(await restoreVersion(ctx, principalOf(req), parsed.data.assetId, parsed.data.version));
+  });
+
+  r.post(`${ASSETS_PATH}/batch`, requireJson, async (req, res) => {
+    const batch = parseOr400(batchRequestSchema, req.body, "body");
+    res.json(await runBatch(ctx, principalOf(req), batch));
   });
 
   return r;

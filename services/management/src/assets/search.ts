@@ -257,7 +257,7 @@ export async function rankCandidates(
         CROSS JOIN q
         CROSS JOIN LATERAL (
               SELECT x.id, x.search_vector, x.created_at FROM assets x
-               WHERE x.id = c.asset_id AND x.workspace_id = ${workspaceId}
+               WHERE x.id = c.asset_id AND x.workspace_id = ${workspaceId} AND x.deleted_at IS NULL
               OFFSET 0) a
        WHERE a.search_vector @@ q.tsq
        ORDER BY score DESC, a.created_at DESC, a.id ASC
@@ -292,6 +292,7 @@ export async function rankExact(
     SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score
       FROM assets a, (SELECT ${tsquery} AS tsq) q
      WHERE a.workspace_id = ${workspaceId}
+       AND a.deleted_at IS NULL
        AND a.search_vector @@ q.tsq
      ORDER BY score DESC, a.created_at DESC, a.id ASC
      LIMIT ${limit}`;
@@ -339,6 +340,7 @@ export async function spellingCorrections(
                LIMIT ${SUGGESTIONS_PER_WORD}) s
        WHERE NOT EXISTS (SELECT 1 FROM assets a
                           WHERE a.workspace_id = ${workspaceId}
+                            AND a.deleted_at IS NULL
                             AND a.search_vector @@ plainto_tsquery('english', w.word))
        GROUP BY w.word
        ORDER BY w.word`;

@@ -27,6 +27,8 @@ export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
     sha256: asset.sha256,
     createdAt: asset.createdAt.toISOString(),
     updatedAt: asset.updatedAt.toISOString(),
+    version: asset.version,
+    deletedAt: asset.deletedAt?.toISOString() ?? null,
     mediaUrl: mediaUrlFor(mediaPublicUrl, asset),
   };
 }

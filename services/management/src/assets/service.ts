@@ -21,6 +21,7 @@ import { findDuplicates } from "./duplicates";
 import { fullTextSearch } from "./search";
 import { serializeAsset } from "./serializer";
 import { analyseImage, type SpooledFile } from "./upload";
+import { recordEvents } from "../webhooks/outbox";
 
 const isPrismaError = (err: unknown, code: string): boolean =>
   err instanceof Prisma.PrismaClientKnownRequestError && err.code === code;
@@ -64,21 +65,28 @@ export async function uploadAsset(
   await ctx.blobStore.put(key, fs.createReadStream(file.path), image.mimeType);
   let asset: Asset;
   try {
-    asset = await ctx.prisma.asset.create({
-      data: {
-        id,
-        workspaceId,
-        collectionId: fields.collectionId ?? null,
-        originalFilename,
-        mimeType: image.mimeType,
-        format: image.format,
-        width: image.width,
-        height: image.height,
-        bytes: BigInt(image.bytes),
-        sha256: image.sha256,
-        phash: image.phash,
-        createdBy: principal.userId,
-      },
+    // The asset.created webhook event is written in the same transaction (outbox).
+    asset = await ctx.prisma.$transaction(async (tx) => {
+      const row = await tx.asset.create({
+        data: {
+          id,
+          workspaceId,
+          collectionId: fields.collectionId ?? null,
+          originalFilename,
+          mimeType: image.mimeType,
+          format: image.format,
+          width: image.width,
+          height: image.height,
+          bytes: BigInt(image.bytes),
+          sha256: image.sha256,
+          phash: image.phash,
+          createdBy: principal.userId,
+        },
+      });
+      await recordEvents(tx, ctx.webhookUrls ?? [], [
+        { type: "asset.created", workspaceId, data: { ...serializeAsset(row, ctx.mediaPublicUrl) } },
+      ]);
+      return row;
     });
   } catch (err) {
     await ctx.blobStore.delete(key).catch((deleteErr: unknown) => {
@@ -112,7 +120,7 @@ export function sanitizeFilename(name: string): string {
 }
 
 async function loadAsset(ctx: AppContext, workspaceId: string, id: string): Promise<Asset> {
-  const asset = await ctx.prisma.asset.findFirst({ where: { id, workspaceId } });
+  const asset = await ctx.prisma.asset.findFirst({ where: { id, workspaceId, deletedAt: null } });
   if (!asset) throw notFound("Asset not found");
   return asset;
 }
@@ -138,8 +146,13 @@ export async function patchAsset(
   if (patch.collectionId !== undefined) data.collectionId = patch.collectionId;
   if (Object.keys(data).length === 0) return serializeAsset(existing, ctx.mediaPublicUrl);
   try {
-    const updated = await ctx.prisma.asset.update({ where: { id, workspaceId }, data });
-    return serializeAsset(updated, ctx.mediaPublicUrl);
+    const dto = await ctx.prisma.$transaction(async (tx) => {
+      const updated = await tx.asset.update({ where: { id, workspaceId, deletedAt: null }, data });
+      const serialized = serializeAsset(updated, ctx.mediaPublicUrl);
+      await recordEvents(tx, ctx.webhookUrls ?? [], [{ type: "asset.updated", workspaceId, data: { ...serialized } }]);
+      return serialized;
+    });
+    return dto;
   } catch (err) {
     if (isPrismaError(err, "P2025")) throw notFound("Asset not found");
     if (isPrismaError(err, "P2003")) {
@@ -163,7 +176,11 @@ export async function listAssets(
   principal: Principal,
   query: ListAssetsQuery,
 ): Promise<ListAssetsResponse> {
-  const where: Prisma.AssetWhereInput = { workspaceId: principal.workspaceId };
+  // Live assets, or with ?trashed=true the trash (same filters and cursor).
+  const where: Prisma.AssetWhereInput = {
+    workspaceId: principal.workspaceId,
+    deletedAt: query.trashed ? { not: null } : null,
+  };
   const and: Prisma.AssetWhereInput[] = [];
   if (query.collectionId) and.push({ collectionId: query.collectionId });
   if (query.tag) and.push({ userTags: { has: query.tag } });
@@ -212,7 +229,13 @@ export async function listAssets(
  * match, so the caller raises it to at least LIST_EXACT_COUNT_LIMIT + 1.
  */
 async function estimateListCount(ctx: AppContext, workspaceId: string, query: ListAssetsQuery): Promise<number> {
-  const conditions: Prisma.Sql[] = [Prisma.sql`workspace_id = ${workspaceId}`];
+  // The same trash filter as the exact count: live assets, or with ?trashed=true the trash. The
+  // planner applies the table-wide share of trash (null fraction of deleted_at) to the workspace's
+  // rows, so a workspace with far more trash than the average is estimated somewhat high.
+  const conditions: Prisma.Sql[] = [
+    Prisma.sql`workspace_id = ${workspaceId}`,
+    query.trashed ? Prisma.sql`deleted_at IS NOT NULL` : Prisma.sql`deleted_at IS NULL`,
+  ];
   if (query.collectionId) conditions.push(Prisma.sql`collection_id = ${query.collectionId}::uuid`);
   if (query.tag) conditions.push(Prisma.sql`user_tags @> ARRAY[${query.tag}]::text[]`);
   if (query.format) conditions.push(Prisma.sql`format = ${query.format}`);
@@ -236,7 +259,7 @@ export async function searchAssetsFullText(
   const hits = await fullTextSearch(ctx.prisma, principal.workspaceId, query.q, query.limit);
   if (hits.length === 0) return { count: 0, assets: [] };
   const rows = await ctx.prisma.asset.findMany({
-    where: { workspaceId: principal.workspaceId, id: { in: hits.map((h) => h.id) } },
+    where: { workspaceId: principal.workspaceId, deletedAt: null, id: { in: hits.map((h) => h.id) } },
   });
   const byId = new Map(rows.map((r) => [r.id, r]));
   const assets = hits.flatMap((h) => {

@@ -1,5 +1,9 @@
 import { Router } from "express";
-import { collectionIdParamsSchema, createCollectionSchema } from "@media-platform/contracts";
+import {
+  collectionIdParamsSchema,
+  createCollectionSchema,
+  deleteCollectionQuerySchema,
+} from "@media-platform/contracts";
 import { principalOf } from "../auth/middleware";
 import type { AppContext } from "../context";
 import { notFound, parseOr400 } from "../problem";
@@ -23,7 +27,8 @@ export function collectionsRouter(ctx: AppContext): Router {
   r.delete(`${COLLECTIONS_PATH}/:id`, async (req, res) => {
     const params = collectionIdParamsSchema.safeParse(req.params);
     if (!params.success) throw notFound("Collection not found");
-    await deleteCollection(ctx, principalOf(req), params.data.id);
+    const query = parseOr400(deleteCollectionQuerySchema, req.query, "query");
+    await deleteCollection(ctx, principalOf(req), params.data.id, query);
     res.status(204).end();
   });
   return r;

@@ -1,7 +1,37 @@
 import { createHash } from "node:crypto";
 
-/** Cache-Control of every successful media response: results of immutable originals never go stale. */
+/** Cache-Control of a versioned media URL (`?v=<version>`): what it names never changes. */
 export const IMMUTABLE = "public, max-age=31536000, immutable";
+
+/** Freshness of unversioned media URLs (MEDIA_CACHE_MAX_AGE, MEDIA_STALE_WHILE_REVALIDATE). */
+export interface CachePolicy {
+  maxAgeSeconds: number;
+  staleWhileRevalidateSeconds: number;
+}
+
+export const DEFAULT_CACHE_POLICY: Readonly<CachePolicy> = Object.freeze({
+  maxAgeSeconds: 3600,
+  staleWhileRevalidateSeconds: 60,
+});
+
+/** A `v` query parameter pins the URL to one version of the original. */
+const VERSIONED = /[?&]v=[^&]/;
+
+/**
+ * Originals can be replaced or deleted, so a result is immutable only when its URL names the
+ * version (`?v=<version>`); other URLs are fresh for max-age, then served stale while the CDN
+ * revalidates (ETag). Purges (CDN_PURGE_URL, Surrogate-Key/Cache-Tag) cut both short.
+ */
+export function cacheControlFor(cacheKey: string, policy: CachePolicy = DEFAULT_CACHE_POLICY): string {
+  if (VERSIONED.test(cacheKey)) return IMMUTABLE;
+  return `public, max-age=${policy.maxAgeSeconds}, stale-while-revalidate=${policy.staleWhileRevalidateSeconds}`;
+}
+
+export interface EntryMeta {
+  /** The asset the entry renders: purges find entries by it; sent as Surrogate-Key and Cache-Tag. */
+  assetId?: string;
+  cacheControl?: string;
+}
 
 /** Every media response says its Content-Type is authoritative (no MIME sniffing by browsers). */
 export const NOSNIFF_HEADER = "X-Content-Type-Options";
@@ -14,6 +44,7 @@ export const NOSNIFF = "nosniff";
 export interface CacheEntry {
   body: Buffer;
   contentType: string;
+  assetId: string | undefined;
   /** Strong validator: quoted base64url sha256 of the bytes. */
   etag: string;
   /** Headers of a 200 HIT (GET and HEAD). */
@@ -35,24 +66,30 @@ const flatten = (headers: Readonly<Record<string, string | number>>): readonly s
 export const etagOf = (body: Buffer): string => `"${createHash("sha256").update(body).digest("base64url")}"`;
 
 /** The one place where the headers of a cached result's responses are built. */
-export function makeEntry(body: Buffer, contentType: string, etag = etagOf(body)): CacheEntry {
+export function makeEntry(body: Buffer, contentType: string, etag = etagOf(body), meta: EntryMeta = {}): CacheEntry {
+  const cacheControl = meta.cacheControl ?? cacheControlFor("");
+  // CDN purge by asset: Fastly reads Surrogate-Key, Cloudflare Cache-Tag (nginx keys on the URL).
+  const tags: Record<string, string> = meta.assetId ? { "Surrogate-Key": meta.assetId, "Cache-Tag": meta.assetId } : {};
   const hitHeaders = Object.freeze({
     "Content-Type": contentType,
     "Content-Length": body.length,
     ETag: etag,
-    "Cache-Control": IMMUTABLE,
+    "Cache-Control": cacheControl,
+    ...tags,
     "X-Cache": "HIT",
     [NOSNIFF_HEADER]: NOSNIFF,
   });
   const notModifiedHeaders = Object.freeze({
     ETag: etag,
-    "Cache-Control": IMMUTABLE,
+    "Cache-Control": cacheControl,
+    ...tags,
     "X-Cache": "HIT",
     [NOSNIFF_HEADER]: NOSNIFF,
   });
   return {
     body,
     contentType,
+    assetId: meta.assetId,
     etag,
     hitHeaders,
     notModifiedHeaders,

@@ -33,6 +33,19 @@ export class MemoryCache {
     this.lru?.set(key, entry);
   }
 
+  delete(key: string): void {
+    this.lru?.delete(key);
+  }
+
+  /** Deletes every entry `match` selects (a purge: rare, so a scan of the LRU is fine). */
+  deleteWhere(match: (entry: CacheEntry) => boolean): number {
+    if (!this.lru) return 0;
+    const keys: string[] = [];
+    for (const [key, entry] of this.lru.entries()) if (match(entry)) keys.push(key);
+    for (const key of keys) this.lru.delete(key);
+    return keys.length;
+  }
+
   clear(): void {
     this.lru?.clear();
   }

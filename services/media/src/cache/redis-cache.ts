@@ -108,6 +108,83 @@ export class RedisCache {
     return `${this.options.keyPrefix}lock:${key}`;
   }
 
+  private generationKey(assetId: string): string {
+    return `${this.options.keyPrefix}gen:${assetId}`;
+  }
+
+  private assetKeysKey(assetId: string): string {
+    return `${this.options.keyPrefix}keys:${assetId}`;
+  }
+
+  private get purgeChannel(): string {
+    return `${this.options.keyPrefix}purge`;
+  }
+
+  /**
+   * The asset's shared generation, bumped by every purge and part of its Redis cache keys, so a
+   * purge makes every old entry unreachable at once. Undefined when Redis is down.
+   */
+  async generation(assetId: string): Promise<string | undefined> {
+    try {
+      return (await this.client.get(this.generationKey(assetId))) ?? "0";
+    } catch (err) {
+      this.fault("generation", err);
+      return undefined;
+    }
+  }
+
+  /**
+   * Purge: bump each asset's generation, delete its stored results, and tell every replica
+   * (pub/sub) to drop its memory entries. Rejects when Redis is down, so the purge call fails
+   * and management retries it.
+   */
+  async purgeAssets(assetIds: readonly string[]): Promise<void> {
+    const pipeline = this.client.pipeline();
+    for (const id of assetIds) {
+      pipeline.incr(this.generationKey(id));
+      pipeline.smembers(this.assetKeysKey(id));
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    const stale: string[] = [];
+    for (const [err, value] of replies) {
+      if (err) throw err;
+      if (Array.isArray(value)) stale.push(...(value as string[]));
+    }
+    const cleanup = this.client.pipeline();
+    for (const id of assetIds) cleanup.unlink(this.assetKeysKey(id));
+    for (let i = 0; i < stale.length; i += 500) cleanup.unlink(...stale.slice(i, i + 500));
+    cleanup.publish(this.purgeChannel, JSON.stringify(assetIds));
+    for (const [err] of (await cleanup.exec()) ?? []) if (err) throw err;
+  }
+
+  private subscriber: Redis | undefined;
+
+  /**
+   * Listens for purges published by any replica. `onResync` runs when the subscription comes
+   * back after a disconnect (purges may have been missed meanwhile).
+   */
+  onPurge(handler: (assetIds: string[]) => void, onResync: () => void): void {
+    // A connection of its own (a subscribed connection cannot run other commands); unlike the
+    // cache client it queues the SUBSCRIBE until connected and resubscribes after reconnects.
+    const sub = this.client.duplicate({ enableOfflineQueue: true, commandTimeout: undefined, lazyConnect: false });
+    this.subscriber = sub;
+    let connections = 0;
+    sub.on("error", (err: Error) => this.fault("subscribe", err));
+    sub.on("ready", () => {
+      if (++connections > 1) onResync();
+    });
+    sub.on("message", (channel: string, message: string) => {
+      if (channel !== this.purgeChannel) return;
+      try {
+        const ids: unknown = JSON.parse(message);
+        if (Array.isArray(ids)) handler(ids.filter((id): id is string => typeof id === "string"));
+      } catch (err) {
+        this.options.logger.warn({ err }, "ignored a malformed purge message");
+      }
+    });
+    sub.subscribe(this.purgeChannel).catch((err: unknown) => this.fault("subscribe", err));
+  }
+
   private fault(operation: string, err: unknown): void {
     if (this.closed) return;
     this.options.metrics.dependencyError("redis");
@@ -133,12 +210,26 @@ export class RedisCache {
     }
   }
 
-  /** Stores a result with the TTL; skipped (returns false) above maxEntryBytes or when Redis is down. */
-  async set(key: string, result: StoredResult): Promise<boolean> {
+  /**
+   * Stores a result with the TTL; skipped (returns false) above maxEntryBytes or when Redis is down.
+   * With `assetId` the key is also added to the asset's key set, so a purge can delete it.
+   */
+  async set(key: string, result: StoredResult, assetId?: string): Promise<boolean> {
     if (result.body.length > this.options.maxEntryBytes) return false;
     try {
       const value = Buffer.concat([Buffer.from(`${result.contentType}\n`, "latin1"), result.body]);
-      await this.client.set(this.valueKey(key), value, "EX", this.options.ttlSeconds);
+      const ttl = this.options.ttlSeconds;
+      if (assetId) {
+        const keys = this.assetKeysKey(assetId);
+        await this.client
+          .multi()
+          .set(this.valueKey(key), value, "EX", ttl)
+          .sadd(keys, this.valueKey(key))
+          .expire(keys, ttl)
+          .exec();
+      } else {
+        await this.client.set(this.valueKey(key), value, "EX", ttl);
+      }
       return true;
     } catch (err) {
       this.fault("set", err);
@@ -181,6 +272,7 @@ export class RedisCache {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.subscriber?.disconnect();
     try {
       if (this.client.status === "ready") await this.client.quit();
       else this.client.disconnect();

@@ -2,7 +2,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger, Metrics } from "@media-platform/observability";
 import type { MediaRequest } from "@media-platform/contracts";
 import { originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
-import { makeEntry, type CacheEntry } from "../cache/entry";
+import { cacheControlFor, makeEntry, type CacheEntry, type CachePolicy } from "../cache/entry";
+import type { AssetPurger } from "../purge/asset-purger";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
 import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
@@ -48,6 +49,10 @@ export interface RenditionServiceDeps {
   logger: Logger;
   requestTimeoutMs: number;
   maxEntryBytes: number;
+  /** Change propagation (purge/asset-purger.ts); without it nothing is ever purged (tests). */
+  purger?: AssetPurger;
+  /** Cache-Control of unversioned URLs. */
+  cachePolicy?: CachePolicy;
 }
 
 /** A parsed media URL, plus the negotiated output format when MEDIA_AUTO_FORMAT chose one. */
@@ -63,6 +68,16 @@ interface FlightResult {
   entry: CacheEntry;
   /** This flight ran the transformation (as opposed to finding the result in Redis). */
   computed: boolean;
+}
+
+/** Where a flight's result is stored: memory under the URL, Redis under the asset's generation + URL. */
+interface Store {
+  key: string;
+  assetId: string;
+  /** The asset's local generation when the flight started. */
+  generation: string;
+  /** `<shared generation>:<key>` once known; equal to `key` while Redis is off or down (not written). */
+  redisKey: string;
 }
 
 const POLL_START_MS = 10;
@@ -105,9 +120,12 @@ export class RenditionService {
     const cached = this.deps.memory.get(key);
     metrics.cacheLookup("memory", cached ? "hit" : "miss");
     if (cached) return { entry: cached, xCache: "HIT" };
+    // A purge changes the local generation: later requests start a new flight instead of joining
+    // one that may be rendering the old original.
+    const generation = this.deps.purger?.localGeneration(request.assetId) ?? "";
     const { promise, leader } = this.flights.run(
-      key,
-      (flightSignal) => this.flight(key, request, log, flightSignal),
+      `${generation}|${key}`,
+      (flightSignal) => this.flight(key, request, log, generation, flightSignal),
       signal,
     );
     if (!leader) metrics.singleFlightJoins.inc();
@@ -121,6 +139,7 @@ export class RenditionService {
     key: string,
     request: DeliveryRequest,
     log: Logger,
+    generation: string,
     cancelled: AbortSignal,
   ): Promise<FlightResult> {
     const { requestTimeoutMs } = this.deps;
@@ -130,7 +149,7 @@ export class RenditionService {
     timer.unref();
     const signal = AbortSignal.any([controller.signal, cancelled]);
     try {
-      return await raceAbort(this.resolve(key, request, signal, deadline, log), signal);
+      return await raceAbort(this.resolve(key, request, signal, deadline, log, generation), signal);
     } finally {
       clearTimeout(timer);
     }
@@ -142,32 +161,50 @@ export class RenditionService {
     signal: AbortSignal,
     deadline: number,
     log: Logger,
+    generation: string,
   ): Promise<FlightResult> {
+    const store: Store = { key, assetId: request.assetId, generation, redisKey: key };
     const { redis } = this.deps;
-    if (!redis) return this.compute(key, request, signal, deadline, undefined, log);
+    if (!redis) return this.compute(store, request, signal, deadline, undefined, log);
+    // The asset's shared generation is part of the Redis key: a purge (INCR) orphans old results.
+    const shared = await redis.generation(request.assetId);
+    if (shared === undefined) return this.compute(store, request, signal, deadline, undefined, log);
+    store.redisKey = `${shared}:${key}`;
+    return this.resolveShared(store, request, signal, deadline, log, redis);
+  }
+
+  private async resolveShared(
+    store: Store,
+    request: MediaRequest,
+    signal: AbortSignal,
+    deadline: number,
+    log: Logger,
+    redis: RedisCache,
+  ): Promise<FlightResult> {
+    const key = store.redisKey;
 
     // The Redis-tier lookup (once per flight; the lock double-check and the polls below are
     // coordination reads, counted as hits_peer / lock_waits). Redis down counts as a miss (and
     // as a dependency error inside RedisCache).
     const stored = await redis.get(key);
     this.deps.metrics.cacheLookup("redis", stored ? "hit" : "miss");
-    if (stored) return this.fromRedis(key, stored.body, stored.contentType);
+    if (stored) return this.fromRedis(store, stored.body, stored.contentType);
 
     const waitUntil = Date.now() + this.deps.requestTimeoutMs / 2;
     let pollMs = POLL_START_MS;
     for (;;) {
       signal.throwIfAborted();
       const lock = await redis.tryLock(key, this.deps.requestTimeoutMs + 1000);
-      if (lock.state === "unavailable") return this.compute(key, request, signal, deadline, undefined, log);
+      if (lock.state === "unavailable") return this.compute(store, request, signal, deadline, undefined, log);
       if (lock.state === "acquired") {
         // Double-check: another replica may have stored the result just before we locked.
         const again = await redis.get(key);
         if (again) {
           await redis.unlock(key, lock.token);
           this.deps.counters.inc("hits_peer");
-          return this.fromRedis(key, again.body, again.contentType);
+          return this.fromRedis(store, again.body, again.contentType);
         }
-        return this.compute(key, request, signal, deadline, lock.token, log);
+        return this.compute(store, request, signal, deadline, lock.token, log);
       }
       // Another replica is computing this URL: wait for its result (bounded).
       this.deps.counters.inc("lock_waits");
@@ -176,25 +213,38 @@ export class RenditionService {
         await sleep(pollMs, undefined, { signal });
         pollMs = Math.min(pollMs * 2, POLL_MAX_MS);
         const peek = await redis.peek(key);
-        if (!peek) return this.compute(key, request, signal, deadline, undefined, log);
+        if (!peek) return this.compute(store, request, signal, deadline, undefined, log);
         if (peek.result) {
           this.deps.counters.inc("hits_peer");
-          return this.fromRedis(key, peek.result.body, peek.result.contentType);
+          return this.fromRedis(store, peek.result.body, peek.result.contentType);
         }
         if (!peek.locked) break; // the holder gave up (error or crash): try to take over
       }
-      if (Date.now() >= waitUntil) return this.compute(key, request, signal, deadline, undefined, log);
+      if (Date.now() >= waitUntil) return this.compute(store, request, signal, deadline, undefined, log);
     }
   }
 
-  private fromRedis(key: string, body: Buffer, contentType: string): FlightResult {
-    const entry = makeEntry(body, contentType);
-    this.deps.memory.set(key, entry);
+  private fromRedis(store: Store, body: Buffer, contentType: string): FlightResult {
+    const entry = this.entryFor(store, body, contentType);
+    this.remember(store, entry);
     return { entry, computed: false };
   }
 
+  private entryFor(store: Store, body: Buffer, contentType: string): CacheEntry {
+    return makeEntry(body, contentType, undefined, {
+      assetId: store.assetId,
+      cacheControl: cacheControlFor(store.key, this.deps.cachePolicy),
+    });
+  }
+
+  /** Into the memory tier, unless the asset was purged while this flight ran (its result may be stale). */
+  private remember(store: Store, entry: CacheEntry): void {
+    if ((this.deps.purger?.localGeneration(store.assetId) ?? "") !== store.generation) return;
+    this.deps.memory.set(store.key, entry);
+  }
+
   private async compute(
-    key: string,
+    store: Store,
     request: DeliveryRequest,
     signal: AbortSignal,
     deadline: number,
@@ -202,6 +252,7 @@ export class RenditionService {
     log: Logger,
   ): Promise<FlightResult> {
     const { redis, metrics } = this.deps;
+    const { key } = store;
     try {
       const rendition = await this.deps.limiter.run(async () => {
         signal.throwIfAborted();
@@ -240,13 +291,15 @@ export class RenditionService {
         );
         return result;
       }, signal);
-      const entry = makeEntry(rendition.data, rendition.contentType);
-      if (rendition.data.length <= this.deps.maxEntryBytes) this.deps.memory.set(key, entry);
+      const entry = this.entryFor(store, rendition.data, rendition.contentType);
+      if (rendition.data.length <= this.deps.maxEntryBytes) this.remember(store, entry);
       // Written before the lock is released, so a waiting replica finds it.
-      if (redis) await redis.set(key, { body: rendition.data, contentType: rendition.contentType });
+      if (redis && store.redisKey !== key) {
+        await redis.set(store.redisKey, { body: rendition.data, contentType: rendition.contentType }, store.assetId);
+      }
       return { entry, computed: true };
     } finally {
-      if (redis && lockToken) await redis.unlock(key, lockToken);
+      if (redis && lockToken) await redis.unlock(store.redisKey, lockToken);
     }
   }
 

@@ -1,0 +1,24 @@
+import { z } from "zod";
+
+/**
+ * The media service's internal purge endpoint: management calls it after an asset is deleted or its
+ * original replaced, so that no cached rendition outlives its original (see README, "Change
+ * propagation"). Authenticated with a shared secret (MEDIA_PURGE_SECRET) as a bearer token.
+ */
+export const PURGE_PATH = "/internal/purge";
+export const PURGE_SECRET_MIN_LENGTH = 16;
+/** File in DATA_DIR holding the generated secret when MEDIA_PURGE_SECRET is unset (embedded mode). */
+export const PURGE_SECRET_FILE = "purge-secret";
+export const MAX_PURGE_ASSETS = 1000;
+
+export const purgeRequestSchema = z
+  .object({
+    assetIds: z
+      .array(
+        z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, "must be a lowercase UUID"),
+      )
+      .min(1)
+      .max(MAX_PURGE_ASSETS),
+  })
+  .strict();
+export type PurgeRequest = z.infer<typeof purgeRequestSchema>;

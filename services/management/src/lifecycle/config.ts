@@ -1,0 +1,130 @@
+import { z } from "zod";
+import { PURGE_SECRET_MIN_LENGTH } from "@media-platform/contracts";
+
+const blankToUndefined = (v: string | undefined) => (v === undefined || v.trim() === "" ? undefined : v);
+const urlList = z
+  .string()
+  .optional()
+  .transform(blankToUndefined)
+  .transform((v) => (v ? v.split(",").map((u) => u.trim().replace(/\/+$/, "")) : []))
+  .refine(
+    (urls) => urls.every((u) => /^https?:\/\/[^\s]+$/.test(u) && URL.canParse(u)),
+    "must be http(s) URLs, comma-separated",
+  );
+
+/**
+ * Environment of the asset lifecycle (trash, versions, webhooks, change propagation); merged into the
+ * management service's env schema, so it is validated and documented with the rest.
+ */
+export const lifecycleEnvShape = {
+  TRASH_RETENTION_DAYS: z.coerce
+    .number()
+    .positive()
+    .default(30)
+    .describe("Trashed assets are removed permanently (row, originals, versions) after this many days"),
+  TRASH_SWEEP_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .default(60_000)
+    .describe("How often each replica runs the trash retention job"),
+  ASSET_VERSIONS_KEPT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1000)
+    .default(10)
+    .describe("Previous originals kept per asset after replaces (oldest removed first)"),
+  WEBHOOK_URLS: urlList.describe("Comma-separated endpoints that receive every webhook event; unset = no webhooks"),
+  WEBHOOK_SECRET: z
+    .string()
+    .optional()
+    .transform(blankToUndefined)
+    .refine(
+      (v) => v === undefined || /^(whsec_)?[A-Za-z0-9+/]{24,}={0,2}$/.test(v),
+      "must be a base64 secret (whsec_...) of at least 18 bytes",
+    )
+    .describe("Standard Webhooks signing secret (whsec_<base64>); required with WEBHOOK_URLS"),
+  WEBHOOK_RETRY_HOURS: z.coerce
+    .number()
+    .positive()
+    .max(24 * 7)
+    .default(24)
+    .describe("A delivery that keeps failing is retried with exponential backoff for this long, then marked dead"),
+  WEBHOOK_BACKOFF_BASE_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .default(5000)
+    .describe("First retry delay; doubled after each failure (capped at 1 h)"),
+  WEBHOOK_POLL_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .default(1000)
+    .describe("How often each replica looks for due webhook deliveries"),
+  MEDIA_PURGE_URLS: urlList.describe(
+    "Internal base URLs of the media service told to purge an asset after a delete or replace (one replica is enough with Redis; every replica without). Unset = MEDIA_PUBLIC_URL",
+  ),
+  MEDIA_PURGE_SECRET: z
+    .string()
+    .optional()
+    .transform(blankToUndefined)
+    .refine(
+      (v) => v === undefined || v.length >= PURGE_SECRET_MIN_LENGTH,
+      `must be at least ${PURGE_SECRET_MIN_LENGTH} characters`,
+    )
+    .describe(
+      "Shared secret of the media purge endpoint (same value on media); unset = generated in <DATA_DIR>/purge-secret",
+    ),
+  CDN_PURGE_URL: z
+    .string()
+    .optional()
+    .transform(blankToUndefined)
+    .refine(
+      (v) => v === undefined || (/^https?:\/\//.test(v) && URL.canParse(v.replaceAll("{assetId}", "x"))),
+      "must be an http(s) URL",
+    )
+    .describe(
+      "Called (POST) after each delete or replace with the asset id ({assetId} in the URL is replaced, and it is the JSON body), with retries",
+    ),
+};
+
+export interface LifecycleConfig {
+  trashRetentionDays: number;
+  trashSweepIntervalMs: number;
+  assetVersionsKept: number;
+  webhookUrls: string[];
+  webhookSecret: string | undefined;
+  webhookRetryMs: number;
+  webhookBackoffBaseMs: number;
+  webhookPollIntervalMs: number;
+  /** Empty = MEDIA_PUBLIC_URL (filled in by lifecycleConfigFrom). */
+  mediaPurgeUrls: string[];
+  /** Unset = the embedded shared secret file (resolved at start-up, see server.ts). */
+  mediaPurgeSecret: string | undefined;
+  cdnPurgeUrl: string | undefined;
+}
+
+type LifecycleEnv = { [K in keyof typeof lifecycleEnvShape]: z.output<(typeof lifecycleEnvShape)[K]> } & {
+  MEDIA_PUBLIC_URL: string;
+};
+
+export function lifecycleConfigFrom(e: LifecycleEnv): LifecycleConfig {
+  if (e.WEBHOOK_URLS.length > 0 && !e.WEBHOOK_SECRET) {
+    throw new Error("invalid configuration: WEBHOOK_SECRET is required when WEBHOOK_URLS is set");
+  }
+  return {
+    trashRetentionDays: e.TRASH_RETENTION_DAYS,
+    trashSweepIntervalMs: e.TRASH_SWEEP_INTERVAL_MS,
+    assetVersionsKept: e.ASSET_VERSIONS_KEPT,
+    webhookUrls: e.WEBHOOK_URLS,
+    webhookSecret: e.WEBHOOK_SECRET,
+    webhookRetryMs: e.WEBHOOK_RETRY_HOURS * 3600_000,
+    webhookBackoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
+    webhookPollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
+    mediaPurgeUrls: e.MEDIA_PURGE_URLS.length > 0 ? e.MEDIA_PURGE_URLS : [e.MEDIA_PUBLIC_URL],
+    mediaPurgeSecret: e.MEDIA_PURGE_SECRET,
+    cdnPurgeUrl: e.CDN_PURGE_URL,
+  };
+}

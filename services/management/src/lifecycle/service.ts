@@ -1,0 +1,537 @@
+import { readFile } from "node:fs/promises";
+import { buffer } from "node:stream/consumers";
+import {
+  MAX_TAGS,
+  type AssetDto,
+  type AssetVersionDto,
+  type AssetFormat,
+  type BatchRequest,
+  type BatchResponse,
+  type ListAssetVersionsResponse,
+} from "@media-platform/contracts";
+import type { Principal } from "../auth/keys";
+import type { AppContext } from "../context";
+import { Prisma, type Asset } from "../generated/prisma/client";
+import { badRequest, ProblemError, notFound } from "../problem";
+import { sanitizeFilename, type UploadedFile } from "../assets/service";
+import { serializeAsset } from "../assets/serializer";
+import { analyseImage } from "../assets/upload";
+import { recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
+import { forEachLimited, moveBlob, originalKey, trashKey, versionKey } from "./blobs";
+
+/** Interactive transactions that also move blobs get more than Prisma's 5 s default. */
+const TX_OPTIONS = { timeout: 120_000, maxWait: 10_000 };
+const BLOB_CONCURRENCY = 16;
+const DEFAULT_VERSIONS_KEPT = 10;
+
+const idList = (ids: readonly string[]) => Prisma.join(ids.map((id) => Prisma.sql`${id}::uuid`));
+const urls = (ctx: AppContext) => ctx.webhookUrls ?? [];
+
+interface LockedRow {
+  id: string;
+  trashed: boolean;
+}
+
+/** Locks the workspace's rows among `ids` (live and trashed) for the rest of the transaction. */
+async function lockAssets(tx: Tx, workspaceId: string, ids: readonly string[]): Promise<LockedRow[]> {
+  if (ids.length === 0) return [];
+  return tx.$queryRaw<LockedRow[]>`
+    SELECT id::text AS id, deleted_at IS NOT NULL AS trashed
+      FROM assets
+     WHERE workspace_id = ${workspaceId} AND id IN (${idList(ids)})
+     ORDER BY id
+       FOR UPDATE`;
+}
+
+/** Blob moves done so far, undone when the transaction does not commit. */
+class BlobMoves {
+  private readonly done: Array<{ from: string; to: string }> = [];
+  constructor(private readonly ctx: AppContext) {}
+
+  async move(pairs: Array<{ from: string; to: string }>): Promise<void> {
+    await forEachLimited(pairs, BLOB_CONCURRENCY, async (pair) => {
+      if (await moveBlob(this.ctx.blobStore, pair.from, pair.to)) this.done.push(pair);
+    });
+  }
+
+  async undo(): Promise<void> {
+    await forEachLimited(this.done, BLOB_CONCURRENCY, async ({ from, to }) => {
+      await moveBlob(this.ctx.blobStore, to, from).catch((err: unknown) =>
+        this.ctx.log.error({ err, from: to, to: from }, "could not move a blob back after a failed change"),
+      );
+    });
+  }
+}
+
+/**
+ * Runs `work` in a transaction whose blob moves are undone if it does not commit (the blob store
+ * cannot join the transaction; moving first and undoing on failure keeps "row live <=> blob at
+ * originals/<id>", which is all the media service looks at).
+ */
+async function withBlobMoves<T>(ctx: AppContext, work: (tx: Tx, moves: BlobMoves) => Promise<T>): Promise<T> {
+  const moves = new BlobMoves(ctx);
+  try {
+    return await ctx.prisma.$transaction((tx) => work(tx, moves), TX_OPTIONS);
+  } catch (err) {
+    await moves.undo();
+    throw err;
+  }
+}
+
+export interface StateChange {
+  matched: string[];
+  changed: string[];
+  notFound: string[];
+}
+
+/**
+ * Moves the live assets among `ids` to the trash: original blob to trash/<id>, deleted_at set
+ * (updatedAt untouched, so a restore brings the asset back exactly as it was), one asset.deleted
+ * event each, in one transaction. `also` runs inside the same transaction (collection delete).
+ */
+export async function trashAssets(
+  ctx: AppContext,
+  workspaceId: string,
+  ids: readonly string[],
+  also?: (tx: Tx) => Promise<void>,
+): Promise<StateChange> {
+  const result = await withBlobMoves(ctx, async (tx, moves) => {
+    const rows = await lockAssets(tx, workspaceId, ids);
+    const live = rows.filter((r) => !r.trashed).map((r) => r.id);
+    await moves.move(live.map((id) => ({ from: originalKey(id), to: trashKey(id) })));
+    if (live.length > 0) {
+      await tx.$executeRaw`UPDATE assets SET deleted_at = now() WHERE id IN (${idList(live)})`;
+      await recordEvents(
+        tx,
+        urls(ctx),
+        live.map((id) => ({ type: "asset.deleted", workspaceId, data: { id, permanent: false } })),
+      );
+    }
+    await also?.(tx);
+    return stateChange(ids, rows, live);
+  });
+  await ctx.propagator?.assetsChanged(result.changed);
+  return result;
+}
+
+/** Brings trashed assets among `ids` back (blob to originals/<id>, deleted_at cleared), one asset.restored each. */
+export async function restoreAssets(
+  ctx: AppContext,
+  workspaceId: string,
+  ids: readonly string[],
+): Promise<StateChange> {
+  return withBlobMoves(ctx, async (tx, moves) => {
+    const rows = await lockAssets(tx, workspaceId, ids);
+    const trashed = rows.filter((r) => r.trashed).map((r) => r.id);
+    await moves.move(trashed.map((id) => ({ from: trashKey(id), to: originalKey(id) })));
+    if (trashed.length > 0) {
+      // Its collection is null already if that was deleted meanwhile (ON DELETE SET NULL).
+      await tx.$executeRaw`UPDATE assets SET deleted_at = NULL WHERE id IN (${idList(trashed)})`;
+      const restored = await tx.asset.findMany({ where: { id: { in: trashed } } });
+      await recordEvents(
+        tx,
+        urls(ctx),
+        restored.map((a) => ({ type: "asset.restored", workspaceId, data: assetData(ctx, a) })),
+      );
+    }
+    return stateChange(ids, rows, trashed);
+  });
+}
+
+function stateChange(ids: readonly string[], rows: LockedRow[], changed: string[]): StateChange {
+  const found = new Set(rows.map((r) => r.id));
+  return { matched: [...found], changed, notFound: ids.filter((id) => !found.has(id)) };
+}
+
+const assetData = (ctx: AppContext, asset: Asset): Record<string, unknown> =>
+  serializeAsset(asset, ctx.mediaPublicUrl) as unknown as Record<string, unknown>;
+
+/** DELETE /v1/assets/:id: a live asset to the trash; 404 when there is none (trashed included). */
+export async function trashAsset(ctx: AppContext, principal: Principal, id: string): Promise<void> {
+  const result = await trashAssets(ctx, principal.workspaceId, [id]);
+  if (result.changed.length === 0) throw notFound("Asset not found");
+}
+
+/** POST /v1/assets/:id/restore: 404 unknown, 409 when the asset is not in the trash. */
+export async function restoreAsset(ctx: AppContext, principal: Principal, id: string): Promise<AssetDto> {
+  const result = await restoreAssets(ctx, principal.workspaceId, [id]);
+  if (result.matched.length === 0) throw notFound("Asset not found");
+  if (result.changed.length === 0) throw new ProblemError(409, "conflict", "The asset is not in the trash");
+  const asset = await ctx.prisma.asset.findFirst({ where: { id, workspaceId: principal.workspaceId } });
+  if (!asset) throw notFound("Asset not found");
+  return serializeAsset(asset, ctx.mediaPublicUrl);
+}
+
+/**
+ * Removes assets for good (live or trashed): the rows (versions cascade) and an asset.deleted
+ * event in one transaction, then every blob (original, trashed original, versions), then the
+ * caches. Used by DELETE ?permanent=true and by the trash retention job (`where` picks the rows;
+ * the job passes expired ones and SKIP LOCKED so that concurrent replicas never take the same).
+ */
+export async function purgeAssets(
+  ctx: AppContext,
+  select: (tx: Tx) => Promise<Array<{ id: string; workspace_id: string }>>,
+): Promise<string[]> {
+  const removed = await ctx.prisma.$transaction(async (tx) => {
+    const rows = await select(tx);
+    if (rows.length === 0) return [];
+    const ids = rows.map((r) => r.id);
+    const versions = await tx.assetVersion.findMany({
+      where: { assetId: { in: ids } },
+      select: { assetId: true, version: true },
+    });
+    await tx.$executeRaw`DELETE FROM assets WHERE id IN (${idList(ids)})`;
+    await recordEvents(
+      tx,
+      urls(ctx),
+      rows.map((r): WebhookEvent => ({
+        type: "asset.deleted",
+        workspaceId: r.workspace_id,
+        data: { id: r.id, permanent: true },
+      })),
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      keys: [
+        originalKey(r.id),
+        trashKey(r.id),
+        ...versions.filter((v) => v.assetId === r.id).map((v) => versionKey(r.id, v.version)),
+      ],
+    }));
+  }, TX_OPTIONS);
+  // After the commit: a blob that cannot be deleted now is an orphan (logged), never a row without its blob.
+  await forEachLimited(
+    removed.flatMap((r) => r.keys),
+    BLOB_CONCURRENCY,
+    (key) =>
+      ctx.blobStore
+        .delete(key)
+        .catch((err: unknown) => ctx.log.error({ err, key }, "could not delete the blob of a removed asset")),
+  );
+  const ids = removed.map((r) => r.id);
+  await ctx.propagator?.assetsChanged(ids);
+  return ids;
+}
+
+/** DELETE /v1/assets/:id?permanent=true. */
+export async function deleteAssetPermanently(ctx: AppContext, principal: Principal, id: string): Promise<void> {
+  const removed = await purgeAssets(
+    ctx,
+    (tx) => tx.$queryRaw`
+      SELECT id::text AS id, workspace_id FROM assets
+       WHERE id = ${id}::uuid AND workspace_id = ${principal.workspaceId}
+         FOR UPDATE`,
+  );
+  if (removed.length === 0) throw notFound("Asset not found");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replace and versions
+
+interface NewOriginal {
+  bytes: Buffer;
+  mimeType: string;
+  format: string;
+  width: number;
+  height: number;
+  sha256: string;
+  phash: bigint;
+  originalFilename: string;
+}
+
+/**
+ * Makes `next` the current original of a live asset: the current one is kept as version
+ * <version> (blob versions/<id>/v<version> + a row), the new bytes go to originals/<id>, the row
+ * gets the new format, size, digests and version+1 (metadata, tags and collection stay), versions
+ * beyond ASSET_VERSIONS_KEPT are dropped, and asset.replaced is recorded: one transaction, with the
+ * asset row locked so concurrent replaces queue. If it does not commit, the previous bytes are put
+ * back at originals/<id>.
+ */
+async function swapOriginal(
+  ctx: AppContext,
+  workspaceId: string,
+  id: string,
+  load: (tx: Tx, current: Asset) => Promise<NewOriginal>,
+  extra: Record<string, unknown> = {},
+): Promise<AssetDto> {
+  let previous: { bytes: Buffer; mimeType: string } | undefined;
+  let overwritten = false;
+  let pruned: string[] = [];
+  let updated: Asset;
+  try {
+    updated = await ctx.prisma.$transaction(async (tx) => {
+      const locked = await tx.$queryRaw<Array<{ id: string }>>`
+        SELECT id::text AS id FROM assets
+         WHERE id = ${id}::uuid AND workspace_id = ${workspaceId} AND deleted_at IS NULL
+           FOR UPDATE`;
+      if (locked.length === 0) throw notFound("Asset not found");
+      const current = await tx.asset.findUniqueOrThrow({ where: { id } });
+      const next = await load(tx, current);
+      const blob = await ctx.blobStore.get(originalKey(id));
+      if (!blob)
+        throw new ProblemError(503, "service-unavailable", "The original of this asset is missing from the blob store");
+      previous = { bytes: await buffer(blob.body), mimeType: blob.contentType };
+      await ctx.blobStore.put(versionKey(id, current.version), previous.bytes, current.mimeType);
+      const lastVersion = await tx.assetVersion.findFirst({
+        where: { assetId: id },
+        orderBy: { version: "desc" },
+        select: { replacedAt: true },
+      });
+      await tx.assetVersion.create({
+        data: {
+          assetId: id,
+          version: current.version,
+          originalFilename: current.originalFilename,
+          mimeType: current.mimeType,
+          format: current.format,
+          width: current.width,
+          height: current.height,
+          bytes: current.bytes,
+          sha256: current.sha256,
+          phash: current.phash,
+          // It became current when the version before it was replaced, or at upload.
+          createdAt: lastVersion?.replacedAt ?? current.createdAt,
+        },
+      });
+      overwritten = true;
+      await ctx.blobStore.put(originalKey(id), next.bytes, next.mimeType);
+      const row = await tx.asset.update({
+        where: { id },
+        data: {
+          originalFilename: next.originalFilename,
+          mimeType: next.mimeType,
+          format: next.format,
+          width: next.width,
+          height: next.height,
+          bytes: BigInt(next.bytes.length),
+          sha256: next.sha256,
+          phash: next.phash,
+          version: { increment: 1 },
+        },
+      });
+      const kept = ctx.assetVersionsKept ?? DEFAULT_VERSIONS_KEPT;
+      const old = await tx.assetVersion.findMany({
+        where: { assetId: id },
+        orderBy: { version: "desc" },
+        skip: kept,
+        select: { version: true },
+      });
+      if (old.length > 0) {
+        await tx.assetVersion.deleteMany({ where: { assetId: id, version: { in: old.map((v) => v.version) } } });
+        pruned = old.map((v) => versionKey(id, v.version));
+      }
+      await recordEvents(tx, urls(ctx), [
+        {
+          type: "asset.replaced",
+          workspaceId,
+          data: { ...assetData(ctx, row), previousVersion: current.version, ...extra },
+        },
+      ]);
+      return row;
+    }, TX_OPTIONS);
+  } catch (err) {
+    if (overwritten && previous) {
+      const { bytes, mimeType } = previous;
+      await ctx.blobStore
+        .put(originalKey(id), bytes, mimeType)
+        .catch((putErr: unknown) => ctx.log.error({ err: putErr, id }, "could not put the previous original back"));
+    }
+    throw err;
+  }
+  await forEachLimited(pruned, BLOB_CONCURRENCY, (key) =>
+    ctx.blobStore.delete(key).catch((err: unknown) => ctx.log.error({ err, key }, "could not delete a pruned version")),
+  );
+  await ctx.propagator?.assetsChanged([id]);
+  return serializeAsset(updated, ctx.mediaPublicUrl);
+}
+
+/** PUT /v1/assets/:id/original: validated exactly like an upload (analyseImage), before anything changes. */
+export async function replaceOriginal(
+  ctx: AppContext,
+  principal: Principal,
+  id: string,
+  file: UploadedFile,
+): Promise<AssetDto> {
+  // Refuse a foreign/unknown/trashed id before decoding a large file.
+  const exists = await ctx.prisma.asset.count({ where: { id, workspaceId: principal.workspaceId, deletedAt: null } });
+  if (exists === 0) throw notFound("Asset not found");
+  const image = await analyseImage(file, ctx.limitInputPixels);
+  // The replaced original is swapped inside the row lock, and the previous one must be restorable
+  // if the transaction fails, so both are held as buffers here (at most MAX_UPLOAD_BYTES each).
+  const bytes = await readFile(file.path);
+  return swapOriginal(ctx, principal.workspaceId, id, async () => ({
+    bytes,
+    mimeType: image.mimeType,
+    format: image.format,
+    width: image.width,
+    height: image.height,
+    sha256: image.sha256,
+    phash: image.phash,
+    originalFilename: sanitizeFilename(file.originalname),
+  }));
+}
+
+/** POST /v1/assets/:id/versions/:version/restore: that version's bytes become a new current version. */
+export async function restoreVersion(
+  ctx: AppContext,
+  principal: Principal,
+  id: string,
+  version: number,
+): Promise<AssetDto> {
+  return swapOriginal(
+    ctx,
+    principal.workspaceId,
+    id,
+    async (tx) => {
+      const v = await tx.assetVersion.findUnique({ where: { assetId_version: { assetId: id, version } } });
+      if (!v) throw notFound(`Asset version ${version} not found`);
+      const blob = await ctx.blobStore.get(versionKey(id, version));
+      if (!blob)
+        throw new ProblemError(
+          503,
+          "service-unavailable",
+          `The stored bytes of version ${version} are missing from the blob store`,
+        );
+      return {
+        bytes: await buffer(blob.body),
+        mimeType: v.mimeType,
+        format: v.format,
+        width: v.width,
+        height: v.height,
+        sha256: v.sha256,
+        phash: v.phash,
+        originalFilename: v.originalFilename,
+      };
+    },
+    { restoredFromVersion: version },
+  );
+}
+
+export async function listVersions(
+  ctx: AppContext,
+  principal: Principal,
+  id: string,
+): Promise<ListAssetVersionsResponse> {
+  const asset = await ctx.prisma.asset.findFirst({
+    where: { id, workspaceId: principal.workspaceId, deletedAt: null },
+    select: { version: true, versions: { orderBy: { version: "desc" } } },
+  });
+  if (!asset) throw notFound("Asset not found");
+  const versions = asset.versions.map((v): AssetVersionDto => ({
+    version: v.version,
+    originalFilename: v.originalFilename,
+    mimeType: v.mimeType,
+    format: v.format as AssetFormat,
+    width: v.width,
+    height: v.height,
+    bytes: Number(v.bytes),
+    sha256: v.sha256,
+    createdAt: v.createdAt.toISOString(),
+    replacedAt: v.replacedAt.toISOString(),
+  }));
+  return { currentVersion: asset.version, count: versions.length, versions };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batch
+
+/** POST /v1/assets/batch: one action over the workspace's assets among `ids`, in one transaction. */
+export async function runBatch(ctx: AppContext, principal: Principal, request: BatchRequest): Promise<BatchResponse> {
+  const { workspaceId } = principal;
+  const { ids } = request;
+  let change: StateChange;
+  switch (request.action) {
+    case "delete":
+      change = await trashAssets(ctx, workspaceId, ids);
+      break;
+    case "restore":
+      change = await restoreAssets(ctx, workspaceId, ids);
+      break;
+    case "addTags":
+    case "removeTags":
+    case "setCollection":
+      change = await updateLiveAssets(ctx, workspaceId, request);
+      break;
+  }
+  return { matched: change.matched.length, changed: change.changed.length, notFound: change.notFound };
+}
+
+/** Tag and collection actions apply to live assets: a trashed one is not found, as for GET. */
+async function updateLiveAssets(
+  ctx: AppContext,
+  workspaceId: string,
+  request: Extract<BatchRequest, { action: "addTags" | "removeTags" | "setCollection" }>,
+): Promise<StateChange> {
+  return ctx.prisma.$transaction(async (tx) => {
+    const rows = (await lockAssets(tx, workspaceId, request.ids)).filter((r) => !r.trashed);
+    const live = rows.map((r) => r.id);
+    let changed: Array<{ id: string }> = [];
+    if (live.length > 0) {
+      switch (request.action) {
+        case "addTags": {
+          const tags = request.value;
+          // The whole batch is refused when one asset would end up above the tag limit.
+          const over = await tx.$queryRaw<Array<{ id: string }>>`
+            SELECT id::text AS id FROM assets
+             WHERE id IN (${idList(live)})
+               AND cardinality(user_tags) + (SELECT count(*) FROM unnest(${tags}::text[]) t WHERE NOT t = ANY(user_tags)) > ${MAX_TAGS}
+             LIMIT 1`;
+          if (over.length > 0) {
+            throw badRequest(`Adding these tags would give asset ${over[0]!.id} more than ${MAX_TAGS} tags`, [
+              { path: "body.value", message: `an asset may carry at most ${MAX_TAGS} tags` },
+            ]);
+          }
+          changed = await tx.$queryRaw`
+            UPDATE assets
+               SET user_tags = user_tags || ARRAY(SELECT t FROM unnest(${tags}::text[]) WITH ORDINALITY u(t, o)
+                                                   WHERE NOT t = ANY(user_tags) ORDER BY o),
+                   updated_at = now()
+             WHERE id IN (${idList(live)}) AND NOT (user_tags @> ${tags}::text[])
+         RETURNING id::text AS id`;
+          break;
+        }
+        case "removeTags": {
+          const tags = request.value;
+          changed = await tx.$queryRaw`
+            UPDATE assets
+               SET user_tags = ARRAY(SELECT t FROM unnest(user_tags) WITH ORDINALITY u(t, o)
+                                      WHERE NOT t = ANY(${tags}::text[]) ORDER BY o),
+                   updated_at = now()
+             WHERE id IN (${idList(live)}) AND user_tags && ${tags}::text[]
+         RETURNING id::text AS id`;
+          break;
+        }
+        case "setCollection": {
+          const collectionId = request.value;
+          if (collectionId !== null) {
+            const found = await tx.collection.count({ where: { id: collectionId, workspaceId } });
+            if (found === 0) {
+              throw badRequest("Unknown collection", [
+                { path: "body.value", message: "no such collection in this workspace" },
+              ]);
+            }
+          }
+          changed = await tx.$queryRaw`
+            UPDATE assets SET collection_id = ${collectionId}::uuid, updated_at = now()
+             WHERE id IN (${idList(live)}) AND collection_id IS DISTINCT FROM ${collectionId}::uuid
+         RETURNING id::text AS id`;
+          break;
+        }
+      }
+    }
+    if (changed.length > 0) {
+      const assets = await tx.asset.findMany({ where: { id: { in: changed.map((c) => c.id) } } });
+      await recordEvents(
+        tx,
+        urls(ctx),
+        assets.map((a) => ({ type: "asset.updated", workspaceId, data: assetData(ctx, a) })),
+      );
+    }
+    const found = new Set(live);
+    return {
+      matched: live,
+      changed: changed.map((c) => c.id),
+      notFound: request.ids.filter((id) => !found.has(id)),
+    };
+  }, TX_OPTIONS);
+}

@@ -1,0 +1,139 @@
+import { Webhook } from "standardwebhooks";
+import type { Logger } from "pino";
+import type { PrismaClient } from "../generated/prisma/client";
+import { Periodic } from "../jobs/periodic";
+
+export interface DispatcherOptions {
+  prisma: PrismaClient;
+  log: Logger;
+  /** WEBHOOK_SECRET (whsec_<base64>). */
+  secret: string;
+  /** Retry window (WEBHOOK_RETRY_HOURS): after it a failing delivery is dead. */
+  retryMs: number;
+  /** First retry delay, doubled per failure, capped at MAX_BACKOFF_MS. */
+  backoffBaseMs: number;
+  pollIntervalMs: number;
+  /** Deliveries claimed per poll. Default 20. */
+  batchSize?: number;
+  /** Per-request timeout. Default 10 s. */
+  timeoutMs?: number;
+  /** Counts outcomes: delivered, failed (will retry), dead. */
+  onOutcome?: (outcome: "delivered" | "failed" | "dead") => void;
+}
+
+const MAX_BACKOFF_MS = 3600_000;
+
+interface ClaimedDelivery {
+  id: string;
+  event_id: string;
+  event_type: string;
+  url: string;
+  payload: unknown;
+  attempts: number;
+  created_at: Date;
+}
+
+/**
+ * Sends the outbox (webhook_deliveries), at least once, signed per Standard Webhooks (the
+ * `standardwebhooks` package: webhook-id, webhook-timestamp, webhook-signature).
+ *
+ * Claiming is one statement: due pending rows are locked with FOR UPDATE SKIP LOCKED and leased
+ * (next_attempt_at pushed past the send timeout) in the same UPDATE, so with several replicas each
+ * delivery is claimed by exactly one of them, and no transaction stays open while the HTTP request
+ * runs. A replica that dies mid-send lets the lease run out and another one retries it.
+ */
+export class WebhookDispatcher {
+  private readonly webhook: Webhook;
+  private readonly periodic: Periodic;
+  private readonly timeoutMs: number;
+
+  constructor(private readonly options: DispatcherOptions) {
+    this.webhook = new Webhook(options.secret);
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.periodic = new Periodic(options.pollIntervalMs, () => this.runOnce(), options.log, "webhook dispatch");
+  }
+
+  start(): void {
+    this.periodic.start();
+  }
+
+  stop(): Promise<void> {
+    return this.periodic.stop();
+  }
+
+  /** Claims and sends one batch of due deliveries; returns how many were attempted. */
+  async runOnce(): Promise<number> {
+    const leaseMs = this.timeoutMs + 5000;
+    const claimed = await this.options.prisma.$queryRaw<ClaimedDelivery[]>`
+      UPDATE webhook_deliveries d
+         SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}::float8)
+        FROM (SELECT id FROM webhook_deliveries
+               WHERE status = 'pending' AND next_attempt_at <= now()
+               ORDER BY next_attempt_at
+               LIMIT ${this.options.batchSize ?? 20}
+               FOR UPDATE SKIP LOCKED) due
+       WHERE d.id = due.id
+   RETURNING d.id::text, d.event_id::text, d.event_type, d.url, d.payload, d.attempts, d.created_at`;
+    await Promise.all(claimed.map((d) => this.deliver(d)));
+    return claimed.length;
+  }
+
+  private async deliver(d: ClaimedDelivery): Promise<void> {
+    const body = JSON.stringify(d.payload);
+    const now = new Date();
+    let error: string | undefined;
+    try {
+      const res = await fetch(d.url, {
+        method: "POST",
+        headers: {
+          "Content-Type": "application/json",
+          "webhook-id": d.event_id,
+          "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
+          "webhook-signature": this.webhook.sign(d.event_id, now, body),
+        },
+        body,
+        signal: AbortSignal.timeout(this.timeoutMs),
+        redirect: "manual",
+      });
+      await res.arrayBuffer().catch(() => undefined);
+      if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
+    } catch (err) {
+      error = err instanceof Error ? err.message : String(err);
+    }
+    const attempts = d.attempts + 1;
+    const { prisma, log } = this.options;
+    if (error === undefined) {
+      await prisma.webhookDelivery.update({
+        where: { id: d.id },
+        data: { status: "delivered", attempts, deliveredAt: new Date(), lastError: null },
+      });
+      this.options.onOutcome?.("delivered");
+      return;
+    }
+    const delay = Math.min(this.options.backoffBaseMs * 2 ** (attempts - 1), MAX_BACKOFF_MS);
+    // Full jitter on the upper half, so replicas retrying one failing endpoint spread out.
+    const next = Date.now() + delay / 2 + Math.random() * (delay / 2);
+    const dead = next - d.created_at.getTime() > this.options.retryMs;
+    await prisma.webhookDelivery.update({
+      where: { id: d.id },
+      data: {
+        status: dead ? "dead" : "pending",
+        attempts,
+        lastError: error.slice(0, 500),
+        nextAttemptAt: new Date(next),
+      },
+    });
+    this.options.onOutcome?.(dead ? "dead" : "failed");
+    if (dead) {
+      log.error(
+        { deliveryId: d.id, eventId: d.event_id, type: d.event_type, url: d.url, attempts, error },
+        "webhook delivery dead: failing for longer than the retry window",
+      );
+    } else {
+      log.warn(
+        { deliveryId: d.id, type: d.event_type, url: d.url, attempts, error },
+        "webhook delivery failed; will retry",
+      );
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import { randomUUID } from "node:crypto";
+import type { Prisma } from "../generated/prisma/client";
+
+export const WEBHOOK_EVENT_TYPES = [
+  "asset.created",
+  "asset.updated",
+  "asset.deleted",
+  "asset.restored",
+  "asset.replaced",
+  "collection.created",
+  "collection.deleted",
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export interface WebhookEvent {
+  type: WebhookEventType;
+  workspaceId: string;
+  /** The event's `data`: the asset or collection as the API serializes it, or its id. */
+  data: Record<string, unknown>;
+}
+
+/** The database client of a transaction (prisma.$transaction's callback argument). */
+export type Tx = Prisma.TransactionClient;
+
+/**
+ * Transactional outbox: writes one pending delivery per endpoint (WEBHOOK_URLS) inside the caller's
+ * transaction, so an event exists exactly when its change committed. The body follows the Standard
+ * Webhooks shape `{type, timestamp, data}`; the dispatcher signs and sends it.
+ */
+export async function recordEvents(tx: Tx, urls: readonly string[], events: readonly WebhookEvent[]): Promise<void> {
+  if (urls.length === 0 || events.length === 0) return;
+  const timestamp = new Date().toISOString();
+  const rows: Prisma.WebhookDeliveryCreateManyInput[] = [];
+  for (const event of events) {
+    const eventId = randomUUID();
+    const payload = { type: event.type, timestamp, data: event.data } as Prisma.InputJsonValue;
+    for (const url of urls) {
+      rows.push({ id: randomUUID(), eventId, eventType: event.type, workspaceId: event.workspaceId, url, payload });
+    }
+  }
+  await tx.webhookDelivery.createMany({ data: rows });
+}

@@ -1,0 +1,123 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import pino from "pino";
+import { Webhook } from "standardwebhooks";
+import { createCollection } from "../src/collections/service";
+import { WebhookDispatcher } from "../src/webhooks/dispatcher";
+import { createTestApp, upload, fixture, type TestApp } from "./helpers";
+
+const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+interface Received {
+  body: string;
+  headers: http.IncomingHttpHeaders;
+}
+
+/** A local receiver answering with the next queued status (then 200). */
+async function startReceiver(statuses: number[]) {
+  const received: Received[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      received.push({ body: Buffer.concat(chunks).toString("utf8"), headers: req.headers });
+      res.writeHead(statuses.shift() ?? 200).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+  return { url, received, close: () => new Promise((r) => server.close(r)) };
+}
+
+describe("webhooks: transactional outbox + signed at-least-once delivery", () => {
+  let t: TestApp;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  beforeAll(async () => {
+    receiver = await startReceiver([500, 500]);
+    t = await createTestApp({ webhookUrls: [receiver.url] });
+  });
+  afterAll(async () => {
+    await receiver.close();
+    await t.close();
+  });
+
+  const dispatcher = (overrides: Partial<ConstructorParameters<typeof WebhookDispatcher>[0]> = {}) =>
+    new WebhookDispatcher({
+      prisma: t.db.prisma,
+      log: pino({ level: "silent" }),
+      secret: SECRET,
+      retryMs: 24 * 3600_000,
+      backoffBaseMs: 10,
+      pollIntervalMs: 10,
+      ...overrides,
+    });
+
+  /** Runs the dispatcher until nothing is due, waiting out the (10 ms) backoff between rounds. */
+  async function drain(d: WebhookDispatcher, rounds = 50) {
+    for (let i = 0; i < rounds; i++) {
+      await d.runOnce();
+      const pending = await t.db.prisma.webhookDelivery.count({ where: { status: "pending" } });
+      if (pending === 0) return;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  it("delivers asset.created signed per Standard Webhooks, retried after the receiver answers 500 twice", async () => {
+    const res = await upload(t.as("ws-hooks"), fixture("rocket.jpg"), "rocket.jpg");
+    expect(res.status).toBe(201);
+    const outcomes: string[] = [];
+    await drain(dispatcher({ onOutcome: (o) => outcomes.push(o) }));
+    expect(outcomes).toEqual(["failed", "failed", "delivered"]);
+    expect(receiver.received).toHaveLength(3);
+    // Same event id on every attempt (receivers deduplicate on webhook-id).
+    expect(new Set(receiver.received.map((r) => r.headers["webhook-id"])).size).toBe(1);
+    const last = receiver.received[2]!;
+    const verified = new Webhook(SECRET).verify(last.body, {
+      "webhook-id": String(last.headers["webhook-id"]),
+      "webhook-timestamp": String(last.headers["webhook-timestamp"]),
+      "webhook-signature": String(last.headers["webhook-signature"]),
+    }) as { type: string; data: { id: string; workspaceId: string } };
+    expect(verified.type).toBe("asset.created");
+    expect(verified.data).toMatchObject({ id: res.body.id, workspaceId: "ws-hooks" });
+    // A tampered body fails verification.
+    expect(() =>
+      new Webhook(SECRET).verify(last.body.replace("ws-hooks", "ws-other"), {
+        "webhook-id": String(last.headers["webhook-id"]),
+        "webhook-timestamp": String(last.headers["webhook-timestamp"]),
+        "webhook-signature": String(last.headers["webhook-signature"]),
+      }),
+    ).toThrow();
+    const row = await t.db.prisma.webhookDelivery.findFirstOrThrow({ where: { eventType: "asset.created" } });
+    expect(row).toMatchObject({ status: "delivered", attempts: 3 });
+  });
+
+  it("two dispatchers (two replicas) send each event exactly once", async () => {
+    const before = receiver.received.length;
+    for (let i = 0; i < 5; i++)
+      await t
+        .as("ws-hooks")
+        .post("/v1/asset-collections")
+        .send({ name: `c${i}` });
+    await Promise.all([dispatcher().runOnce(), dispatcher().runOnce()]);
+    const sent = receiver.received.slice(before).map((r) => r.headers["webhook-id"]);
+    expect(sent).toHaveLength(5);
+    expect(new Set(sent).size).toBe(5);
+  });
+
+  it('marks a delivery dead once it has failed for longer than the retry window, and reports the outcome (webhook_deliveries_total{outcome="dead"})', async () => {
+    const failing = await startReceiver(Array(10).fill(503));
+    try {
+      await t.db.prisma.webhookDelivery.updateMany({ data: { status: "delivered" } });
+      const app2 = { ...t.deps, webhookUrls: [failing.url] };
+      // The event is written through the service, in the same transaction as the change.
+      await createCollection(app2, { workspaceId: "ws-hooks", userId: "u" }, { name: "doomed" });
+      const outcomes: string[] = [];
+      await drain(dispatcher({ retryMs: 1, onOutcome: (o) => outcomes.push(o) }), 3);
+      expect(outcomes).toEqual(["dead"]);
+      const row = await t.db.prisma.webhookDelivery.findFirstOrThrow({ where: { url: failing.url } });
+      expect(row).toMatchObject({ status: "dead", attempts: 1, lastError: "HTTP 503" });
+    } finally {
+      await failing.close();
+    }
+  });
+});
