@@ -11,6 +11,9 @@ import path from "node:path";
 import { benchManagement } from "./management";
 import { benchMedia } from "./media";
 
+/** Result files of the scripts run on their own (pnpm bench:media-soak, bench/upload-memory.ts, pnpm bench:formats). */
+const SCRIPT_RESULTS = ["media-soak", "upload-memory", "formats"];
+
 const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = {
   media: { title: "Media service", run: benchMedia },
   management: { title: "Management service", run: benchManagement },
@@ -55,17 +58,16 @@ async function main(): Promise<number> {
     process.stdout.write(text);
     writeFileSync(path.join(dir, `${name}.md`), `${header}\n${text}`);
   }
-  const parts = Object.keys(SECTIONS)
-    .map((name) => path.join(dir, `${name}.md`))
+  // The sections run here, then the results of the separate scripts (soak, upload memory,
+  // format negotiation), each kept in its own file by the script that wrote it.
+  const files = [...Object.keys(SECTIONS), ...SCRIPT_RESULTS].map((name) => `${name}.md`);
+  const parts = files
+    .map((file) => path.join(dir, file))
     .filter((file) => existsSync(file))
     .map((file) => readFileSync(file, "utf8").trimEnd());
   writeFileSync(
     path.join(dir, "latest.md"),
-    `<!-- Built by bench/run.ts from ${Object.keys(SECTIONS)
-      .map((n) => `${n}.md`)
-      .join(
-        " + ",
-      )}; each section carries the header of the run that produced it. -->\n\n${parts.join("\n\n---\n\n")}\n`,
+    `<!-- Built by bench/run.ts from ${files.join(" + ")}; each part carries the header of the run that produced it. -->\n\n${parts.join("\n\n---\n\n")}\n`,
   );
   return failed ? 1 : 0;
 }
