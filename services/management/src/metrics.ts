@@ -25,9 +25,7 @@ export interface ManagementMetrics extends Metrics {
 }
 
 /** The management service's registry (label service="management") with all of its series. */
-export function createManagementMetrics(
-  options: Partial<Omit<MetricsOptions, "service">> = {},
-): ManagementMetrics {
+export function createManagementMetrics(options: Partial<Omit<MetricsOptions, "service">> = {}): ManagementMetrics {
   const base = createMetrics({ dependencies: ["database", "storage"], ...options, service: "management" });
   const registers = [base.registry];
   const uploadBytes = new Histogram({

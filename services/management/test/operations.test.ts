@@ -71,7 +71,8 @@ describe("GET /metrics", () => {
     // Lifecycle series live in the same registry (metrics.ts), also from zero.
     for (const outcome of ["delivered", "failed", "dead"])
       expect(sample(before.text, "webhook_deliveries_total", { outcome })).toBe(0);
-    for (const target of ["media", "cdn"]) expect(sample(before.text, "cache_purge_failures_total", { target })).toBe(0);
+    for (const target of ["media", "cdn"])
+      expect(sample(before.text, "cache_purge_failures_total", { target })).toBe(0);
 
     const up = await request(app)
       .post("/v1/assets/upload")

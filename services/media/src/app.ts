@@ -276,10 +276,7 @@ function refuseOtherSpellings(
 }
 
 /** Counts the failures that have their own series (rejections at the queue, timeouts). */
-function countFailure(
-  err: unknown,
-  deps: { metrics: Pick<MediaMetrics, "queueRejection" | "count"> },
-): void {
+function countFailure(err: unknown, deps: { metrics: Pick<MediaMetrics, "queueRejection" | "count"> }): void {
   if (err instanceof QueueFullError) deps.metrics.queueRejection();
   else if (err instanceof RequestTimeoutError) deps.metrics.count("timeouts");
 }

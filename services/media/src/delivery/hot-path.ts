@@ -1,10 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import {
-  recordRawRequest,
-  REQUEST_ID_HEADER,
-  resolveRequestId,
-  ROUTE_HOT_PATH,
-} from "@media-platform/observability";
+import { recordRawRequest, REQUEST_ID_HEADER, resolveRequestId, ROUTE_HOT_PATH } from "@media-platform/observability";
 import { ifNoneMatchMatches } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { MediaMetrics } from "../metrics";
