@@ -1,31 +1,23 @@
 import express, { type Express } from "express";
-import {
-  createMetrics,
-  healthRouter,
-  metricsRouter,
-  requestContext,
-  type Metrics,
-} from "@media-platform/observability";
+import { healthRouter, metricsRouter, requestContext } from "@media-platform/observability";
 import { assetsRouter } from "./assets/routes";
 import type { TokenVerifier } from "./auth/keys";
 import { requireAuth } from "./auth/middleware";
 import { collectionsRouter } from "./collections/routes";
 import type { AppContext } from "./context";
 import { docsRouter } from "./docs";
+import { createManagementMetrics, type ManagementMetrics } from "./metrics";
 import { errorHandler, notFoundHandler } from "./problem";
 
 export interface AppDeps extends AppContext {
   verifier: TokenVerifier;
   /** Prometheus metrics served at /metrics; a fresh registry per app when omitted. */
-  metrics?: Metrics;
+  metrics?: ManagementMetrics;
   /** True while shutting down: /readyz answers 503 `draining` (wired to gracefulShutdown by the server). */
   isDraining?: () => boolean;
   /** Per-check timeout of /readyz. Default 2000 ms. */
   readinessTimeoutMs?: number;
 }
-
-/** The service's own metrics registry (label service="management"). */
-export const createManagementMetrics = (): Metrics => createMetrics({ service: "management" });
 
 /** The Express app without a listener: supertest drives it directly. */
 export function createApp(deps: AppDeps): Express {
@@ -33,10 +25,8 @@ export function createApp(deps: AppDeps): Express {
   app.disable("x-powered-by");
   app.set("query parser", "simple");
 
+  // Every series exists from the start (metrics.ts), so /metrics shows them before the first event.
   const metrics = deps.metrics ?? createManagementMetrics();
-  // Registered up front so /metrics shows them from zero, before the first upload or outage.
-  void metrics.uploadBytes;
-  for (const dependency of ["database", "storage"]) metrics.dependencyErrors.inc({ dependency }, 0);
   const ctx: AppContext = { ...deps, metrics };
 
   // Every response, errors and operations endpoints included: never let a browser sniff a type.

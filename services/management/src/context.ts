@@ -1,9 +1,9 @@
-import type { Metrics } from "@media-platform/observability";
 import type { BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { UploadSettings } from "./assets/upload";
 import type { PrismaClient } from "./generated/prisma/client";
 import type { ChangePropagator } from "./lifecycle/propagation";
+import type { ManagementMetrics } from "./metrics";
 
 /** What the route handlers and services need; built by startManagement or by a test. */
 export interface AppContext {
@@ -16,8 +16,8 @@ export interface AppContext {
   duplicateHammingThreshold: number;
   /** Upload spool folder, body idle timeout, concurrent upload cap; defaultUploadSettings() when omitted. */
   uploads?: UploadSettings;
-  /** Prometheus metrics (upload bytes, dependency errors); createApp fills it in when omitted. */
-  metrics?: Metrics;
+  /** Prometheus metrics (metrics.ts); createApp fills it in when omitted. */
+  metrics?: ManagementMetrics;
   /** ASSET_VERSIONS_KEPT: previous originals kept per asset. Default 10. */
   assetVersionsKept?: number;
   /** WEBHOOK_URLS: endpoints the outbox writes a delivery for; none = no webhook rows. */

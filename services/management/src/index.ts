@@ -3,6 +3,7 @@ import { loadConfig } from "./config";
 import { startManagement } from "./server";
 
 export { createApp, type AppDeps } from "./app";
+export { createManagementMetrics, type ManagementMetrics } from "./metrics";
 export { loadConfig, managementEnvSchema, type ManagementConfig } from "./config";
 export { startManagement, type RunningManagement } from "./server";
 

@@ -1,15 +1,16 @@
 import http from "node:http";
 import { createBlobStore, type BlobStore } from "@media-platform/storage";
-import { type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
+import { type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
-import { createApp, createManagementMetrics } from "./app";
+import { createApp } from "./app";
 import { scheduleOrphanSweep } from "./assets/orphans";
 import { createVerifier, resolveKeySource } from "./auth/keys";
 import { loadConfig, type ManagementConfig } from "./config";
 import { openDatabase, type Database } from "./db/client";
 import { migrate } from "./db/migrate";
 import { createLogger } from "./logger";
-import { createLifecycleMetrics, createPropagator, startBackgroundJobs } from "./lifecycle/runtime";
+import { createPropagator, startBackgroundJobs } from "./lifecycle/runtime";
+import { createManagementMetrics, type ManagementMetrics } from "./metrics";
 
 export interface RunningManagement {
   /** Base URL, e.g. http://127.0.0.1:3000 */
@@ -18,7 +19,7 @@ export interface RunningManagement {
   /** The listening HTTP server (for gracefulShutdown or tests). */
   server: http.Server;
   log: Logger;
-  metrics: Metrics;
+  metrics: ManagementMetrics;
   /** What to close once the server has drained, in order (the database, when this service opened it). */
   closeHooks: CloseHook[];
   /** Immediate close (tests): cuts open connections, closes the database. */
@@ -59,8 +60,7 @@ export async function startManagement(
       maxLifetimeSeconds: config.auth.maxTokenLifetimeSeconds,
     });
     const metrics = createManagementMetrics();
-    const lifecycleMetrics = createLifecycleMetrics(metrics.registry);
-    const propagator = createPropagator(config.lifecycle, config.dataDir, log, lifecycleMetrics);
+    const propagator = createPropagator(config.lifecycle, config.dataDir, log, metrics);
     const ctx = {
       metrics,
       isDraining: overrides.isDraining,
@@ -107,7 +107,7 @@ export async function startManagement(
     const closeDatabase = (): Promise<void> =>
       (dbClosed ??= stopSweep().then(() => (overrides.database ? undefined : db.close())));
     // Trash retention and webhook delivery run on every replica (row locks keep them exclusive).
-    const jobs = startBackgroundJobs({ ...ctx, metrics }, config.lifecycle, lifecycleMetrics);
+    const jobs = startBackgroundJobs(ctx, config.lifecycle, metrics);
     const closeHooks: CloseHook[] = [
       { name: "background jobs", close: () => jobs.stop() },
       { name: "database", close: closeDatabase },

@@ -1,10 +1,11 @@
 import type { Express } from "express";
 import pg from "pg";
 import request from "supertest";
-import { createMetrics, type Metrics } from "@media-platform/observability";
+import type { Metrics } from "@media-platform/observability";
 import { createApp } from "../src/app";
 import { isDatabaseUnavailable } from "../src/db/availability";
 import { openDatabase } from "../src/db/client";
+import { createManagementMetrics } from "../src/metrics";
 import { Prisma } from "../src/generated/prisma/client";
 import { createTestApp, createTestDatabase, fixture, upload, type TestApp } from "./helpers";
 
@@ -115,7 +116,7 @@ postgres("Postgres refusing connections (pg_terminate_backend, ALLOW_CONNECTIONS
     );
 
   it("503 + Retry-After on every route, counted as dependency=database, never 500; 200 again afterwards", async () => {
-    const metrics = createMetrics({ service: "management", defaultMetrics: false });
+    const metrics = createManagementMetrics({ defaultMetrics: false });
     const app = createApp({ ...t.deps, metrics });
     const ws = "ws-db-down";
     const created = await upload(t.as(ws), fixture("rocket.jpg"), "rocket.jpg");
@@ -191,7 +192,7 @@ embedded("PGlite closed", () => {
       expect(created.status).toBe(201);
       const closed = await createTestDatabase();
       await closed.drop();
-      const metrics = createMetrics({ service: "management", defaultMetrics: false });
+      const metrics = createManagementMetrics({ defaultMetrics: false });
       const app = createApp({ ...t.deps, prisma: closed.db.prisma, metrics });
       await expectEveryRoute503(app, t, created.body.id, "ws-closed");
       expect(await databaseErrors(metrics)).toBe(7);

@@ -6,11 +6,12 @@ import os from "node:os";
 import path from "node:path";
 import type { Express } from "express";
 import request from "supertest";
-import { createLogger, createMetrics, type Metrics } from "@media-platform/observability";
+import { createLogger } from "@media-platform/observability";
 import { StorageUnavailableError, type BlobStore } from "@media-platform/storage";
 import { createApp, type AppDeps } from "../src/app";
 import { signToken } from "../src/auth/keys";
 import { loadConfig } from "../src/config";
+import { createManagementMetrics, type ManagementMetrics } from "../src/metrics";
 import type { PrismaClient } from "../src/db/client";
 import { startManagement } from "../src/server";
 import { createTestApp, createTestDatabase, fixture, type TestApp } from "./helpers";
@@ -27,8 +28,8 @@ afterAll(async () => {
 });
 
 /** A fresh app over the shared test database and blob store, with its own metrics and overrides. */
-function appWith(overrides: Partial<AppDeps> = {}): { app: Express; metrics: Metrics } {
-  const metrics = overrides.metrics ?? createMetrics({ service: "management", defaultMetrics: false });
+function appWith(overrides: Partial<AppDeps> = {}): { app: Express; metrics: ManagementMetrics } {
+  const metrics = overrides.metrics ?? createManagementMetrics({ defaultMetrics: false });
   return { app: createApp({ ...t.deps, ...overrides, metrics }), metrics };
 }
 
@@ -55,7 +56,7 @@ function withPing(store: BlobStore, ping: () => Promise<void>): BlobStore {
 describe("GET /metrics", () => {
   it("latency histogram by route pattern (never a raw id), method and status; upload bytes after an upload", async () => {
     // A registry of the test's own, with the Node.js process metrics a service has.
-    const { app } = appWith({ metrics: createMetrics({ service: "management" }) });
+    const { app } = appWith({ metrics: createManagementMetrics() });
     const ws = "ws-ops-metrics";
     const unknownId = "0b7c1f7e-1d2a-4c3b-9e8f-7a6b5c4d3e2f";
     const photo = fixture("rocket.jpg");
@@ -67,6 +68,11 @@ describe("GET /metrics", () => {
     expect(sample(before.text, "upload_size_bytes_count")).toBe(0);
     expect(sample(before.text, "dependency_errors_total", { dependency: "database" })).toBe(0);
     expect(sample(before.text, "dependency_errors_total", { dependency: "storage" })).toBe(0);
+    // Lifecycle series live in the same registry (metrics.ts), also from zero.
+    for (const outcome of ["delivered", "failed", "dead"])
+      expect(sample(before.text, "webhook_deliveries_total", { outcome })).toBe(0);
+    for (const target of ["media", "cdn"])
+      expect(sample(before.text, "cache_purge_failures_total", { target })).toBe(0);
 
     const up = await request(app)
       .post("/v1/assets/upload")

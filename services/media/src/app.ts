@@ -5,7 +5,6 @@ import {
   requestContext,
   type HealthCheck,
   type Logger,
-  type Metrics,
 } from "@media-platform/observability";
 import {
   canonicalMediaPathWithPresets,
@@ -17,7 +16,6 @@ import {
 } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
-import type { MediaCounters } from "./delivery/counters";
 import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
 import { QueueFullError } from "./delivery/limiter";
 import { AssetNotFoundError } from "./delivery/asset-not-found";
@@ -28,6 +26,7 @@ import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./original
 import type { FormatNegotiator } from "./negotiation";
 import { presetsOnlyGate, presetsRouter } from "./presets";
 import { FaceDetectionError } from "./faces";
+import type { MediaMetrics } from "./metrics";
 import { ProblemError, instanceOf, writeProblem } from "./problem";
 import {
   InputPixelLimitError,
@@ -110,8 +109,7 @@ export interface MediaAppDeps {
   /** MEDIA_ALLOW_QUERY: false refuses every query string except a signature (400). Default true. */
   allowQuery?: boolean;
   limitInputPixels: number;
-  counters: MediaCounters;
-  metrics: Metrics;
+  metrics: MediaMetrics;
   logger: Logger;
   /** /readyz checks by dependency name (`storage`, `redis`); unset entries are skipped. */
   readiness: Record<string, HealthCheck | undefined>;
@@ -278,12 +276,9 @@ function refuseOtherSpellings(
 }
 
 /** Counts the failures that have their own series (rejections at the queue, timeouts). */
-function countFailure(
-  err: unknown,
-  deps: Pick<MediaAppDeps, "counters"> & { metrics: Pick<Metrics, "queueRejections"> },
-): void {
-  if (err instanceof QueueFullError) deps.metrics.queueRejections.inc();
-  else if (err instanceof RequestTimeoutError) deps.counters.inc("timeouts");
+function countFailure(err: unknown, deps: { metrics: Pick<MediaMetrics, "queueRejection" | "count"> }): void {
+  if (err instanceof QueueFullError) deps.metrics.queueRejection();
+  else if (err instanceof RequestTimeoutError) deps.metrics.count("timeouts");
 }
 
 /**

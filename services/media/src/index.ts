@@ -13,7 +13,7 @@ export {
   type RunningMedia,
 } from "./server";
 export { signMediaPath, signedMediaUrl } from "./delivery/signing";
-export { MediaCounters, counterHelp, type CounterName } from "./delivery/counters";
+export { createMediaMetrics, counterHelp, type CounterName, type MediaCounters, type MediaMetrics } from "./metrics";
 export { ROUTE_MEDIA } from "./app";
 export type { RenderFn } from "./delivery/rendition-service";
 

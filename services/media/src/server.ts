@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { Express } from "express";
 import { PURGE_SECRET_FILE, type MediaLimits, type PresetTable } from "@media-platform/contracts";
-import { createLogger, createMetrics, type CloseHook, type Logger, type Metrics } from "@media-platform/observability";
+import { createLogger, type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createBlobStore, embeddedSharedSecret, type BlobStore } from "@media-platform/storage";
 import { createMediaApp } from "./app";
@@ -9,11 +9,11 @@ import { NOSNIFF, NOSNIFF_HEADER, type CachePolicy } from "./cache/entry";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
-import { MediaCounters } from "./delivery/counters";
 import { createHotPath } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
+import { createMediaMetrics, type MediaCounters, type MediaMetrics } from "./metrics";
 import { FormatNegotiator, type AutoFormat } from "./negotiation";
 import { presetsOnlyGate } from "./presets";
 import { AssetPurger } from "./purge/asset-purger";
@@ -94,8 +94,8 @@ export interface MediaServerDeps {
   render: RenderFn;
   /** Default: the shared JSON logger (service "media") at level silent. */
   logger?: Logger;
-  /** Default: a fresh registry (createMetrics({ service: "media" })). */
-  metrics?: Metrics;
+  /** Default: a fresh registry (createMediaMetrics()). */
+  metrics?: MediaMetrics;
   options?: Partial<MediaServerOptions>;
   /** Extra clean-up after the server and Redis closed (worker pools, detectors), in order. */
   closeHooks?: CloseHook[];
@@ -108,10 +108,10 @@ export interface MediaServer {
   server: http.Server;
   app: Express;
   service: RenditionService;
-  /** Media-specific counters (exposed on /metrics as media_<name>_total). */
+  /** Read view of the media_<name>_total event counters (metrics.counters). */
   counters: MediaCounters;
-  /** The service's Prometheus registry and the shared metrics (GET /metrics). */
-  metrics: Metrics;
+  /** The service's Prometheus registry and all of its series (GET /metrics; see metrics.ts). */
+  metrics: MediaMetrics;
   logger: Logger;
   memory: MemoryCache;
   redis: RedisCache | undefined;
@@ -135,9 +135,7 @@ export interface MediaServer {
 export function createMediaServer(deps: MediaServerDeps): MediaServer {
   const options: MediaServerOptions = { ...defaultMediaServerOptions, ...deps.options };
   const logger = deps.logger ?? createLogger({ service: "media", level: "silent" });
-  const metrics = deps.metrics ?? createMetrics({ service: "media" });
-  const counters = new MediaCounters();
-  counters.register(metrics);
+  const metrics = deps.metrics ?? createMediaMetrics();
   const memory = new MemoryCache({ maxBytes: options.cache.memoryBytes, maxEntryBytes: options.cache.maxEntryBytes });
   const redis = options.redis
     ? new RedisCache({
@@ -151,11 +149,8 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       })
     : undefined;
   const limiter = new Limiter(options.concurrency, options.queueLimit);
-  // Registered now so every series is scraped from zero; the queue depth is read at scrape time.
-  void metrics.cacheLookups;
-  void metrics.transformationDuration;
-  void metrics.singleFlightJoins;
-  void metrics.queueRejections;
+  // Media's own series exist from the start (metrics.ts); the dependency series are shown from
+  // zero too. The queue depth is read at scrape time.
   metrics.trackQueueDepth(() => limiter.waiting);
   metrics.dependencyErrors.inc({ dependency: "storage" }, 0);
   if (redis) metrics.dependencyErrors.inc({ dependency: "redis" }, 0);
@@ -171,7 +166,6 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     redis,
     limiter,
     gate: new WorkGate(options.inflightPixels),
-    counters,
     metrics,
     logger,
     requestTimeoutMs: options.requestTimeoutMs,
@@ -193,7 +187,6 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     allowQuery: options.allowQuery,
     limits: options.limits,
     limitInputPixels: options.limitInputPixels,
-    counters,
     metrics,
     logger,
     readiness: {
@@ -222,7 +215,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     server,
     app,
     service,
-    counters,
+    counters: metrics.counters,
     metrics,
     logger,
     closeHooks,

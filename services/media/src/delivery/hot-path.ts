@@ -1,13 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import {
-  recordRawRequest,
-  REQUEST_ID_HEADER,
-  resolveRequestId,
-  ROUTE_HOT_PATH,
-  type Metrics,
-} from "@media-platform/observability";
+import { recordRawRequest, REQUEST_ID_HEADER, resolveRequestId, ROUTE_HOT_PATH } from "@media-platform/observability";
 import { ifNoneMatchMatches } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
+import type { MediaMetrics } from "../metrics";
 import type { FormatNegotiator } from "../negotiation";
 import type { UrlSigner } from "./signing";
 
@@ -21,19 +16,21 @@ import type { UrlSigner } from "./signing";
  * one memory-tier hit on `media_cache_lookups_total` and one latency sample under the route
  * label `hot_path` (pre-resolved series, no label objects). The head goes out in one writeHead
  * with the entry's precomputed header list plus the request id: no setHeader, so Node validates
- * each header once and builds no header map. A lookup that misses here is not
- * counted: the request continues to the Express path, whose own memory lookup
- * (RenditionService.deliver) records the outcome once it is known to be a valid media URL
- * (so /metrics scrapes and other routes never count as cache misses).
+ * each header once and builds no header map.
+ * A lookup that misses here (or that the signature declines) is not counted: the request
+ * continues to the Express path, whose own memory lookup (RenditionService.deliver) records the
+ * outcome once it is known to be a valid media URL (so /metrics scrapes and other routes never
+ * count as cache misses). Either way a request counts one memory-tier lookup.
  */
 export function createHotPath(deps: {
   memory: MemoryCache;
   signer: UrlSigner | undefined;
-  metrics: Pick<Metrics, "cacheLookup" | "observeHttp">;
+  metrics: Pick<MediaMetrics, "cacheLookupSeries" | "observeHttp">;
   /** MEDIA_AUTO_FORMAT on: the key carries the Accept bucket and responses Vary: Accept. */
   negotiator?: FormatNegotiator;
 }): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { memory, signer, metrics, negotiator } = deps;
+  const memoryHit = metrics.cacheLookupSeries("memory", "hit");
   return (req, res) => {
     const method = req.method;
     if (method !== "GET" && method !== "HEAD") return false;
@@ -47,7 +44,7 @@ export function createHotPath(deps: {
     const verdict = signer?.verify(key);
     if (verdict && verdict.status !== "ok") return false;
     const cacheControl = verdict?.cacheControl;
-    metrics.cacheLookup("memory", "hit");
+    memoryHit.inc();
     const headers = req.headers;
     const requestId = resolveRequestId(headers["x-request-id"]);
     const notModified = ifNoneMatchMatches(headers["if-none-match"], entry.etag);

@@ -1,14 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Logger, Metrics } from "@media-platform/observability";
+import type { Logger } from "@media-platform/observability";
 import type { MediaRequest } from "@media-platform/contracts";
 import { originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
 import { cacheControlFor, makeEntry, type CacheEntry, type CachePolicy } from "../cache/entry";
 import type { AssetPurger } from "../purge/asset-purger";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
+import type { MediaMetrics } from "../metrics";
 import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
 import { AssetNotFoundError } from "./asset-not-found";
-import type { MediaCounters } from "./counters";
 import { RequestTimeoutError } from "./errors";
 import type { Limiter, WorkGate } from "./limiter";
 import { SingleFlight } from "./single-flight";
@@ -29,10 +29,10 @@ export interface RenderCallOptions {
   admit?: RenderOptions["admit"];
 }
 
-/** The shared metrics the miss path records (see delivery/counters.ts for what is counted where). */
+/** The series the miss path records (metrics.ts lists what is counted where). */
 export type DeliveryMetrics = Pick<
-  Metrics,
-  "cacheLookup" | "singleFlightJoins" | "dependencyError" | "observeTransformation"
+  MediaMetrics,
+  "cacheLookup" | "singleFlightJoin" | "dependencyError" | "observeTransformation" | "count"
 >;
 
 export interface RenditionServiceDeps {
@@ -43,7 +43,6 @@ export interface RenditionServiceDeps {
   limiter: Limiter;
   /** Pixels of work in flight across renders; omitted = unbounded. */
   gate?: WorkGate;
-  counters: MediaCounters;
   metrics: DeliveryMetrics;
   /** Service logger; a request's own child logger (with its request id) is passed to deliver(). */
   logger: Logger;
@@ -128,10 +127,10 @@ export class RenditionService {
       (flightSignal) => this.flight(key, request, log, generation, flightSignal),
       signal,
     );
-    if (!leader) metrics.singleFlightJoins.inc();
+    if (!leader) metrics.singleFlightJoin();
     const result = await promise;
     const xCache = leader && result.computed ? "MISS" : "HIT";
-    if (xCache === "MISS") this.deps.counters.inc("misses");
+    if (xCache === "MISS") metrics.count("misses");
     return { entry: result.entry, xCache };
   }
 
@@ -201,13 +200,13 @@ export class RenditionService {
         const again = await redis.get(key);
         if (again) {
           await redis.unlock(key, lock.token);
-          this.deps.counters.inc("hits_peer");
+          this.deps.metrics.count("hits_peer");
           return this.fromRedis(store, again.body, again.contentType);
         }
         return this.compute(store, request, signal, deadline, lock.token, log);
       }
       // Another replica is computing this URL: wait for its result (bounded).
-      this.deps.counters.inc("lock_waits");
+      this.deps.metrics.count("lock_waits");
       while (Date.now() < waitUntil) {
         signal.throwIfAborted();
         await sleep(pollMs, undefined, { signal });
@@ -215,7 +214,7 @@ export class RenditionService {
         const peek = await redis.peek(key);
         if (!peek) return this.compute(store, request, signal, deadline, undefined, log);
         if (peek.result) {
-          this.deps.counters.inc("hits_peer");
+          this.deps.metrics.count("hits_peer");
           return this.fromRedis(store, peek.result.body, peek.result.contentType);
         }
         if (!peek.locked) break; // the holder gave up (error or crash): try to take over
@@ -265,7 +264,7 @@ export class RenditionService {
           return `reading ${originalKey(request.assetId)} failed`;
         });
         signal.throwIfAborted();
-        this.deps.counters.inc("transformations");
+        metrics.count("transformations");
         const steps = request.steps.map((s) => s.name);
         log.debug({ key, steps, bytesIn: blob.size }, "render started");
         const started = performance.now();

@@ -1,0 +1,139 @@
+import { Gauge, Histogram } from "prom-client";
+import {
+  createMetrics,
+  FastCounter,
+  type FastCounterSeries,
+  type Metrics,
+  type MetricsOptions,
+} from "@media-platform/observability";
+
+/**
+ * Every series of the media service, created (and so scraped from zero) when the registry is.
+ * The shared part (`http_request_duration_seconds`, `dependency_errors_total`, process metrics)
+ * comes from @media-platform/observability; everything below is media's own.
+ *
+ * Each event is counted once, at one site:
+ *   memory-tier lookup  media_cache_lookups_total{tier="memory"}  delivery/hot-path.ts (its HITs only:
+ *                       a request it declines is looked up again by RenditionService.deliver, which
+ *                       counts that lookup, hit or miss; so one count per request either way)
+ *   Redis-tier lookup   media_cache_lookups_total{tier="redis"}   RenditionService, once per flight
+ *   step duration       media_transformation_duration_seconds     RenditionService (render's onStep)
+ *   single-flight join  media_singleflight_joins_total            RenditionService.deliver
+ *   queue-full 503      media_transform_queue_rejections_total    app.ts error handler
+ *   queue depth         media_transform_queue_depth               read from the limiter at scrape time
+ *   the events below    media_<event>_total                       count(event), see mediaEventHelp
+ *   Redis / blob store  dependency_errors_total{dependency}       RedisCache, RenditionService, originals
+ *   304s, 4xx, 5xx      http_request_duration_seconds{status_code}
+ */
+
+export const TRANSFORMATION_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export type CacheTier = "memory" | "redis";
+export type CacheResult = "hit" | "miss";
+
+/** Events counted as `media_<name>_total` (no labels). */
+export const counterHelp = {
+  misses: "Responses answered X-Cache: MISS (the request ran the transformation)",
+  transformations: "Transformations run (blob read + render)",
+  hits_peer: "Results another replica computed while this one waited for its Redis lock",
+  lock_waits: "Times this replica found another replica's Redis lock on a URL and waited for its result",
+  timeouts: "Requests that hit MEDIA_REQUEST_TIMEOUT_MS",
+} as const;
+
+export type CounterName = keyof typeof counterHelp;
+
+/** Read-only view of the event counters (tests, bench): the same numbers /metrics shows. */
+export interface MediaCounters {
+  get(name: CounterName): number;
+}
+
+export interface MediaMetrics extends Metrics {
+  /** `media_cache_lookups_total{tier,result}`; all four series exist from the start. */
+  readonly cacheLookups: FastCounter<"tier" | "result">;
+  /** Allocation-free; safe on the hot path. */
+  cacheLookup(tier: CacheTier, result: CacheResult): void;
+  /** The pre-resolved series of one tier/result (the hot path keeps its memory-hit series). */
+  cacheLookupSeries(tier: CacheTier, result: CacheResult): FastCounterSeries;
+  /** `media_transformation_duration_seconds{transformation}` (label = step name, e.g. "thumbnail"). */
+  readonly transformationDuration: Histogram<"transformation">;
+  observeTransformation(name: string, seconds: number): void;
+  /** `media_singleflight_joins_total`: requests that waited for another request's transformation. */
+  singleFlightJoin(): void;
+  /** `media_transform_queue_rejections_total`: 503s because the queue was full. */
+  queueRejection(): void;
+  /** Makes `media_transform_queue_depth` read `source()` at every scrape. */
+  trackQueueDepth(source: () => number): void;
+  /** `media_<event>_total`. */
+  count(event: CounterName): void;
+  readonly counters: MediaCounters;
+}
+
+/** The media service's registry (label service="media") with all of its series. */
+export function createMediaMetrics(options: Partial<Omit<MetricsOptions, "service">> = {}): MediaMetrics {
+  const base = createMetrics({ ...options, service: "media" });
+  const { registry } = base;
+
+  const cacheLookups = new FastCounter(
+    "media_cache_lookups_total",
+    "Media result cache lookups by tier and result",
+    ["tier", "result"] as const,
+    registry,
+  );
+  const lookupSeries: Record<CacheTier, Record<CacheResult, FastCounterSeries>> = {
+    memory: { hit: cacheLookups.child("memory", "hit"), miss: cacheLookups.child("memory", "miss") },
+    redis: { hit: cacheLookups.child("redis", "hit"), miss: cacheLookups.child("redis", "miss") },
+  };
+
+  const transformationDuration = new Histogram({
+    name: "media_transformation_duration_seconds",
+    help: "Duration of one transformation step by transformation name",
+    labelNames: ["transformation"] as const,
+    buckets: TRANSFORMATION_DURATION_BUCKETS,
+    registers: [registry],
+  });
+
+  const singleFlightJoins = new FastCounter(
+    "media_singleflight_joins_total",
+    "Requests that joined an in-flight transformation instead of starting one",
+    [],
+    registry,
+  ).child();
+
+  let queueDepthSource: (() => number) | undefined;
+  new Gauge({
+    name: "media_transform_queue_depth",
+    help: "Transformations waiting for a worker",
+    registers: [registry],
+    collect() {
+      this.set(queueDepthSource ? queueDepthSource() : 0);
+    },
+  });
+
+  const queueRejections = new FastCounter(
+    "media_transform_queue_rejections_total",
+    "Requests rejected (503) because the transformation queue was full",
+    [],
+    registry,
+  ).child();
+
+  const events = {} as Record<CounterName, FastCounterSeries>;
+  for (const name of Object.keys(counterHelp) as CounterName[]) {
+    events[name] = new FastCounter(`media_${name}_total`, counterHelp[name], [], registry).child();
+  }
+
+  return {
+    ...base,
+    cacheLookups,
+    cacheLookup: (tier, result) => lookupSeries[tier][result].inc(),
+    cacheLookupSeries: (tier, result) => lookupSeries[tier][result],
+    transformationDuration,
+    observeTransformation: (name, seconds) => transformationDuration.observe({ transformation: name }, seconds),
+    singleFlightJoin: () => singleFlightJoins.inc(),
+    queueRejection: () => queueRejections.inc(),
+    trackQueueDepth: (source) => {
+      queueDepthSource = source;
+    },
+    count: (event) => events[event].inc(),
+    counters: { get: (name) => events[name].value },
+  };
+}
