@@ -1,5 +1,12 @@
-import { formatMediaPath, IMAGE_FORMATS, type AssetDto, type AssetFormat } from "@media-platform/contracts";
+import {
+  formatMediaPath,
+  IMAGE_FORMATS,
+  type AssetDto,
+  type AssetExif,
+  type AssetFormat,
+} from "@media-platform/contracts";
 import type { Asset } from "../generated/prisma/client";
+import { placeholderDataUrl } from "./image-metadata";
 
 export function mediaUrlFor(mediaPublicUrl: string, asset: Pick<Asset, "id" | "format">): string {
   const extension = IMAGE_FORMATS[asset.format as AssetFormat].extensions[0];
@@ -30,5 +37,13 @@ export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
     version: asset.version,
     deletedAt: asset.deletedAt?.toISOString() ?? null,
     mediaUrl: mediaUrlFor(mediaPublicUrl, asset),
+    placeholder: asset.placeholder,
+    // Derived, not stored: a ~1 KB PNG rebuilt from the 25-byte hash.
+    placeholderDataUrl: asset.placeholder === null ? null : placeholderDataUrl(asset.placeholder),
+    dominantColor: asset.dominantColor,
+    hasAlpha: asset.hasAlpha,
+    animated: asset.animated,
+    pages: asset.pages,
+    exif: (asset.exif as AssetExif | null) ?? null,
   };
 }

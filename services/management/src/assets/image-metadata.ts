@@ -1,0 +1,143 @@
+import exifReader from "exif-reader";
+import sharp from "sharp";
+import type { AssetExif } from "@media-platform/contracts";
+import { Prisma } from "../generated/prisma/client";
+import { nativeRequire } from "../native-require";
+
+// thumbhash is ESM-only: loaded through Node's require(esm), outside jest's CommonJS sandbox.
+type ThumbHash = typeof import("thumbhash", { with: { "resolution-mode": "import" } });
+let thumbhashModule: ThumbHash | undefined;
+const thumbhash = (): ThumbHash => (thumbhashModule ??= nativeRequire<ThumbHash>("thumbhash"));
+
+/** ThumbHash encodes at most 100x100 pixels. */
+const PLACEHOLDER_MAX_SIDE = 100;
+
+/** Placeholder and metadata stored with an asset (all computed from the original's bytes). */
+export interface ImageMetadata {
+  /** ThumbHash of the (auto-oriented) first frame, base64. */
+  placeholder: string;
+  /** `#rrggbb`, sharp's dominant colour of the placeholder thumbnail. */
+  dominantColor: string;
+  hasAlpha: boolean;
+  animated: boolean;
+  pages: number;
+  /** Selected EXIF fields; null when the image carries no EXIF block. */
+  exif: AssetExif | null;
+}
+
+export interface MetadataOptions {
+  /** KEEP_GPS: keep the GPS position in `exif.gps` (left out by default). */
+  keepGps: boolean;
+}
+
+const hex = (n: number) => Math.max(0, Math.min(255, Math.round(n))).toString(16).padStart(2, "0");
+
+/**
+ * Reads the metadata from the header already parsed (`meta`) and builds the placeholder from a
+ * <=100x100 RGBA thumbnail of the first frame (sharp's shrink-on-load keeps this cheap).
+ */
+export async function extractImageMetadata(
+  input: string | Buffer,
+  meta: sharp.Metadata,
+  limitInputPixels: number,
+  options: MetadataOptions,
+): Promise<ImageMetadata> {
+  const { data, info } = await sharp(input, { limitInputPixels, failOn: "error" })
+    .rotate()
+    .resize(PLACEHOLDER_MAX_SIDE, PLACEHOLDER_MAX_SIDE, { fit: "inside" })
+    .ensureAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  const hash = thumbhash().rgbaToThumbHash(info.width, info.height, data);
+  const { dominant } = await sharp(data, { raw: { width: info.width, height: info.height, channels: 4 } }).stats();
+  const pages = meta.pages ?? 1;
+  return {
+    placeholder: Buffer.from(hash).toString("base64"),
+    dominantColor: `#${hex(dominant.r)}${hex(dominant.g)}${hex(dominant.b)}`,
+    hasAlpha: meta.hasAlpha === true,
+    animated: pages > 1,
+    pages,
+    exif: meta.exif ? readExif(meta.exif, options) : null,
+  };
+}
+
+/** The ready-to-use data URL (a tiny PNG) for a stored ThumbHash. */
+export function placeholderDataUrl(placeholder: string): string {
+  return thumbhash().thumbHashToDataURL(Buffer.from(placeholder, "base64"));
+}
+
+const text = (v: unknown): string | null => (typeof v === "string" && v.trim() ? v.replace(/\0+$/, "").trim() : null);
+const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
+const date = (v: unknown): string | null => (v instanceof Date && !Number.isNaN(v.getTime()) ? v.toISOString() : null);
+
+/** GPS rationals (degrees, minutes, seconds) + hemisphere -> signed decimal degrees. */
+function degrees(dms: unknown, ref: unknown): number | null {
+  if (!Array.isArray(dms) || dms.length !== 3 || !dms.every((n) => typeof n === "number" && Number.isFinite(n)))
+    return null;
+  const [d, m, s] = dms as number[];
+  const value = d + m / 60 + s / 3600;
+  return Number((ref === "S" || ref === "W" ? -value : value).toFixed(7));
+}
+
+/**
+ * The EXIF fields we expose. exif-reader returns DateTime* as Dates read as UTC (EXIF has no
+ * zone unless OffsetTime* is set), so `takenAt` is the camera's wall-clock time in ISO form.
+ * A malformed EXIF block yields null rather than refusing the upload.
+ */
+export function readExif(buffer: Buffer, options: MetadataOptions): AssetExif | null {
+  let tags: exifReader.Exif;
+  try {
+    tags = exifReader(buffer);
+  } catch {
+    return null;
+  }
+  const image = tags.Image ?? {};
+  const photo = tags.Photo ?? {};
+  const gpsInfo = tags.GPSInfo ?? {};
+  const iso = photo.ISOSpeedRatings as unknown;
+  const exif: AssetExif = {
+    make: text(image.Make),
+    model: text(image.Model),
+    lens: text(photo.LensModel) ?? text(photo.LensMake),
+    takenAt: date(photo.DateTimeOriginal) ?? date(photo.DateTimeDigitized) ?? date(image.DateTime),
+    orientation: num(image.Orientation),
+    exposureTime: num(photo.ExposureTime),
+    fNumber: num(photo.FNumber),
+    iso: num(Array.isArray(iso) ? iso[0] : iso) ?? num(photo.PhotographicSensitivity),
+  };
+  if (options.keepGps) {
+    const latitude = degrees(gpsInfo.GPSLatitude, gpsInfo.GPSLatitudeRef);
+    const longitude = degrees(gpsInfo.GPSLongitude, gpsInfo.GPSLongitudeRef);
+    if (latitude !== null && longitude !== null) {
+      const altitude = num(gpsInfo.GPSAltitude);
+      exif.gps = {
+        latitude,
+        longitude,
+        altitude: altitude === null ? null : gpsInfo.GPSAltitudeRef === 1 ? -altitude : altitude,
+      };
+    }
+  }
+  return exif;
+}
+
+/** The same metadata from bytes already stored (version restore, backfill). */
+export async function imageMetadataFromBytes(
+  bytes: Buffer,
+  limitInputPixels: number,
+  options: MetadataOptions,
+): Promise<ImageMetadata> {
+  const meta = await sharp(bytes, { limitInputPixels, failOn: "error" }).metadata();
+  return extractImageMetadata(bytes, meta, limitInputPixels, options);
+}
+
+/** ImageMetadata -> the asset row's columns (no EXIF block = SQL NULL). */
+export function metadataColumns(m: ImageMetadata) {
+  return {
+    placeholder: m.placeholder,
+    dominantColor: m.dominantColor,
+    hasAlpha: m.hasAlpha,
+    animated: m.animated,
+    pages: m.pages,
+    exif: m.exif === null ? Prisma.DbNull : (m.exif as Prisma.InputJsonObject),
+  };
+}
