@@ -30,7 +30,10 @@ export interface MetadataOptions {
   keepGps: boolean;
 }
 
-const hex = (n: number) => Math.max(0, Math.min(255, Math.round(n))).toString(16).padStart(2, "0");
+const hex = (n: number) =>
+  Math.max(0, Math.min(255, Math.round(n)))
+    .toString(16)
+    .padStart(2, "0");
 
 /**
  * Reads the metadata from the header already parsed (`meta`) and builds the placeholder from a
@@ -44,7 +47,7 @@ export async function extractImageMetadata(
 ): Promise<ImageMetadata> {
   const { data, info } = await sharp(input, { limitInputPixels, failOn: "error" })
     .rotate()
-    .resize(PLACEHOLDER_MAX_SIDE, PLACEHOLDER_MAX_SIDE, { fit: "inside" })
+    .resize(PLACEHOLDER_MAX_SIDE, PLACEHOLDER_MAX_SIDE, { fit: "inside", withoutEnlargement: true })
     .ensureAlpha()
     .raw()
     .toBuffer({ resolveWithObject: true });
