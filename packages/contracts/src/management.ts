@@ -118,7 +118,9 @@ export const assetSchema = z
     placeholderDataUrl: z
       .string()
       .nullable()
-      .describe("The placeholder decoded to a tiny PNG data URL (thumbHashToDataURL), ready for an <img> src"),
+      .describe(
+        "The placeholder decoded to a small PNG data URL (~1-2.5 KB), ready for an <img> src or a CSS background",
+      ),
     dominantColor: z
       .string()
       .regex(/^#[0-9a-f]{6}$/)

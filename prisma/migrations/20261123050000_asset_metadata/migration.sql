@@ -8,4 +8,5 @@ ADD COLUMN     "dominant_color" TEXT,
 ADD COLUMN     "exif" JSONB,
 ADD COLUMN     "has_alpha" BOOLEAN,
 ADD COLUMN     "pages" INTEGER,
-ADD COLUMN     "placeholder" TEXT;
+ADD COLUMN     "placeholder" TEXT,
+ADD COLUMN     "placeholder_data_url" TEXT;

@@ -73,6 +73,7 @@ describe("placeholder and metadata at upload", () => {
       for (let c = 0; c < 3; c++) expect(Math.abs(a[c]! - b[c]!)).toBeLessThan(12);
       // The data URL is a PNG of the decoded placeholder.
       expect(asset.placeholderDataUrl).toMatch(/^data:image\/png;base64,/);
+      expect(asset.placeholderDataUrl!.length).toBeLessThan(3000);
       const png = Buffer.from(asset.placeholderDataUrl!.split(",")[1]!, "base64");
       const meta = await sharp(png).metadata();
       expect([meta.format, meta.width, meta.height]).toEqual(["png", decoded.w, decoded.h]);
@@ -188,6 +189,7 @@ describe("backfill", () => {
       where: { id },
       data: {
         placeholder: null,
+        placeholderDataUrl: null,
         dominantColor: null,
         hasAlpha: null,
         animated: null,
@@ -228,8 +230,18 @@ describe("backfill", () => {
     expect(summary).toEqual({ filled: 4, failed: 0, failures: [] });
     expect(batches).toEqual([2, 4]);
     const after = await t.db.prisma.asset.findMany({ where: { id: { in: ids } }, orderBy: { id: "asc" } });
-    expect(after.map((r) => [r.placeholder, r.dominantColor, r.hasAlpha, r.animated, r.pages, r.exif])).toEqual(
-      before.map((r) => [r.placeholder, r.dominantColor, r.hasAlpha, r.animated, r.pages, r.exif]),
+    expect(
+      after.map((r) => [r.placeholder, r.placeholderDataUrl, r.dominantColor, r.hasAlpha, r.animated, r.pages, r.exif]),
+    ).toEqual(
+      before.map((r) => [
+        r.placeholder,
+        r.placeholderDataUrl,
+        r.dominantColor,
+        r.hasAlpha,
+        r.animated,
+        r.pages,
+        r.exif,
+      ]),
     );
     expect(after.find((r) => r.id === gif.id)).toMatchObject({ animated: true, pages: 24 });
 

@@ -6,7 +6,6 @@ import {
   type AssetFormat,
 } from "@media-platform/contracts";
 import type { Asset } from "../generated/prisma/client";
-import { placeholderDataUrl } from "./image-metadata";
 
 export function mediaUrlFor(mediaPublicUrl: string, asset: Pick<Asset, "id" | "format">): string {
   const extension = IMAGE_FORMATS[asset.format as AssetFormat].extensions[0];
@@ -38,8 +37,7 @@ export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
     deletedAt: asset.deletedAt?.toISOString() ?? null,
     mediaUrl: mediaUrlFor(mediaPublicUrl, asset),
     placeholder: asset.placeholder,
-    // Derived, not stored: a ~1 KB PNG rebuilt from the 25-byte hash.
-    placeholderDataUrl: asset.placeholder === null ? null : placeholderDataUrl(asset.placeholder),
+    placeholderDataUrl: asset.placeholderDataUrl,
     dominantColor: asset.dominantColor,
     hasAlpha: asset.hasAlpha,
     animated: asset.animated,
