@@ -1,8 +1,15 @@
+import { spawn } from "node:child_process";
+import { createHash, randomUUID } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import request from "supertest";
 import sharp from "sharp";
 import { assetSchema } from "@media-platform/contracts";
-import { originalKey } from "@media-platform/storage";
+import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
 import { backfillMetadata } from "../src/assets/backfill";
+import { openDatabase } from "../src/db/client";
+import { migrate } from "../src/db/migrate";
 import { Prisma } from "../src/generated/prisma/client";
 import { nativeRequire } from "../src/native-require";
 import { createTestApp, fixture, upload, type TestApp } from "./helpers";
@@ -260,5 +267,69 @@ describe("backfill", () => {
     });
     const row = await t.db.prisma.asset.findUniqueOrThrow({ where: { id: asset.id } });
     expect(row.placeholder).toBeNull();
+  });
+});
+
+describe("pnpm run backfill:metadata", () => {
+  const ROOT = path.resolve(__dirname, "../../..");
+  const TSX = path.join(ROOT, "node_modules/.bin/tsx");
+  const CLI = path.join(ROOT, "services/management/src/cli/backfill-metadata.ts");
+  const run = (args: string[], env: Record<string, string>) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(TSX, [CLI, ...args], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      child.on("error", reject);
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+
+  it("fills an old row of the embedded database from DATA_DIR's blobs; refuses a bad --batch-size", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "backfill-cli-"));
+    try {
+      const id = randomUUID();
+      const bytes = fixture("logo.png");
+      let db = await openDatabase({ pgliteDir: path.join(dataDir, "pg") });
+      await migrate(await db.migrationConnection());
+      await new FilesystemBlobStore(path.join(dataDir, "blobs")).put(originalKey(id), bytes, "image/png");
+      await db.prisma.asset.create({
+        data: {
+          id,
+          workspaceId: "ws-cli",
+          originalFilename: "logo.png",
+          mimeType: "image/png",
+          format: "png",
+          width: 500,
+          height: 500,
+          bytes: BigInt(bytes.length),
+          sha256: createHash("sha256").update(bytes).digest("hex"),
+          phash: 0n,
+        },
+      });
+      await db.close();
+
+      const env = { DATA_DIR: dataDir };
+      const bad = await run(["--batch-size", "0"], env);
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain("--batch-size must be an integer from 1 to 10000");
+
+      const result = await run(["--json"], env);
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      expect(JSON.parse(result.stdout)).toEqual({ filled: 1, failed: 0, failures: [] });
+
+      db = await openDatabase({ pgliteDir: path.join(dataDir, "pg") });
+      const row = await db.prisma.asset.findUniqueOrThrow({ where: { id } });
+      await db.close();
+      expect(row).toMatchObject({ hasAlpha: true, animated: false, pages: 1, dominantColor: "#f8f8f8", exif: null });
+      expect(row.placeholder).toMatch(/^[A-Za-z0-9+/]+=*$/);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

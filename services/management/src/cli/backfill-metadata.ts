@@ -5,13 +5,15 @@
  * asset_metadata migration (every workspace), reading each original from the blob store. Safe to
  * run again and while the service runs: rows that already have metadata are left alone. Uses the
  * management configuration (DATABASE_URL or the embedded PGlite, storage, LIMIT_INPUT_PIXELS,
- * KEEP_GPS). Exit code 1 when some asset could not be filled (listed).
+ * KEEP_GPS); applies pending migrations first, so it also works right after an upgrade. Exit code 1
+ * when some asset could not be filled (listed).
  */
 import { parseArgs } from "node:util";
 import { createBlobStore } from "@media-platform/storage";
 import { backfillMetadata } from "../assets/backfill";
 import { loadConfig } from "../config";
 import { openDatabase } from "../db/client";
+import { migrate } from "../db/migrate";
 
 const USAGE = "usage: pnpm run backfill:metadata [--batch-size <n> (default 100)] [--json]";
 
@@ -28,6 +30,7 @@ async function main(): Promise<void> {
     config.databaseUrl ? { databaseUrl: config.databaseUrl } : { pgliteDir: config.pgliteDir },
   );
   try {
+    await migrate(await db.migrationConnection());
     const summary = await backfillMetadata(db.prisma, createBlobStore(config.storage), {
       batchSize,
       limitInputPixels: config.limitInputPixels,
