@@ -1,5 +1,5 @@
 /**
- * pnpm bench [media] [management]
+ * pnpm bench [media] [management] [upload-metadata]
  * Runs the selected benchmark sections (all when none is named) and prints them. Each section's
  * run is written to bench/results/<section>.md (a section not run keeps its last file), and
  * bench/results/latest.md is rebuilt from all section files, so running one section never drops
@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { benchManagement } from "./management";
 import { benchMedia } from "./media";
+import { benchUploadMetadata } from "./upload-metadata";
 
 /** Result files of the scripts run on their own (pnpm bench:media-soak, bench/upload-memory.ts, pnpm bench:formats). */
 const SCRIPT_RESULTS = ["media-soak", "upload-memory", "formats"];
@@ -17,6 +18,7 @@ const SCRIPT_RESULTS = ["media-soak", "upload-memory", "formats"];
 const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = {
   media: { title: "Media service", run: benchMedia },
   management: { title: "Management service", run: benchManagement },
+  "upload-metadata": { title: "Upload metadata cost (placeholder, dominant colour, EXIF)", run: benchUploadMetadata },
 };
 
 /** Error with its stack and its cause chain (fetch failures carry the real reason in `cause`). */

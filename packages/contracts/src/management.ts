@@ -51,6 +51,32 @@ export const assetFormatSchema = z.enum(ASSET_FORMATS).describe("Image format sn
 // ---------------------------------------------------------------------------------------------
 // Asset
 
+export const assetExifSchema = z
+  .object({
+    make: z.string().nullable().describe("Camera make (EXIF Make)"),
+    model: z.string().nullable().describe("Camera model (EXIF Model)"),
+    lens: z.string().nullable().describe("Lens model (EXIF LensModel, else LensMake)"),
+    takenAt: z
+      .string()
+      .datetime()
+      .nullable()
+      .describe("Capture time (DateTimeOriginal): the camera's wall-clock time written as UTC, EXIF has no zone"),
+    orientation: z.number().int().nullable().describe("EXIF orientation 1-8 of the original"),
+    exposureTime: z.number().nullable().describe("Exposure time in seconds"),
+    fNumber: z.number().nullable().describe("Aperture f-number"),
+    iso: z.number().nullable().describe("ISO speed"),
+    gps: z
+      .object({
+        latitude: z.number().describe("Decimal degrees, negative = south"),
+        longitude: z.number().describe("Decimal degrees, negative = west"),
+        altitude: z.number().nullable().describe("Metres, negative = below sea level"),
+      })
+      .optional()
+      .describe("GPS position; present only when the management service runs with KEEP_GPS=true"),
+  })
+  .describe("Selected EXIF fields of the original");
+export type AssetExif = z.infer<typeof assetExifSchema>;
+
 export const assetSchema = z
   .object({
     id: z.string().uuid().describe("Asset identifier (UUIDv4)"),
@@ -83,6 +109,29 @@ export const assetSchema = z
       .string()
       .url()
       .describe("Example transformation URL of this asset on the media service: a 256 px thumbnail"),
+    placeholder: z
+      .string()
+      .nullable()
+      .describe(
+        "ThumbHash (base64) of the original, for a blurred placeholder while the image loads; null until computed (pnpm run backfill:metadata)",
+      ),
+    placeholderDataUrl: z
+      .string()
+      .nullable()
+      .describe(
+        "The placeholder decoded to a small PNG data URL (~1-2.5 KB), ready for an <img> src or a CSS background",
+      ),
+    dominantColor: z
+      .string()
+      .regex(/^#[0-9a-f]{6}$/)
+      .nullable()
+      .describe("Dominant colour of the original as #rrggbb"),
+    hasAlpha: z.boolean().nullable().describe("The original has an alpha channel"),
+    animated: z.boolean().nullable().describe("The original has more than one frame (animated GIF/WebP)"),
+    pages: z.number().int().min(1).nullable().describe("Number of frames or pages of the original"),
+    exif: assetExifSchema
+      .nullable()
+      .describe("Selected EXIF fields; null when the original has no EXIF or metadata is not computed yet"),
   })
   .describe("Serialized asset with its metadata fields");
 export type AssetDto = z.infer<typeof assetSchema>;

@@ -29,6 +29,9 @@ const ownEnvSchema = z.object({
   PGLITE_DIR: optionalString.describe("PGlite data folder when DATABASE_URL is unset (default <DATA_DIR>/pg)"),
   MAX_UPLOAD_BYTES: positiveInt.default(52428800).describe("Largest accepted upload in bytes (413 above)"),
   LIMIT_INPUT_PIXELS: positiveInt.default(100_000_000).describe("sharp limitInputPixels for decoding uploads"),
+  KEEP_GPS: z
+    .preprocess(blankAsUnset, z.stringbool().default(false))
+    .describe("Keep the GPS position in an asset's exif metadata (default: left out)"),
   UPLOAD_SPOOL_DIR: optionalString.describe(
     "Folder upload bodies stream to while they are checked (default <os tmpdir>/media-platform-uploads); leftovers older than ORPHAN_GRACE_SECONDS are swept",
   ),
@@ -108,6 +111,8 @@ export interface ManagementConfig {
   pgliteDir: string;
   maxUploadBytes: number;
   limitInputPixels: number;
+  /** KEEP_GPS: keep the GPS position in an asset's exif. */
+  keepGps: boolean;
   /** Upload spool folder, body idle timeout, concurrent upload cap. */
   uploads: UploadSettings;
   headersTimeoutMs: number;
@@ -165,6 +170,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     pgliteDir: path.resolve(e.PGLITE_DIR ?? path.join(dataDir, "pg")),
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
+    keepGps: e.KEEP_GPS,
     uploads: {
       spoolDir: path.resolve(e.UPLOAD_SPOOL_DIR ?? defaultUploadSettings().spoolDir),
       bodyIdleTimeoutMs: e.UPLOAD_IDLE_TIMEOUT_MS,

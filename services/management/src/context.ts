@@ -13,6 +13,8 @@ export interface AppContext {
   mediaPublicUrl: string;
   maxUploadBytes: number;
   limitInputPixels: number;
+  /** KEEP_GPS: keep the GPS position in the asset's exif (default false: left out). */
+  keepGps?: boolean;
   duplicateHammingThreshold: number;
   /** Upload spool folder, body idle timeout, concurrent upload cap; defaultUploadSettings() when omitted. */
   uploads?: UploadSettings;

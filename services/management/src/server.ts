@@ -71,6 +71,7 @@ export async function startManagement(
       mediaPublicUrl: config.mediaPublicUrl,
       maxUploadBytes: config.maxUploadBytes,
       limitInputPixels: config.limitInputPixels,
+      keepGps: config.keepGps,
       uploads: config.uploads,
       duplicateHammingThreshold: config.duplicateHammingThreshold,
       assetVersionsKept: config.lifecycle.assetVersionsKept,

@@ -55,6 +55,14 @@ describe("POST /v1/assets/upload", () => {
       version: 1,
       deletedAt: null,
       mediaUrl: `http://media.test/thumbnail:size=256/${res.body.id}.png`,
+      // Placeholder and metadata: exact values in metadata.test.ts.
+      placeholder: expect.stringMatching(/^[A-Za-z0-9+/]{20,60}={0,2}$/),
+      placeholderDataUrl: expect.stringMatching(/^data:image\/png;base64,/),
+      dominantColor: "#080808",
+      hasAlpha: false,
+      animated: false,
+      pages: 1,
+      exif: null,
     });
     expect(res.body.duplicates).toBeUndefined();
     expect(uploadResponseSchema.strict().parse(res.body)).toEqual(res.body);

@@ -115,7 +115,10 @@ export type AuthedAgent = {
 
 export async function createTestApp(
   options: Partial<
-    Pick<AppDeps, "maxUploadBytes" | "duplicateHammingThreshold" | "webhookUrls" | "assetVersionsKept" | "propagator">
+    Pick<
+      AppDeps,
+      "maxUploadBytes" | "duplicateHammingThreshold" | "webhookUrls" | "assetVersionsKept" | "propagator" | "keepGps"
+    >
   > = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
@@ -134,6 +137,7 @@ export async function createTestApp(
     webhookUrls: options.webhookUrls,
     assetVersionsKept: options.assetVersionsKept,
     propagator: options.propagator,
+    keepGps: options.keepGps,
   };
   const app = createApp(deps);
   const token = (ws: string, sub = "user-1") => signToken(secret, { workspaceId: ws, sub, ttl: "1h" });

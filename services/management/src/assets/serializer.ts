@@ -1,4 +1,10 @@
-import { formatMediaPath, IMAGE_FORMATS, type AssetDto, type AssetFormat } from "@media-platform/contracts";
+import {
+  formatMediaPath,
+  IMAGE_FORMATS,
+  type AssetDto,
+  type AssetExif,
+  type AssetFormat,
+} from "@media-platform/contracts";
 import type { Asset } from "../generated/prisma/client";
 
 export function mediaUrlFor(mediaPublicUrl: string, asset: Pick<Asset, "id" | "format">): string {
@@ -30,5 +36,12 @@ export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
     version: asset.version,
     deletedAt: asset.deletedAt?.toISOString() ?? null,
     mediaUrl: mediaUrlFor(mediaPublicUrl, asset),
+    placeholder: asset.placeholder,
+    placeholderDataUrl: asset.placeholderDataUrl,
+    dominantColor: asset.dominantColor,
+    hasAlpha: asset.hasAlpha,
+    animated: asset.animated,
+    pages: asset.pages,
+    exif: (asset.exif as AssetExif | null) ?? null,
   };
 }

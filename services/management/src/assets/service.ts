@@ -20,6 +20,7 @@ import { afterCursor, cursorValue, decodeCursor, encodeCursor, type SortField } 
 import { findDuplicates } from "./duplicates";
 import { fullTextSearch } from "./search";
 import { serializeAsset } from "./serializer";
+import { metadataColumns } from "./image-metadata";
 import { analyseImage, type SpooledFile } from "./upload";
 import { recordEvents } from "../webhooks/outbox";
 
@@ -54,7 +55,7 @@ export async function uploadAsset(
   if (fields.collectionId !== undefined) {
     await assertCollectionInWorkspace(ctx, workspaceId, fields.collectionId, "body.collectionId");
   }
-  const image = await analyseImage(file, ctx.limitInputPixels);
+  const image = await analyseImage(file, ctx.limitInputPixels, { keepGps: ctx.keepGps ?? false });
   const duplicates = fields.warnAboutDuplicateImages
     ? await findDuplicates(ctx.prisma, workspaceId, image, ctx.duplicateHammingThreshold)
     : undefined;
@@ -80,6 +81,7 @@ export async function uploadAsset(
           bytes: BigInt(image.bytes),
           sha256: image.sha256,
           phash: image.phash,
+          ...(image.metadata ? metadataColumns(image.metadata) : {}),
           createdBy: principal.userId,
         },
       });

@@ -13,6 +13,7 @@ import { IMAGE_FORMATS, type AssetFormat } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ProblemError, badRequest } from "../problem";
 import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./image-errors";
+import { extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
 
 /** Multipart overhead tolerated on top of MAX_UPLOAD_BYTES before a Content-Length is refused outright. */
 const MULTIPART_SLACK = 64 * 1024;
@@ -239,6 +240,13 @@ export interface AnalysedImage {
   sha256: string;
   /** 64-bit DCT perceptual hash as a signed BIGINT value. */
   phash: bigint;
+  /** Placeholder, dominant colour, alpha, frames and EXIF; null when not asked for (benchmark baseline). */
+  metadata: ImageMetadata | null;
+}
+
+export interface AnalyseOptions extends MetadataOptions {
+  /** Compute the placeholder and metadata (default true; false only to measure their cost). */
+  metadata?: boolean;
 }
 
 /** "0101..." (64 chars) -> signed 64-bit value for a Postgres BIGINT column. */
@@ -249,9 +257,14 @@ export const phashToBigInt = (bits: string): bigint => BigInt.asIntN(64, BigInt(
  * declared pixel count against the limit from the header alone, then fully decodes the image once
  * (through the perceptual hash), reading from the spool file. Size and SHA-256 were measured while
  * the body streamed in. 415: not an image or not an accepted format (SVG included). 422:
- * recognised but undecodable, or above the pixel limit.
+ * recognised but undecodable, or above the pixel limit. Then the placeholder and metadata
+ * (image-metadata.ts) from the header already read and a <=100 px thumbnail.
  */
-export async function analyseImage(file: SpooledFile, limitInputPixels: number): Promise<AnalysedImage> {
+export async function analyseImage(
+  file: SpooledFile,
+  limitInputPixels: number,
+  options: AnalyseOptions = { keepGps: false },
+): Promise<AnalysedImage> {
   if (file.size === 0) throw badRequest("The file is empty", [{ path: "body.file", message: "must not be empty" }]);
   let meta: sharp.Metadata;
   try {
@@ -283,6 +296,15 @@ export async function analyseImage(file: SpooledFile, limitInputPixels: number):
     if (/pixel limit/i.test(message)) throw new ImagePixelLimitError(limitInputPixels, meta.width, frameHeight);
     throw new UndecodableImageError();
   }
+  let metadata: ImageMetadata | null = null;
+  if (options.metadata !== false) {
+    try {
+      metadata = await extractImageMetadata(file.path, meta, limitInputPixels, options);
+    } catch {
+      // The first frame decoded above; a later failure here means a corrupt body all the same.
+      throw new UndecodableImageError();
+    }
+  }
   return {
     format,
     mimeType: IMAGE_FORMATS[format].mimeType,
@@ -291,6 +313,7 @@ export async function analyseImage(file: SpooledFile, limitInputPixels: number):
     bytes: file.size,
     sha256: file.sha256,
     phash: phashToBigInt(hashBits),
+    metadata,
   };
 }
 

@@ -15,6 +15,7 @@ import { Prisma, type Asset } from "../generated/prisma/client";
 import { badRequest, ProblemError, notFound } from "../problem";
 import { sanitizeFilename, type UploadedFile } from "../assets/service";
 import { serializeAsset } from "../assets/serializer";
+import { imageMetadataFromBytes, metadataColumns, type ImageMetadata } from "../assets/image-metadata";
 import { analyseImage } from "../assets/upload";
 import { recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
 import { forEachLimited, moveBlob, originalKey, trashKey, versionKey } from "./blobs";
@@ -237,6 +238,8 @@ interface NewOriginal {
   sha256: string;
   phash: bigint;
   originalFilename: string;
+  /** Placeholder and metadata of the new original (image-metadata.ts). */
+  metadata: ImageMetadata;
 }
 
 /**
@@ -306,6 +309,7 @@ async function swapOriginal(
           bytes: BigInt(next.bytes.length),
           sha256: next.sha256,
           phash: next.phash,
+          ...metadataColumns(next.metadata),
           version: { increment: 1 },
         },
       });
@@ -355,7 +359,9 @@ export async function replaceOriginal(
   // Refuse a foreign/unknown/trashed id before decoding a large file.
   const exists = await ctx.prisma.asset.count({ where: { id, workspaceId: principal.workspaceId, deletedAt: null } });
   if (exists === 0) throw notFound("Asset not found");
-  const image = await analyseImage(file, ctx.limitInputPixels);
+  const image = await analyseImage(file, ctx.limitInputPixels, { keepGps: ctx.keepGps ?? false });
+  const { metadata } = image;
+  if (!metadata) throw new Error("analyseImage returned no metadata");
   // The replaced original is swapped inside the row lock, and the previous one must be restorable
   // if the transaction fails, so both are held as buffers here (at most MAX_UPLOAD_BYTES each).
   const bytes = await readFile(file.path);
@@ -368,6 +374,7 @@ export async function replaceOriginal(
     sha256: image.sha256,
     phash: image.phash,
     originalFilename: sanitizeFilename(file.originalname),
+    metadata,
   }));
 }
 
@@ -392,8 +399,12 @@ export async function restoreVersion(
           "service-unavailable",
           `The stored bytes of version ${version} are missing from the blob store`,
         );
+      const bytes = await buffer(blob.body);
+      // asset_versions keeps no metadata columns: it is recomputed from the restored bytes.
+      const metadata = await imageMetadataFromBytes(bytes, ctx.limitInputPixels, { keepGps: ctx.keepGps ?? false });
       return {
-        bytes: await buffer(blob.body),
+        bytes,
+        metadata,
         mimeType: v.mimeType,
         format: v.format,
         width: v.width,

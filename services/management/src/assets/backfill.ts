@@ -1,0 +1,66 @@
+import { buffer } from "node:stream/consumers";
+import type { BlobStore } from "@media-platform/storage";
+import type { PrismaClient } from "../generated/prisma/client";
+import { originalKey, trashKey } from "../lifecycle/blobs";
+import { imageMetadataFromBytes, metadataColumns } from "./image-metadata";
+
+export interface BackfillOptions {
+  /** Rows read and processed per batch. */
+  batchSize: number;
+  limitInputPixels: number;
+  keepGps: boolean;
+  /** Called after each batch (progress output). */
+  onBatch?: (progress: BackfillSummary) => void;
+}
+
+export interface BackfillSummary {
+  /** Rows whose columns were filled. */
+  filled: number;
+  /** Rows left as they were: original missing or undecodable (listed in `failures`). */
+  failed: number;
+  failures: Array<{ assetId: string; reason: string }>;
+}
+
+/**
+ * Fills the placeholder and metadata columns of assets that have none (rows older than the
+ * asset_metadata migration), in every workspace, from the stored original (`originals/<id>`, or
+ * `trash/<id>` for an asset in the trash). Keyset batches over the primary key, so a failed row is
+ * reported once and never retried in the same run. Idempotent: only rows whose placeholder is still
+ * null are read, and the update is conditional on the placeholder being null and the sha256 being
+ * the one decoded, so a replace that ran meanwhile is never overwritten.
+ */
+export async function backfillMetadata(
+  prisma: PrismaClient,
+  blobStore: BlobStore,
+  options: BackfillOptions,
+): Promise<BackfillSummary> {
+  const summary: BackfillSummary = { filled: 0, failed: 0, failures: [] };
+  let after: string | undefined;
+  for (;;) {
+    const rows = await prisma.asset.findMany({
+      where: { placeholder: null, ...(after ? { id: { gt: after } } : {}) },
+      orderBy: { id: "asc" },
+      take: options.batchSize,
+      select: { id: true, sha256: true, deletedAt: true },
+    });
+    if (rows.length === 0) break;
+    for (const row of rows) {
+      try {
+        const blob = await blobStore.get(row.deletedAt ? trashKey(row.id) : originalKey(row.id));
+        if (!blob) throw new Error("original missing from the blob store");
+        const metadata = await imageMetadataFromBytes(await buffer(blob.body), options.limitInputPixels, options);
+        const { count } = await prisma.asset.updateMany({
+          where: { id: row.id, sha256: row.sha256, placeholder: null },
+          data: metadataColumns(metadata),
+        });
+        summary.filled += count;
+      } catch (err) {
+        summary.failed++;
+        summary.failures.push({ assetId: row.id, reason: err instanceof Error ? err.message : String(err) });
+      }
+    }
+    after = rows[rows.length - 1]!.id;
+    options.onBatch?.(summary);
+  }
+  return summary;
+}
