@@ -119,6 +119,12 @@ function openPostgres(databaseUrl: string): Database {
   // An idle client losing its server connection must not crash the process; the next query fails
   // and is answered with a 503.
   pool.on("error", () => undefined);
+  // A checked-out client between two statements of an interactive transaction has no query to
+  // fail, so a terminated connection surfaces as an 'error' event on the client itself: without
+  // a listener it would crash the process. The transaction's next statement fails instead (503).
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
+  });
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     kind: "postgres",
