@@ -278,6 +278,21 @@ export class FilesystemBlobStore implements BlobStore {
             await fs.rm(full, { force: true });
             removed++;
           }
+        } else if (entry.name.endsWith(META_SUFFIX)) {
+          // A sidecar without its data file: a put killed between its two renames (metadata is
+          // renamed first) or a delete killed between its two removals. Never visible as a blob.
+          const data = `${full.slice(0, -META_SUFFIX.length)}${DATA_SUFFIX}`;
+          const [stat, hasData] = await Promise.all([
+            fs.stat(full).catch(() => null),
+            fs.access(data).then(
+              () => true,
+              () => false,
+            ),
+          ]);
+          if (stat && !hasData && stat.mtime < olderThan) {
+            await fs.rm(full, { force: true });
+            removed++;
+          }
         }
       }
     };

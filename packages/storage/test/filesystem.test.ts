@@ -85,4 +85,15 @@ describe("FilesystemBlobStore specifics", () => {
   test("a relative root resolves against the working directory", () => {
     expect(new FilesystemBlobStore("./.data/blobs").rootDir).toBe(path.resolve(".data/blobs"));
   });
+
+  test("removeIncompleteWrites removes a sidecar whose data file never arrived (a put killed between its renames)", async () => {
+    const dir = path.join(root, "half-written");
+    const store = new FilesystemBlobStore(dir);
+    await store.put("originals/kept", Buffer.from("bytes"), "image/png");
+    // What a SIGKILL between the metadata rename and the data rename leaves behind.
+    await writeFile(path.join(dir, "originals", "lost@meta.json"), JSON.stringify({ contentType: "image/png" }));
+    expect(await store.removeIncompleteWrites(new Date(0))).toBe(0); // younger than the grace period: kept
+    expect(await store.removeIncompleteWrites(new Date(Date.now() + 60_000))).toBe(1);
+    expect(await listFiles(dir)).toEqual([path.join("originals", "kept@blob"), path.join("originals", "kept@meta.json")]);
+  });
 });
