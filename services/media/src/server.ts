@@ -49,44 +49,8 @@ export interface MediaServerOptions {
 }
 
 /** The config schema's defaults (an empty environment), so each default is stated once, in config.ts. */
-export const defaultMediaServerOptions: Readonly<MediaServerOptions> = (() => {
-  const {
-    limits,
-    limitInputPixels,
-    cache,
-    redis,
-    signingKey,
-    allowQuery,
-    requestTimeoutMs,
-    inflightPixels,
-    concurrency,
-    queueLimit,
-    presets,
-    presetsOnly,
-    autoFormat,
-    avifEffort,
-    purgeSecret,
-    cachePolicy,
-  } = loadMediaConfig({});
-  return Object.freeze({
-    limits,
-    limitInputPixels,
-    cache,
-    redis,
-    signingKey,
-    allowQuery,
-    requestTimeoutMs,
-    inflightPixels,
-    concurrency,
-    queueLimit,
-    presets,
-    presetsOnly,
-    autoFormat,
-    avifEffort,
-    purgeSecret,
-    cachePolicy,
-  });
-})();
+// MediaConfig carries every MediaServerOptions field (plus process-level ones the server ignores).
+export const defaultMediaServerOptions: Readonly<MediaServerOptions> = Object.freeze(loadMediaConfig({}));
 
 export interface MediaServerDeps {
   store: BlobStore;
