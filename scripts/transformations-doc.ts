@@ -7,7 +7,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   defaultMediaLimits,
-  describeRange,
+  describeAllowed,
   MAX_STEPS,
   transformationNames,
   transformationSpecs,
@@ -42,7 +42,7 @@ function cell(text: string): string {
 function row(name: string, spec: ParamSpec): string {
   const req = spec.required ? "required" : "optional";
   const def = spec.default === undefined ? "-" : String(spec.default);
-  return `| \`${name}\` | ${req} | ${cell(describeRange(spec, defaultMediaLimits))} | ${def} | ${cell(spec.description)} |`;
+  return `| \`${name}\` | ${req} | ${cell(describeAllowed(spec, defaultMediaLimits))} | ${def} | ${cell(spec.description)} |`;
 }
 
 export function renderTransformationsDoc(): string {
