@@ -94,9 +94,6 @@ describe("FilesystemBlobStore specifics", () => {
     await writeFile(path.join(dir, "originals", "lost@meta.json"), JSON.stringify({ contentType: "image/png" }));
     expect(await store.removeIncompleteWrites(new Date(0))).toBe(0); // younger than the grace period: kept
     expect(await store.removeIncompleteWrites(new Date(Date.now() + 60_000))).toBe(1);
-    expect(await listFiles(dir)).toEqual([
-      path.join("originals", "kept@blob"),
-      path.join("originals", "kept@meta.json"),
-    ]);
+    expect(await listFiles(dir)).toEqual([path.join("originals", "kept@blob"), path.join("originals", "kept@meta.json")]);
   });
 });
