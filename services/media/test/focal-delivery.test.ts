@@ -9,7 +9,7 @@ import request from "supertest";
 import { PURGE_PATH } from "@media-platform/contracts";
 import { createLogger } from "@media-platform/observability";
 import { attributesKey, originalKey, StorageUnavailableError, type BlobObject } from "@media-platform/storage";
-import { startTestMedia, type TestMedia } from "./support/media-server";
+import { metricValue, startTestMedia, type TestMedia } from "./support/media-server";
 import { MemoryBlobStore } from "./support/memory-store";
 
 const SECRET = "focal-purge-secret-for-tests-0123456789";
@@ -162,6 +162,7 @@ describe("thumbnail on the stored focal point", () => {
     const url = `/thumbnail:size=100/${id}.png`;
     store.failAttributes = true;
     const opened = store.originalBodies.length;
+    const storageErrors = await metricValue(media, "dependency_errors_total", { dependency: "storage" });
     try {
       const res = await request(media.server).get(url);
       expect(res.status).toBe(503);
@@ -171,6 +172,7 @@ describe("thumbnail on the stored focal point", () => {
     } finally {
       store.failAttributes = false;
     }
+    expect(await metricValue(media, "dependency_errors_total", { dependency: "storage" })).toBe(storageErrors + 1);
     const bodies = store.originalBodies.slice(opened);
     expect(bodies).toHaveLength(1);
     expect(bodies[0]!.destroyed).toBe(true);

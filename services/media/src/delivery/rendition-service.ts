@@ -307,19 +307,22 @@ export class RenditionService {
 
   /**
    * The original (not yet read past its metadata) and, only for steps that use it, the focal point,
-   * read at the same time. When the attributes fail, the original's body is closed before the error
-   * goes up (no stream left open).
+   * read at the same time. A failing blob store is one storage dependency error for the request,
+   * however many of the two reads it failed. When only the attributes fail, the original's body is
+   * closed before the error goes up (no stream left open).
    */
   private async readInputs(request: DeliveryRequest, log: Logger) {
     const [original, focal] = await Promise.allSettled([
-      this.readOriginal(request.assetId),
+      this.deps.store.get(originalKey(request.assetId)),
       usesFocalPoint(request.steps) ? this.readFocalPoint(request.assetId, log) : undefined,
     ]);
+    const failed = [original, focal].flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
+    if (failed.some((err) => err instanceof StorageUnavailableError)) this.deps.metrics.dependencyError("storage");
+    if (original.status === "rejected") throw original.reason;
     if (focal.status === "rejected") {
-      if (original.status === "fulfilled") original.value?.body.destroy();
+      original.value?.body.destroy();
       throw focal.reason;
     }
-    if (original.status === "rejected") throw original.reason;
     return { blob: original.value, focalPoint: focal.value };
   }
 
@@ -336,8 +339,8 @@ export class RenditionService {
       if (!blob) return undefined;
       text = (await buffer(blob.body)).toString("utf8");
     } catch (err) {
-      this.deps.metrics.dependencyError("storage");
       if (err instanceof StorageUnavailableError) throw err;
+      // The store answered but the body broke off.
       throw new StorageUnavailableError(`reading ${key} failed`, { cause: err });
     }
     let parsed: ReturnType<typeof assetAttributesSchema.safeParse>;
@@ -355,16 +358,6 @@ export class RenditionService {
       return undefined;
     }
     return parsed.data.focalPoint;
-  }
-
-  /** Reads originals/<assetId>; a failing blob store is counted as a storage dependency error. */
-  private async readOriginal(assetId: string) {
-    try {
-      return await this.deps.store.get(originalKey(assetId));
-    } catch (err) {
-      if (err instanceof StorageUnavailableError) this.deps.metrics.dependencyError("storage");
-      throw err;
-    }
   }
 }
 
