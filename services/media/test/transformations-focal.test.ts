@@ -385,6 +385,17 @@ describe("mapFocalPoint of each geometric step", () => {
       y: 0.5,
     });
     expect(crop.mapFocalPoint({ x: 0.1, y: 0.375 }, size(400, 200), size(100, 50), params, ctx)).toBeUndefined();
+    // From the parameters alone: gravity=focal centres on the point, the spec's gravities ignore it.
+    const focal = resolveParams("crop", { width: 100, height: 100, gravity: "focal" });
+    expect(crop.mapFocalPoint({ x: 0.875, y: 0.25 }, size(400, 200), size(100, 100), focal, ctx)).toEqual({
+      x: 0.5,
+      y: 0.5,
+    });
+    const north = resolveParams("crop", { width: 100, height: 100, gravity: "north" });
+    expect(crop.mapFocalPoint({ x: 0.5, y: 0.25 }, size(400, 200), size(100, 100), north, ctx)).toEqual({
+      x: 0.5,
+      y: 0.5,
+    });
     // A region the step chose from the pixels (smartcrop) wins over the parameters.
     const kept = { ...ctx, keptRegion: { left: 0, top: 0, width: 100, height: 50 } };
     expect(crop.mapFocalPoint({ x: 0.125, y: 0.125 }, size(400, 200), size(100, 50), params, kept)).toEqual({

@@ -1,6 +1,6 @@
+import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@media-platform/observability";
-import { buffer } from "node:stream/consumers";
 import { assetAttributesSchema, type FocalPoint, type MediaRequest } from "@media-platform/contracts";
 import { attributesKey, originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
 import { cacheControlFor, makeEntry, type CacheEntry, type CachePolicy } from "../cache/entry";

@@ -87,7 +87,7 @@ const svg = (size: number, body: string) =>
  * wins over the detector, which then does not run), else around the faces found, else undefined
  * (the caller uses sharp's attention strategy).
  */
-async function avatarBox(image: sharp.Sharp, ctx: StepContext) {
+async function avatarBox(image: sharp.Sharp, ctx: StepContext): Promise<Region | undefined> {
   const size = { width: ctx.width, height: ctx.height };
   if (ctx.focalPoint) return largestSquareAround(ctx.focalPoint, size);
   // A detector failure is an error, not a silent attention crop: results are cached for
@@ -104,7 +104,7 @@ export const avatar = {
   mapFocalPoint: () => undefined,
   async apply(image, params, ctx) {
     const size = params.size;
-    const box: Region | undefined = await avatarBox(image, ctx);
+    const box = await avatarBox(image, ctx);
     const square = box
       ? cropToSquare(image, box, size, ctx.width, ctx.height)
       : image.resize(size, size, { fit: "cover", position: sharp.strategy.attention });

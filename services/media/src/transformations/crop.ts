@@ -68,11 +68,18 @@ export const crop = {
     return { width, height };
   },
   usesFocalPoint: (params) => params.gravity === "focal" && (params.x === undefined || params.y === undefined),
+  // apply records the region it kept; from the parameters alone only the pixel-free placements.
   mapFocalPoint: (point, input, _output, params, ctx) =>
     pointInRegion(
       point,
       input,
-      ctx.keptRegion ?? cropRegion(params, input.width, input.height, focalPlacement(params, input, point)),
+      ctx.keptRegion ??
+        cropRegion(
+          params,
+          input.width,
+          input.height,
+          params.gravity === "focal" ? focalPlacement(params, input, point) : {},
+        ),
     ),
   // With autoOrient on the input, sharp orients before a pre-resize extract, so the region
   // is in the same (oriented) coordinates as ctx.width/height.

@@ -73,8 +73,8 @@ export interface StepContext {
    */
   focalPoint?: FocalPoint;
   /**
-   * Set by a step whose window depends on the pixels (crop with gravity=attention/entropy): the
-   * region of its input that it kept, read by its mapFocalPoint. Cleared before every step.
+   * The region of its input a cropping step kept, set by its apply for its mapFocalPoint (crop:
+   * with gravity=attention/entropy only the pixels tell which). Cleared before every step.
    */
   keptRegion?: Region;
 }
