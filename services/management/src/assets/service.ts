@@ -169,8 +169,9 @@ export async function patchAsset(
   if (Object.keys(data).length === 0) return serializeAsset(existing, ctx.mediaPublicUrl);
   let focalChanged = false;
   let blobWritten = false;
+  let dto: AssetDto;
   try {
-    const dto = await ctx.prisma.$transaction(async (tx) => {
+    dto = await ctx.prisma.$transaction(async (tx) => {
       const before = focalPoint !== undefined ? await lockedFocalPoint(tx, workspaceId, id) : undefined;
       const updated = await tx.asset.update({ where: { id, workspaceId, deletedAt: null }, data });
       const serialized = serializeAsset(updated, ctx.mediaPublicUrl);
@@ -184,8 +185,6 @@ export async function patchAsset(
       }
       return serialized;
     }, BLOB_TX_OPTIONS);
-    if (focalChanged) await ctx.propagator?.assetsChanged([id]);
-    return dto;
   } catch (err) {
     if (blobWritten) await repairAttributes(ctx, id);
     if (isPrismaError(err, "P2025")) throw notFound("Asset not found");
@@ -196,6 +195,9 @@ export async function patchAsset(
     }
     throw err;
   }
+  // As a replace does: media and CDN drop the renditions before the client hears back.
+  if (focalChanged) await ctx.propagator?.assetsChanged([id]);
+  return dto;
 }
 
 /** Locks the live row (404 when there is none) and returns its focal point before the change. */
