@@ -241,3 +241,46 @@ describe("crop gravity=focal and avatar over HTTP", () => {
     expect(await colourAt(res.body as Buffer, 58, 32)).toEqual([255, 0, 0]);
   });
 });
+
+describe("GET /transformations", () => {
+  it("lists crop's extension gravities apart from the spec's five; other parameters are as before", async () => {
+    const res = await request(media.server).get("/transformations");
+    expect(res.status).toBe(200);
+    const body = res.body as {
+      transformations: Array<{ name: string; description: string; params: Array<Record<string, unknown>> }>;
+    };
+    const crop = body.transformations.find((t) => t.name === "crop")!;
+    expect(crop.params.find((p) => p.name === "gravity")).toMatchObject({
+      type: "enum",
+      values: ["center", "north", "south", "east", "west"],
+      extensionValues: ["focal", "attention", "entropy"],
+      default: "center",
+      range: "one of center, north, south, east, west",
+      description: expect.stringMatching(/focal centres it on the asset's focal point/),
+    });
+    const avatar = body.transformations.find((t) => t.name === "avatar")!;
+    expect(avatar.params.find((p) => p.name === "shape")).toMatchObject({
+      values: ["square", "circle"],
+      extensionValues: [],
+    });
+    expect(avatar.params.find((p) => p.name === "size")).not.toHaveProperty("extensionValues");
+    expect(avatar.description).toMatch(/focal point/);
+    expect(body.transformations.find((t) => t.name === "thumbnail")!.description).toMatch(/centred on it/);
+  });
+
+  it("a bad gravity is a 400 naming both lists", async () => {
+    const id = await newAsset();
+    const res = await request(media.server).get(`/crop:width=10:height=10:gravity=smart/${id}.png`);
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.text)).toMatchObject({
+      errors: [
+        {
+          path: "crop.gravity",
+          message: expect.stringContaining(
+            "allowed: one of center, north, south, east, west, or the extensions focal, attention, entropy",
+          ),
+        },
+      ],
+    });
+  });
+});
