@@ -7,7 +7,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   defaultMediaLimits,
-  describeRange,
+  describeAllowed,
   MAX_STEPS,
   transformationNames,
   transformationSpecs,
@@ -42,7 +42,7 @@ function cell(text: string): string {
 function row(name: string, spec: ParamSpec): string {
   const req = spec.required ? "required" : "optional";
   const def = spec.default === undefined ? "-" : String(spec.default);
-  return `| \`${name}\` | ${req} | ${cell(describeRange(spec, defaultMediaLimits))} | ${def} | ${cell(spec.description)} |`;
+  return `| \`${name}\` | ${req} | ${cell(describeAllowed(spec, defaultMediaLimits))} | ${def} | ${cell(spec.description)} |`;
 }
 
 export function renderTransformationsDoc(): string {
@@ -55,7 +55,7 @@ export function renderTransformationsDoc(): string {
     `Steps apply left to right (chaining is our extension of the spec's single step; at most ${MAX_STEPS}).`,
     "A transformation whose parameters are all optional, or defaulted, may be written as the bare name (`/grayscale/<id>.jpg`, `/avatar/<id>.png`).",
     "Parameter names are case-sensitive. Unknown, repeated, missing or out-of-range parameters answer 400 `application/problem+json` naming the parameter and its allowed range.",
-    "Ranges are inclusive. Where the spec gives no upper bound (\"N+\"), a configurable safety cap applies; the defaults are:",
+    'Ranges are inclusive. Where the spec gives no upper bound ("N+"), a configurable safety cap applies; the defaults are:',
     "",
     "| cap | default | variable |",
     "|---|---|---|",
@@ -86,6 +86,14 @@ export function renderTransformationsDoc(): string {
     "## Chaining",
     "",
     "`/crop:width=800:height=800/grayscale/thumbnail:size=256/<assetId>.jpg` crops, converts to grey, then makes a 256 px thumbnail.",
+    "",
+    "## Focal points and smart gravity",
+    "",
+    'An asset may have a focal point, set with `PATCH /v1/assets/<assetId>` `{"focalPoint": {"x": 0.7, "y": 0.3}}` (fractions 0-1 of the image as displayed, after EXIF orientation; `null` clears it). `thumbnail` and `avatar` centre their square on it (slid inside the image; `avatar` then runs no face detection) and `crop` with `gravity=focal` centres its window on it; without one they behave as before (`gravity=focal` as `center`). Steps earlier in a chain carry the point along: `crop`, `resize`, `fit` and `thumbnail` map it into their output, steps that keep the size keep it, and a point cropped away is dropped.',
+    "",
+    "`crop` with `gravity=attention` or `gravity=entropy` places the window with libvips' smartcrop (attention: luminance frequency, saturation, skin tones; entropy: Shannon entropy), at the image's full resolution. With every gravity, `x` or `y` fixes its own axis.",
+    "",
+    "`/crop:width=1200:height=400:gravity=focal/<assetId>.jpg`, `/crop:width=600:height=600:gravity=attention/<assetId>.jpg`. Changing the focal point purges the asset's cached renditions.",
     "",
   );
   return out.join("\n");

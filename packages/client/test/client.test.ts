@@ -104,6 +104,16 @@ describe("MediaPlatformClient against the running management service", () => {
     expect(await client.getAsset(asset.id)).toEqual(patched);
     const cleared = await client.updateAsset(asset.id, { userTitle: null, collectionId: null });
     expect(cleared).toMatchObject({ userTitle: null, collectionId: null, userTags: ["bw", "portrait"] });
+
+    // The focal point comes from the contracts' PATCH schema, typed and parsed like every field.
+    const focused = await client.updateAsset(asset.id, { focalPoint: { x: 0.25, y: 0.75 } });
+    expect(focused.focalPoint).toEqual({ x: 0.25, y: 0.75 });
+    const refused = await apiError(client.updateAsset(asset.id, { focalPoint: { x: 1.5, y: 0.75 } }));
+    expect(refused.status).toBe(400);
+    expect(refused.problem.errors).toEqual([
+      { path: "body.focalPoint.x", message: expect.stringMatching(/at most 1/) },
+    ]);
+    expect((await client.updateAsset(asset.id, { focalPoint: null })).focalPoint).toBeNull();
   });
 
   it("creates, lists and deletes collections; a duplicate name is an ApiError 409 with the problem body", async () => {

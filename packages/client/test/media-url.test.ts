@@ -24,6 +24,24 @@ describe("mediaUrl", () => {
     );
   });
 
+  it("takes crop's extension gravities (typed from the contracts) and refuses others, naming both lists", () => {
+    for (const gravity of ["focal", "attention", "entropy"] as const) {
+      expect(mediaUrl(BASE, ID, "jpg", step("crop", { width: 300, height: 100, gravity }))).toBe(
+        `${BASE}/crop:width=300:height=100:gravity=${gravity}/${ID}.jpg`,
+      );
+    }
+    expect(
+      issuesOf(() => mediaUrl(BASE, ID, "jpg", step("crop", { width: 1, height: 1, gravity: "smart" as "focal" }))),
+    ).toEqual([
+      {
+        path: "crop.gravity",
+        message: expect.stringContaining(
+          "one of center, north, south, east, west, or the extensions focal, attention, entropy",
+        ),
+      },
+    ]);
+  });
+
   it("writes a transformation without parameters as the bare name", () => {
     expect(mediaUrl(BASE, ID, "webp", [step("grayscale")])).toBe(`${BASE}/grayscale/${ID}.webp`);
     expect(mediaUrl(BASE, ID, "jpg", [step("avatar")])).toBe(`${BASE}/avatar/${ID}.jpg`); // size defaults to 128

@@ -1,5 +1,6 @@
 export * from "./problem";
 export * from "./image-formats";
 export * from "./management";
+export * from "./asset-attributes";
 export * from "./media/index";
 export * from "./purge";

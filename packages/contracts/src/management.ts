@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { focalPointSchema } from "./asset-attributes";
 import { ASSET_FORMATS } from "./image-formats";
 
 /**
@@ -132,6 +133,11 @@ export const assetSchema = z
     exif: assetExifSchema
       .nullable()
       .describe("Selected EXIF fields; null when the original has no EXIF or metadata is not computed yet"),
+    focalPoint: focalPointSchema
+      .nullable()
+      .describe(
+        "Point of interest as fractions (0-1) of the image as displayed (after EXIF orientation), or null: thumbnail, avatar and crop:gravity=focal centre on it; kept when the original is replaced",
+      ),
   })
   .describe("Serialized asset with its metadata fields");
 export type AssetDto = z.infer<typeof assetSchema>;
@@ -200,6 +206,12 @@ export const patchAssetSchema = z
       .nullable()
       .optional()
       .describe("Collection of the same workspace; null removes the asset from its collection"),
+    focalPoint: focalPointSchema
+      .nullable()
+      .optional()
+      .describe(
+        "Point of interest {x, y}, fractions 0-1 of the image as displayed (after EXIF orientation), x from the left, y from the top; null clears it. thumbnail and avatar centre on it (avatar skips face detection), crop:gravity=focal too; a change purges the asset's cached renditions",
+      ),
   })
   .strict()
   .describe("PATCH /v1/assets/:assetId body: only given fields change; unknown fields are rejected");

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { assetAttributesSchema } from "../src/asset-attributes";
 import * as m from "../src/management";
 
 describe("management contracts", () => {
@@ -32,6 +33,27 @@ describe("management contracts", () => {
     expect(m.patchAssetSchema.parse({ collectionId: "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA" }).collectionId).toBe(
       "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa",
     );
+  });
+
+  it("PATCH focalPoint: fractions 0-1 on both axes (strict), or null; the attributes blob ignores unknown keys", () => {
+    expect(m.patchAssetSchema.parse({ focalPoint: { x: 0, y: 1 } })).toEqual({ focalPoint: { x: 0, y: 1 } });
+    expect(m.patchAssetSchema.parse({ focalPoint: null })).toEqual({ focalPoint: null });
+    for (const bad of [
+      { x: 1.01, y: 0 },
+      { x: 0, y: -0.5 },
+      { x: 0.5 },
+      { x: "0.5", y: 0.5 },
+      { x: 0.5, y: 0.5, z: 0 },
+      [0.5, 0.5],
+      0.5,
+    ]) {
+      expect([bad, m.patchAssetSchema.safeParse({ focalPoint: bad }).success]).toEqual([bad, false]);
+    }
+    expect(assetAttributesSchema.parse({ focalPoint: { x: 0.2, y: 0.8 }, crop: "later" })).toEqual({
+      focalPoint: { x: 0.2, y: 0.8 },
+    });
+    expect(assetAttributesSchema.parse({})).toEqual({});
+    expect(assetAttributesSchema.safeParse({ focalPoint: { x: 2, y: 0 } }).success).toBe(false);
   });
 
   it("upload fields: boolean flag spellings", () => {

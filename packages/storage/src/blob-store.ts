@@ -65,3 +65,9 @@ export class InvalidBlobKeyError extends Error {
 }
 
 export const originalKey = (assetId: string): string => `originals/${assetId}`;
+/**
+ * Small JSON beside the original (contracts' assetAttributesSchema: the focal point) that the
+ * media service reads instead of the database. Written by management's PATCH; its own prefix so
+ * trash/restore (which move `originals/<id>`) leave it in place and the orphan sweep can list it.
+ */
+export const attributesKey = (assetId: string): string => `attributes/${assetId}`;

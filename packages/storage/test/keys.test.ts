@@ -1,9 +1,10 @@
-import { InvalidBlobKeyError, assertValidBlobKey, isValidBlobKey, originalKey } from "../src";
+import { InvalidBlobKeyError, assertValidBlobKey, attributesKey, isValidBlobKey, originalKey } from "../src";
 import { TRAVERSAL_KEYS } from "./support/blob-store-contract";
 
 describe("blob key grammar", () => {
   test.each([
     originalKey("6f1c2a4e-8a8b-4d7e-9d2e-1b2c3d4e5f60"),
+    attributesKey("6f1c2a4e-8a8b-4d7e-9d2e-1b2c3d4e5f60"),
     "a",
     "results/abc.webp",
     "a/b/c/d",

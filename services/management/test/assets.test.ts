@@ -63,6 +63,7 @@ describe("POST /v1/assets/upload", () => {
       animated: false,
       pages: 1,
       exif: null,
+      focalPoint: null,
     });
     expect(res.body.duplicates).toBeUndefined();
     expect(uploadResponseSchema.strict().parse(res.body)).toEqual(res.body);

@@ -76,7 +76,13 @@ export interface NumberSpec extends BaseSpec {
 
 export interface EnumSpec extends BaseSpec {
   type: "enum";
+  /** The values the spec lists. */
   values: readonly string[];
+  /**
+   * Our values beyond the spec's (extensions): accepted exactly like `values`, kept apart so the
+   * spec's list stays as the spec states it (describeRange, GET /transformations `values`).
+   */
+  extensionValues?: readonly string[];
   default?: string;
   implied?: string;
 }
@@ -95,7 +101,7 @@ export type ParamSpec = IntegerSpec | NumberSpec | EnumSpec | ColorSpec;
 export type ParamValue<S> = S extends { type: "integer" | "number" }
   ? number
   : S extends { type: "enum"; values: readonly (infer V)[] }
-    ? V
+    ? V | (S extends { extensionValues: readonly (infer E)[] } ? E : never)
     : string;
 
 /** Inclusive upper bound in force for a numeric parameter, or undefined when unbounded. */
@@ -104,7 +110,10 @@ export function upperBound(spec: IntegerSpec | NumberSpec, limits: MediaLimits):
   return spec.cap ? limits[spec.cap] : undefined;
 }
 
-/** Human-readable allowed range, used in 400 details and the /transformations table. */
+/**
+ * Human-readable range the spec allows (an enum's extension values are not in it: see
+ * describeAllowed), the /transformations `range`.
+ */
 export function describeRange(spec: ParamSpec, limits: MediaLimits): string {
   switch (spec.type) {
     case "integer":
@@ -124,6 +133,17 @@ export function describeRange(spec: ParamSpec, limits: MediaLimits): string {
         : "a hex colour without # (3, 4, 6 or 8 hex digits), rgb(r,g,b) or a CSS colour name";
   }
 }
+
+/** Everything a URL may give, in words: describeRange plus an enum's extension values (400 details, docs). */
+export function describeAllowed(spec: ParamSpec, limits: MediaLimits): string {
+  const range = describeRange(spec, limits);
+  if (spec.type !== "enum" || !spec.extensionValues?.length) return range;
+  return `${range}, or the extensions ${spec.extensionValues.join(", ")}`;
+}
+
+/** An enum's every accepted value: the spec's, then the extensions. */
+export const enumValues = (spec: EnumSpec): readonly string[] =>
+  spec.extensionValues ? [...spec.values, ...spec.extensionValues] : spec.values;
 
 const INTEGER = /^[+-]?\d{1,12}$/;
 const DECIMAL = /^[+-]?(?:\d{1,12}(?:\.\d{1,12})?|\.\d{1,12})$/;
@@ -161,7 +181,7 @@ export function parseParamValue(
   raw: string,
   limits: MediaLimits,
 ): { ok: true; value: number | string } | { ok: false; message: string } {
-  const fail = (why: string) => ({ ok: false as const, message: `${why}; allowed: ${describeRange(spec, limits)}` });
+  const fail = (why: string) => ({ ok: false as const, message: `${why}; allowed: ${describeAllowed(spec, limits)}` });
   switch (spec.type) {
     case "integer":
     case "number": {
@@ -176,7 +196,7 @@ export function parseParamValue(
       return { ok: true, value: Object.is(n, -0) ? 0 : n };
     }
     case "enum":
-      return spec.values.includes(raw) ? { ok: true, value: raw } : fail("is not an allowed value");
+      return enumValues(spec).includes(raw) ? { ok: true, value: raw } : fail("is not an allowed value");
     case "color":
       return parseColor(raw, spec.hexOnly) ? { ok: true, value: raw } : fail("is not a colour");
   }

@@ -15,7 +15,7 @@ interface TransformationSpec {
 export const transformationSpecs = {
   crop: {
     description:
-      "Extracts a width x height region. With x/y the region starts at that pixel (0-based); otherwise it is placed by gravity. The region is clipped to the image.",
+      "Extracts a width x height region. With x/y the region starts at that pixel (0-based); otherwise it is placed by gravity (x or y alone overrides its own axis). The region is clipped to the image.",
     params: {
       width: { type: "integer", required: true, min: 1, cap: "maxDimension", description: "Region width in pixels." },
       height: { type: "integer", required: true, min: 1, cap: "maxDimension", description: "Region height in pixels." },
@@ -37,9 +37,11 @@ export const transformationSpecs = {
         type: "enum",
         required: false,
         values: ["center", "north", "south", "east", "west"],
+        // Issue 11: smart placement beside the spec's five.
+        extensionValues: ["focal", "attention", "entropy"],
         default: "center",
         description:
-          "Where the region sits when x/y are not given: center, north (top), south (bottom), east (right), west (left).",
+          "Where the region sits when x/y are not given: center, north (top), south (bottom), east (right), west (left). Extensions: focal centres it on the asset's focal point (PATCH /v1/assets/:id focalPoint), slid inside the image, and is center when the asset has none; attention (luminance frequency, saturation, skin tones) and entropy (Shannon entropy) place it on the most interesting part of the image (libvips smartcrop).",
       },
     },
   },
@@ -236,7 +238,7 @@ export const transformationSpecs = {
   },
   avatar: {
     description:
-      "Square or circular profile picture, cropped around detected faces (or the most salient content when there is none).",
+      "Square or circular profile picture, cropped around detected faces (or the most salient content when there is none). When the asset has a focal point (PATCH /v1/assets/:id focalPoint), the largest square centred on it is used instead and no face detection runs.",
     params: {
       size: {
         type: "integer",
@@ -274,7 +276,8 @@ export const transformationSpecs = {
         : undefined,
   },
   thumbnail: {
-    description: "Square thumbnail: cover-cropped to the centre and resized.",
+    description:
+      "Square thumbnail: cover-cropped to the centre and resized. When the asset has a focal point (PATCH /v1/assets/:id focalPoint), the square is centred on it instead, slid inside the image.",
     params: {
       size: {
         type: "integer",

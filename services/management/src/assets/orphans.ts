@@ -20,7 +20,7 @@ export interface OrphanSweepOptions {
 }
 
 export interface OrphanSweepResult {
-  /** Blobs under originals/ without an asset row, deleted. */
+  /** Blobs under originals/ and attributes/ without an asset row, deleted. */
   blobs: number;
   /** Driver temp files / incomplete multipart uploads removed. */
   incompleteWrites: number;
@@ -28,7 +28,12 @@ export interface OrphanSweepResult {
   spoolFiles: number;
 }
 
-const ORIGINALS = "originals";
+/**
+ * Per-asset blobs that can outlive their row: `originals/<id>` (written before the upload's insert)
+ * and `attributes/<id>` (PATCH focalPoint; left behind when a permanent delete could not remove it,
+ * since the row goes first). Swept by prefix, so a stray blob never waits for a row that will not come.
+ */
+const ASSET_PREFIXES = ["originals", "attributes"] as const;
 const ASSET_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const BATCH = 500;
 
@@ -40,27 +45,7 @@ export async function sweepOrphans(
   const result: OrphanSweepResult = { blobs: 0, incompleteWrites: 0, spoolFiles: 0 };
 
   if (deps.blobStore.list) {
-    let batch: string[] = [];
-    const flush = async () => {
-      if (batch.length === 0) return;
-      const ids = batch;
-      batch = [];
-      const rows = await deps.prisma.asset.findMany({ where: { id: { in: ids } }, select: { id: true } });
-      const known = new Set(rows.map((r) => r.id));
-      for (const id of ids) {
-        if (known.has(id)) continue;
-        await deps.blobStore.delete(`${ORIGINALS}/${id}`);
-        result.blobs++;
-      }
-    };
-    for await (const blob of deps.blobStore.list(ORIGINALS)) {
-      const id = blob.key.slice(ORIGINALS.length + 1);
-      // Only keys an upload writes; anything else under originals/ is not ours to judge.
-      if (!ASSET_ID.test(id) || blob.modifiedAt >= cutoff) continue;
-      batch.push(id);
-      if (batch.length >= BATCH) await flush();
-    }
-    await flush();
+    for (const prefix of ASSET_PREFIXES) result.blobs += await sweepPrefix(deps, prefix, cutoff);
   }
   if (deps.blobStore.removeIncompleteWrites)
     result.incompleteWrites = await deps.blobStore.removeIncompleteWrites(cutoff);
@@ -81,6 +66,38 @@ export async function sweepOrphans(
     }
   }
   return result;
+}
+
+/** Deletes the blobs `<prefix>/<asset id>` older than `cutoff` whose asset has no row; returns how many. */
+async function sweepPrefix(
+  deps: { prisma: PrismaClient; blobStore: BlobStore },
+  prefix: string,
+  cutoff: Date,
+): Promise<number> {
+  let removed = 0;
+  let batch: string[] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const ids = batch;
+    batch = [];
+    // Trashed rows count: their attributes stay until the permanent delete.
+    const rows = await deps.prisma.asset.findMany({ where: { id: { in: ids } }, select: { id: true } });
+    const known = new Set(rows.map((r) => r.id));
+    for (const id of ids) {
+      if (known.has(id)) continue;
+      await deps.blobStore.delete(`${prefix}/${id}`);
+      removed++;
+    }
+  };
+  for await (const blob of deps.blobStore.list?.(prefix) ?? []) {
+    const id = blob.key.slice(prefix.length + 1);
+    // Only keys an asset's writes make; anything else under the prefix is not ours to judge.
+    if (!ASSET_ID.test(id) || blob.modifiedAt >= cutoff) continue;
+    batch.push(id);
+    if (batch.length >= BATCH) await flush();
+  }
+  await flush();
+  return removed;
 }
 
 /**

@@ -80,7 +80,8 @@ export function assetsRouter(ctx: AppContext): Router {
       throw badRequest("The body must name at least one field to change", [
         {
           path: "body",
-          message: "must contain at least one of userTitle, userTags, userCaption, userDescription, collectionId",
+          message:
+            "must contain at least one of userTitle, userTags, userCaption, userDescription, collectionId, focalPoint",
         },
       ]);
     }

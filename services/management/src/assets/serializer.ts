@@ -6,6 +6,7 @@ import {
   type AssetFormat,
 } from "@media-platform/contracts";
 import type { Asset } from "../generated/prisma/client";
+import { focalPointOf } from "./attributes";
 
 export function mediaUrlFor(mediaPublicUrl: string, asset: Pick<Asset, "id" | "format">): string {
   const extension = IMAGE_FORMATS[asset.format as AssetFormat].extensions[0];
@@ -43,5 +44,6 @@ export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
     animated: asset.animated,
     pages: asset.pages,
     exif: (asset.exif as AssetExif | null) ?? null,
+    focalPoint: focalPointOf(asset),
   };
 }

@@ -10,19 +10,28 @@ import type {
   UploadFields,
   UploadResponse,
 } from "@media-platform/contracts";
-import { filenameSchema, LIST_EXACT_COUNT_LIMIT, MAX_FILENAME_LENGTH } from "@media-platform/contracts";
+import {
+  filenameSchema,
+  LIST_EXACT_COUNT_LIMIT,
+  MAX_FILENAME_LENGTH,
+  type FocalPoint,
+} from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
 import { Prisma, type Asset } from "../generated/prisma/client";
 import { badRequest, notFound, parseOr400 } from "../problem";
 import { afterCursor, cursorValue, decodeCursor, encodeCursor, type SortField } from "./cursor";
+import { attributesOf, focalPointOf, sameFocalPoint, storeAssetAttributes } from "./attributes";
 import { findDuplicates } from "./duplicates";
 import { fullTextSearch } from "./search";
 import { serializeAsset } from "./serializer";
 import { metadataColumns } from "./image-metadata";
 import { analyseImage, type SpooledFile } from "./upload";
-import { recordEvents } from "../webhooks/outbox";
+import { recordEvents, type Tx } from "../webhooks/outbox";
+
+/** A PATCH that writes the attributes blob holds its transaction across a blob store call. */
+const BLOB_TX_OPTIONS = { timeout: 30_000, maxWait: 10_000 };
 
 const isPrismaError = (err: unknown, code: string): boolean =>
   err instanceof Prisma.PrismaClientKnownRequestError && err.code === code;
@@ -131,6 +140,12 @@ export async function getAsset(ctx: AppContext, principal: Principal, id: string
   return serializeAsset(await loadAsset(ctx, principal.workspaceId, id), ctx.mediaPublicUrl);
 }
 
+/**
+ * PATCH /v1/assets/:id. A focalPoint is also written to the blob attributes/<id> (what the media
+ * service reads) inside the transaction, after the row is locked and updated: a failed write rolls
+ * the row back (503), and concurrent PATCHes write the blob in the order they commit. When the
+ * focal point actually changed, the asset's cached renditions are purged before answering.
+ */
 export async function patchAsset(
   ctx: AppContext,
   principal: Principal,
@@ -146,16 +161,32 @@ export async function patchAsset(
   if (patch.userCaption !== undefined) data.userCaption = patch.userCaption;
   if (patch.userDescription !== undefined) data.userDescription = patch.userDescription;
   if (patch.collectionId !== undefined) data.collectionId = patch.collectionId;
+  const focalPoint = patch.focalPoint;
+  if (focalPoint !== undefined) {
+    data.focalX = focalPoint?.x ?? null;
+    data.focalY = focalPoint?.y ?? null;
+  }
   if (Object.keys(data).length === 0) return serializeAsset(existing, ctx.mediaPublicUrl);
+  let focalChanged = false;
+  let blobWritten = false;
+  let dto: AssetDto;
   try {
-    const dto = await ctx.prisma.$transaction(async (tx) => {
+    dto = await ctx.prisma.$transaction(async (tx) => {
+      const before = focalPoint !== undefined ? await lockedFocalPoint(tx, workspaceId, id) : undefined;
       const updated = await tx.asset.update({ where: { id, workspaceId, deletedAt: null }, data });
       const serialized = serializeAsset(updated, ctx.mediaPublicUrl);
       await recordEvents(tx, ctx.webhookUrls ?? [], [{ type: "asset.updated", workspaceId, data: { ...serialized } }]);
+      if (focalPoint !== undefined) {
+        focalChanged = !sameFocalPoint(before ?? null, focalPoint);
+        // Written even when unchanged, so a blob a crash left behind is brought back to the row.
+        // Last before the commit: only the commit itself can fail after it (repaired below).
+        await storeAssetAttributes(ctx.blobStore, id, attributesOf(updated));
+        blobWritten = true;
+      }
       return serialized;
-    });
-    return dto;
+    }, BLOB_TX_OPTIONS);
   } catch (err) {
+    if (blobWritten) await repairAttributes(ctx, id);
     if (isPrismaError(err, "P2025")) throw notFound("Asset not found");
     if (isPrismaError(err, "P2003")) {
       throw badRequest("Unknown collection", [
@@ -163,6 +194,42 @@ export async function patchAsset(
       ]);
     }
     throw err;
+  }
+  // As a replace does: media and CDN drop the renditions before the client hears back.
+  if (focalChanged) await ctx.propagator?.assetsChanged([id]);
+  return dto;
+}
+
+/** Locks the live row (404 when there is none) and returns its focal point before the change. */
+async function lockedFocalPoint(tx: Tx, workspaceId: string, id: string): Promise<FocalPoint | null> {
+  const rows = await tx.$queryRaw<Array<{ focal_x: number | null; focal_y: number | null }>>`
+    SELECT focal_x, focal_y FROM assets
+     WHERE id = ${id}::uuid AND workspace_id = ${workspaceId} AND deleted_at IS NULL
+       FOR UPDATE`;
+  const row = rows[0];
+  if (!row) throw notFound("Asset not found");
+  return focalPointOf({ focalX: row.focal_x, focalY: row.focal_y });
+}
+
+/**
+ * The commit failed after the blob was written: rewrite the blob from the committed row, under
+ * the row lock so that it cannot overwrite a concurrent PATCH's blob. Best effort (the database
+ * may be what failed); logged.
+ */
+async function repairAttributes(ctx: AppContext, id: string): Promise<void> {
+  try {
+    await ctx.prisma.$transaction(async (tx) => {
+      const rows = await tx.$queryRaw<Array<{ focal_x: number | null; focal_y: number | null }>>`
+        SELECT focal_x, focal_y FROM assets WHERE id = ${id}::uuid FOR UPDATE`;
+      const row = rows[0];
+      await storeAssetAttributes(
+        ctx.blobStore,
+        id,
+        row ? attributesOf({ focalX: row.focal_x, focalY: row.focal_y }) : {},
+      );
+    }, BLOB_TX_OPTIONS);
+  } catch (err) {
+    ctx.log.error({ err, id }, "could not bring attributes/<id> back to the asset row after a failed PATCH");
   }
 }
 

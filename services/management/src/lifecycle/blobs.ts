@@ -1,14 +1,18 @@
-import { originalKey, type BlobStore } from "@media-platform/storage";
+import { attributesKey, originalKey, type BlobStore } from "@media-platform/storage";
 
 /**
- * Blob layout of the lifecycle. The media service reads only `originals/<assetId>` (the current
- * original of a live asset), so it needs no database to know what exists:
+ * Blob layout of the lifecycle. The media service reads `originals/<assetId>` (the current
+ * original of a live asset) and `attributes/<assetId>` (its focal point), so it needs no database
+ * to know what exists:
  *  - trash moves the original to `trash/<assetId>` (media answers 404), restore moves it back;
- *  - a replace keeps the previous original at `versions/<assetId>/v<version>`.
+ *    the attributes stay where they are (useless to media while the original is away);
+ *  - a replace keeps the previous original at `versions/<assetId>/v<version>`, and the attributes
+ *    (the focal point is kept: its fractions apply to the new original);
+ *  - a permanent delete removes all of them.
  */
 export const trashKey = (assetId: string): string => `trash/${assetId}`;
 export const versionKey = (assetId: string, version: number): string => `versions/${assetId}/v${version}`;
-export { originalKey };
+export { attributesKey, originalKey };
 
 /** Copies `from` to `to`, then deletes `from`. False when `from` does not exist. */
 export async function moveBlob(store: BlobStore, from: string, to: string): Promise<boolean> {

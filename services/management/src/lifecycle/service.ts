@@ -18,7 +18,7 @@ import { serializeAsset } from "../assets/serializer";
 import { imageMetadataFromBytes, metadataColumns, type ImageMetadata } from "../assets/image-metadata";
 import { analyseImage } from "../assets/upload";
 import { recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
-import { forEachLimited, moveBlob, originalKey, trashKey, versionKey } from "./blobs";
+import { attributesKey, forEachLimited, moveBlob, originalKey, trashKey, versionKey } from "./blobs";
 
 /** Interactive transactions that also move blobs get more than Prisma's 5 s default. */
 const TX_OPTIONS = { timeout: 120_000, maxWait: 10_000 };
@@ -165,7 +165,7 @@ export async function restoreAsset(ctx: AppContext, principal: Principal, id: st
 
 /**
  * Removes assets for good (live or trashed): the rows (versions cascade) and an asset.deleted
- * event in one transaction, then every blob (original, trashed original, versions), then the
+ * event in one transaction, then every blob (original, trashed original, versions, attributes), then the
  * caches. Used by DELETE ?permanent=true and by the trash retention job (`where` picks the rows;
  * the job passes expired ones and SKIP LOCKED so that concurrent replicas never take the same).
  */
@@ -196,6 +196,7 @@ export async function purgeAssets(
       keys: [
         originalKey(r.id),
         trashKey(r.id),
+        attributesKey(r.id),
         ...versions.filter((v) => v.assetId === r.id).map((v) => versionKey(r.id, v.version)),
       ],
     }));
@@ -245,7 +246,8 @@ interface NewOriginal {
 /**
  * Makes `next` the current original of a live asset: the current one is kept as version
  * <version> (blob versions/<id>/v<version> + a row), the new bytes go to originals/<id>, the row
- * gets the new format, size, digests and version+1 (metadata, tags and collection stay), versions
+ * gets the new format, size, digests and version+1 (metadata, tags, collection and the focal point
+ * with its attributes/<id> blob stay: it is a fraction of the image, so it carries over), versions
  * beyond ASSET_VERSIONS_KEPT are dropped, and asset.replaced is recorded: one transaction, with the
  * asset row locked so concurrent replaces queue. If it does not commit, the previous bytes are put
  * back at originals/<id>.

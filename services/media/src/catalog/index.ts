@@ -26,7 +26,10 @@ export interface CatalogParam {
   /** May be left out of a URL: not required, or required with a default (avatar size). */
   omittable: boolean;
   default: number | string | null;
-  /** Allowed values, in words (the same text the 400 details use). */
+  /**
+   * The spec's allowed values, in words (the 400 details use the same text, followed by an
+   * enum's extension values).
+   */
   range: string;
   /** Numeric bounds in force (integer and number types); null elsewhere. */
   min: number | null;
@@ -35,8 +38,13 @@ export interface CatalogParam {
   max: number | null;
   /** Set when the spec leaves the upper bound open ("N+") and a configurable safety cap applies. */
   cap: { name: keyof MediaLimits; value: number } | null;
-  /** Enum values; null for other types. */
+  /** Enum values the spec lists; null for other types. */
   values: string[] | null;
+  /**
+   * Enum parameters only: values beyond the spec's (extensions, e.g. crop gravity=focal), accepted
+   * like `values`. Absent on other types, so the spec's table reads as before.
+   */
+  extensionValues?: string[];
   /** Colour parameters: hex only (true) or also rgb()/CSS names (false); null for other types. */
   hexOnly: boolean | null;
 }
@@ -77,6 +85,7 @@ function catalogParam(name: string, spec: ParamSpec, limits: MediaLimits): Catal
     max: max ?? null,
     cap,
     values: spec.type === "enum" ? [...spec.values] : null,
+    ...(spec.type === "enum" ? { extensionValues: [...(spec.extensionValues ?? [])] } : {}),
     hexOnly: spec.type === "color" ? spec.hexOnly === true : null,
   };
 }

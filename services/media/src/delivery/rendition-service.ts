@@ -1,12 +1,14 @@
+import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@media-platform/observability";
-import type { MediaRequest } from "@media-platform/contracts";
-import { originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
+import { assetAttributesSchema, type FocalPoint, type MediaRequest } from "@media-platform/contracts";
+import { attributesKey, originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
 import { cacheControlFor, makeEntry, type CacheEntry, type CachePolicy } from "../cache/entry";
 import type { AssetPurger } from "../purge/asset-purger";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
 import type { MediaMetrics } from "../metrics";
+import { usesFocalPoint } from "../pipeline/plan";
 import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
 import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
@@ -255,7 +257,7 @@ export class RenditionService {
     try {
       const rendition = await this.deps.limiter.run(async () => {
         signal.throwIfAborted();
-        const blob = await this.readOriginal(request.assetId);
+        const { blob, focalPoint } = await this.readInputs(request, log);
         if (!blob) throw new AssetNotFoundError(request.assetId);
         // Streamed: the pipeline reads the header first and the rest only for work it admits.
         const original = bodyChunks(blob.body, () => {
@@ -276,6 +278,7 @@ export class RenditionService {
             steps: request.steps,
             cacheKey: key,
             convertTo: request.convertTo,
+            focalPoint,
           },
           {
             signal,
@@ -302,14 +305,59 @@ export class RenditionService {
     }
   }
 
-  /** Reads originals/<assetId>; a failing blob store is counted as a storage dependency error. */
-  private async readOriginal(assetId: string) {
-    try {
-      return await this.deps.store.get(originalKey(assetId));
-    } catch (err) {
-      if (err instanceof StorageUnavailableError) this.deps.metrics.dependencyError("storage");
-      throw err;
+  /**
+   * The original (not yet read past its metadata) and, only for steps that use it, the focal point,
+   * read at the same time. A failing blob store is one storage dependency error for the request,
+   * however many of the two reads it failed. When only the attributes fail, the original's body is
+   * closed before the error goes up (no stream left open).
+   */
+  private async readInputs(request: DeliveryRequest, log: Logger) {
+    const [original, focal] = await Promise.allSettled([
+      this.deps.store.get(originalKey(request.assetId)),
+      usesFocalPoint(request.steps) ? this.readFocalPoint(request.assetId, log) : undefined,
+    ]);
+    const failed = [original, focal].flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
+    if (failed.some((err) => err instanceof StorageUnavailableError)) this.deps.metrics.dependencyError("storage");
+    if (original.status === "rejected") throw original.reason;
+    if (focal.status === "rejected") {
+      original.value?.body.destroy();
+      throw focal.reason;
     }
+    return { blob: original.value, focalPoint: focal.value };
+  }
+
+  /**
+   * The focal point from attributes/<assetId> (written by management's PATCH). No blob: none.
+   * Content that does not parse: none, with a warning (a rendition without it beats a 500 on
+   * every request). A failing store is a StorageUnavailableError (503), as for the original.
+   */
+  private async readFocalPoint(assetId: string, log: Logger): Promise<FocalPoint | undefined> {
+    const key = attributesKey(assetId);
+    let text: string;
+    try {
+      const blob = await this.deps.store.get(key);
+      if (!blob) return undefined;
+      text = (await buffer(blob.body)).toString("utf8");
+    } catch (err) {
+      if (err instanceof StorageUnavailableError) throw err;
+      // The store answered but the body broke off.
+      throw new StorageUnavailableError(`reading ${key} failed`, { cause: err });
+    }
+    let parsed: ReturnType<typeof assetAttributesSchema.safeParse>;
+    try {
+      parsed = assetAttributesSchema.safeParse(JSON.parse(text));
+    } catch (err) {
+      log.warn({ err, key }, "attributes blob is not JSON; rendering without a focal point");
+      return undefined;
+    }
+    if (!parsed.success) {
+      log.warn(
+        { key, issues: parsed.error.issues },
+        "attributes blob does not match its schema; rendering without a focal point",
+      );
+      return undefined;
+    }
+    return parsed.data.focalPoint;
   }
 }
 

@@ -45,6 +45,20 @@ function planStep<N extends TransformationName>(
   return { name, params, transformation, input, output };
 }
 
+function stepUsesFocalPoint<N extends TransformationName>(name: N, given: GivenParams<N>): boolean {
+  const transformation: Transformation<N> = transformations[name];
+  return transformation.usesFocalPoint?.(resolveParams(name, given)) ?? false;
+}
+
+/**
+ * True when a step of the request looks at the asset's focal point (thumbnail, avatar,
+ * crop:gravity=focal): only then does delivery read the asset's attributes blob.
+ */
+export function usesFocalPoint(steps: readonly TransformationStep[]): boolean {
+  // The same name/params correlation cast as in planRender.
+  return steps.some((step) => stepUsesFocalPoint(step.name, step.params as GivenParams<typeof step.name>));
+}
+
 /**
  * Every step's size from the original's header size and the parameters, before any pixel is
  * decoded: the one place where outputs are held to maxOutputPixels and a request to its work

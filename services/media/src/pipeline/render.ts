@@ -1,11 +1,18 @@
 import sharp from "sharp";
 import {
   formatOfMimeType,
+  type FocalPoint,
   type MediaLimits,
   type TransformationName,
   type TransformationStep,
 } from "@media-platform/contracts";
-import type { FaceDetector, OutputFormat, PixelWorkers, StepContext } from "../transformations/transformation";
+import {
+  keepFocalPointWhenSameSize,
+  type FaceDetector,
+  type OutputFormat,
+  type PixelWorkers,
+  type StepContext,
+} from "../transformations/transformation";
 import {
   InputPixelLimitError,
   TransformationInputError,
@@ -44,6 +51,11 @@ export interface RenderInput {
   contentType: string;
   steps: TransformationStep[];
   cacheKey: string;
+  /**
+   * The asset's focal point (its attributes blob), in fractions of the original as displayed
+   * (after EXIF orientation); delivery reads it only when a step uses it.
+   */
+  focalPoint?: FocalPoint;
 }
 
 export interface RenderOptions {
@@ -159,6 +171,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       pixels: deps.pixels,
       faces: deps.faces,
       signal,
+      focalPoint: input.focalPoint,
     };
     const srgb = meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3;
     let current: Pixels = { pipeline: original, srgb };
@@ -169,7 +182,10 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       signal?.throwIfAborted();
       stepStart = performance.now();
       ctx.stepIndex = index;
+      ctx.keptRegion = undefined;
       result = await runStep(step, current, ctx, deadline);
+      // Into the coordinates of the next step's input.
+      if (ctx.focalPoint) ctx.focalPoint = focalPointAfter(step, ctx.focalPoint, ctx);
       if (index < plan.steps.length - 1) {
         signal?.throwIfAborted();
         // Materialise so the next step starts from pixels, whatever order sharp would use.
@@ -191,6 +207,18 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     release?.();
     await source.close();
   }
+}
+
+/** Where `point` (fractions of the step's input) lies in the step's output; see StepShape.mapFocalPoint. */
+function focalPointAfter<N extends TransformationName>(
+  step: PlannedStep<N>,
+  point: FocalPoint,
+  ctx: StepContext,
+): FocalPoint | undefined {
+  const t = step.transformation;
+  return t.mapFocalPoint
+    ? t.mapFocalPoint(point, step.input, step.output, step.params, ctx)
+    : keepFocalPointWhenSameSize(point, step.input, step.output);
 }
 
 /** Hands a step the input it declared (encoded pipeline, 8-bit sRGB pipeline or raw pixels). */

@@ -1,8 +1,16 @@
 import sharp from "sharp";
 import { parseColor } from "@media-platform/contracts";
 import { fromRaw, toRaw } from "../pipeline/raw";
-import type { Region } from "./crop";
-import { formatHasAlpha, type FaceBox, type FaceDetector, type Transformation } from "./transformation";
+import { largestSquareAround } from "./focal-point";
+import { cropToSquare } from "./square-crop";
+import {
+  formatHasAlpha,
+  type FaceBox,
+  type FaceDetector,
+  type Region,
+  type StepContext,
+  type Transformation,
+} from "./transformation";
 
 /**
  * The detector sees a copy no larger than this: the tiny face detector resizes its input
@@ -69,39 +77,34 @@ export async function findFaces(
   return faces.map((f) => ({ x: f.x * sx, y: f.y * sy, width: f.width * sx, height: f.height * sy, score: f.score }));
 }
 
-/**
- * `box` of the image, scaled to `size` x `size`. When that is a large reduction (a face in
- * a camera photo), the whole image is resized first and the window cut from the result: a
- * pre-resize extract would turn off JPEG shrink-on-load and decode every pixel (about
- * 120 ms more on a 12-megapixel JPEG here).
- */
-function cropToSquare(image: sharp.Sharp, box: Region, size: number, width: number, height: number): sharp.Sharp {
-  if (box.width < 2 * size) return image.extract(box).resize(size, size);
-  const scale = size / box.width;
-  const scaledWidth = Math.max(size, Math.round(width * scale));
-  const scaledHeight = Math.max(size, Math.round(height * scale));
-  return image.resize(scaledWidth, scaledHeight, { fit: "fill" }).extract({
-    left: Math.min(Math.round(box.left * scale), scaledWidth - size),
-    top: Math.min(Math.round(box.top * scale), scaledHeight - size),
-    width: size,
-    height: size,
-  });
-}
-
 const svg = (size: number, body: string) =>
   Buffer.from(
     `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}" viewBox="0 0 ${size} ${size}">${body}</svg>`,
   );
 
+/**
+ * The square an avatar shows: around the asset's focal point when it has one (the user's choice
+ * wins over the detector, which then does not run), else around the faces found, else undefined
+ * (the caller uses sharp's attention strategy).
+ */
+async function avatarBox(image: sharp.Sharp, ctx: StepContext): Promise<Region | undefined> {
+  const size = { width: ctx.width, height: ctx.height };
+  if (ctx.focalPoint) return largestSquareAround(ctx.focalPoint, size);
+  // A detector failure is an error, not a silent attention crop: results are cached for
+  // good, errors are not.
+  const faces = await findFaces(image, ctx.faces, ctx.width, ctx.height);
+  return avatarCropBox(ctx.width, ctx.height, faces);
+}
+
 export const avatar = {
   input: "encoded",
   outputSize: (_input, params) => ({ width: params.size, height: params.size }),
+  usesFocalPoint: () => true,
+  // A portrait: nothing after it needs the point (and the box came from faces or from it).
+  mapFocalPoint: () => undefined,
   async apply(image, params, ctx) {
     const size = params.size;
-    // A detector failure is an error, not a silent attention crop: results are cached for
-    // good, errors are not.
-    const faces = await findFaces(image, ctx.faces, ctx.width, ctx.height);
-    const box = avatarCropBox(ctx.width, ctx.height, faces);
+    const box = await avatarBox(image, ctx);
     const square = box
       ? cropToSquare(image, box, size, ctx.width, ctx.height)
       : image.resize(size, size, { fit: "cover", position: sharp.strategy.attention });

@@ -1,5 +1,6 @@
 import type sharp from "sharp";
 import { parseColor, type Rgba } from "@media-platform/contracts";
+import { pointInPadded } from "./focal-point";
 import { formatHasAlpha, type OutputFormat, type Transformation } from "./transformation";
 
 /**
@@ -20,6 +21,9 @@ export const fit = {
   // pipeline, and with it JPEG shrink-on-load.
   input: "srgb",
   outputSize: (_input, params) => ({ width: params.width, height: params.height }),
+  // Scaled (up or down) to fit inside the canvas, centred in the padding.
+  mapFocalPoint: (point, input, output) =>
+    pointInPadded(point, input, output, Math.min(output.width / input.width, output.height / input.height)),
   async apply(image, params, ctx) {
     // Validated by the URL parser, so a colour is always there.
     const colour = parseColor(params.background)!;

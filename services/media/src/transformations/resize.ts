@@ -2,6 +2,7 @@ import type sharp from "sharp";
 import { parseColor, type ResolvedParams } from "@media-platform/contracts";
 import { fromRaw, toRaw } from "../pipeline/raw";
 import { paddingColour } from "./fit";
+import { coverRegion, pointInPadded, pointInRegion } from "./focal-point";
 import type { Transformation } from "./transformation";
 
 type ResizeParams = ResolvedParams<"resize">;
@@ -63,6 +64,22 @@ export const resize = {
       params.fit,
       params.enlarge === "true",
     ),
+  mapFocalPoint(point, input, output, params, ctx) {
+    const box = resizeBox(params, ctx.limits.maxDimension);
+    // One side, inside and fill scale the whole image: fractions stay.
+    if (box.width === undefined || box.height === undefined) return point;
+    switch (params.fit) {
+      case "inside":
+      case "fill":
+        return point;
+      case "cover":
+        return pointInRegion(point, input, coverRegion(input, output));
+      case "contain": {
+        const fits = Math.min(box.width / input.width, box.height / input.height);
+        return pointInPadded(point, input, output, params.enlarge === "true" ? fits : Math.min(fits, 1));
+      }
+    }
+  },
   async apply(image, params, ctx) {
     const box = resizeBox(params, ctx.limits.maxDimension);
     const enlarge = params.enlarge === "true";

@@ -1,5 +1,11 @@
 import type sharp from "sharp";
-import type { AssetFormat, MediaLimits, ResolvedParams, TransformationName } from "@media-platform/contracts";
+import type {
+  AssetFormat,
+  FocalPoint,
+  MediaLimits,
+  ResolvedParams,
+  TransformationName,
+} from "@media-platform/contracts";
 import type { RawImage } from "../pipeline/raw";
 import type { KernelName, KernelParams } from "../pixels/kernels";
 
@@ -36,6 +42,14 @@ export interface Size {
   height: number;
 }
 
+/** A rectangle of an image, in its pixels. */
+export interface Region {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+}
+
 export interface StepContext {
   /** The cache key (request path): seeds deterministic randomness such as add-noise. */
   cacheKey: string;
@@ -52,6 +66,17 @@ export interface StepContext {
   faces: FaceDetector;
   /** Aborted when the request is cancelled or times out: pixel kernels stop with it. */
   signal?: AbortSignal;
+  /**
+   * The asset's focal point in fractions of the image entering this step (the asset's own is of
+   * the oriented original; the runner maps it through the steps before). Absent when the asset
+   * has none, no step of the request uses it, or an earlier step cropped it away.
+   */
+  focalPoint?: FocalPoint;
+  /**
+   * The region of its input a cropping step kept, set by its apply for its mapFocalPoint (crop:
+   * with gravity=attention/entropy only the pixels tell which). Cleared before every step.
+   */
+  keptRegion?: Region;
 }
 
 interface StepShape<N extends TransformationName> {
@@ -63,6 +88,23 @@ interface StepShape<N extends TransformationName> {
   outputSize(input: Size, params: ResolvedParams<N>, limits: MediaLimits): Size;
   /** The parameter a too-large output is blamed on (400 path `<name>.<param>`); default the step. */
   sizeParam?: string;
+  /**
+   * True when this step, with these parameters, looks at ctx.focalPoint: only then does delivery
+   * read the asset's attributes blob (an ordinary request pays nothing). Default false.
+   */
+  usesFocalPoint?(params: ResolvedParams<N>): boolean;
+  /**
+   * Where a focal point (fractions of this step's `input`) lies in its `output`, or undefined when
+   * the output no longer shows it. Default (keepFocalPointWhenSameSize): kept when the step keeps
+   * the size (colour steps), dropped otherwise.
+   */
+  mapFocalPoint?(
+    point: FocalPoint,
+    input: Size,
+    output: Size,
+    params: ResolvedParams<N>,
+    ctx: Pick<StepContext, "keptRegion" | "limits">,
+  ): FocalPoint | undefined;
 }
 
 /**
@@ -88,6 +130,10 @@ export type Transformation<N extends TransformationName> = PipelineStep<N> | Raw
 
 /** Steps that keep the size of their input. */
 export const sameSize = (input: Size): Size => ({ width: input.width, height: input.height });
+
+/** The default of mapFocalPoint: a step that keeps the size keeps the point where it was. */
+export const keepFocalPointWhenSameSize = (point: FocalPoint, input: Size, output: Size): FocalPoint | undefined =>
+  input.width === output.width && input.height === output.height ? point : undefined;
 
 const FORMATS_WITH_ALPHA: ReadonlySet<OutputFormat> = new Set(["png", "webp", "avif", "gif", "tiff"]);
 

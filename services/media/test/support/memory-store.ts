@@ -30,7 +30,12 @@ const TYPES: Record<string, string> = {
 export class MemoryBlobStore implements BlobStore {
   readonly blobs = new Map<string, { data: Buffer; contentType: string }>();
   unavailable = false;
+  /**
+   * Reads of originals (`originals/<id>`): one per transformation, whatever the steps. The small
+   * attributes blob a focal-point step also reads (`attributes/<id>`) is counted apart.
+   */
   gets = 0;
+  attributeGets = 0;
 
   private check(): void {
     if (this.unavailable) throw new StorageUnavailableError("memory store switched off by the test");
@@ -45,7 +50,8 @@ export class MemoryBlobStore implements BlobStore {
 
   async get(key: string): Promise<BlobObject | null> {
     this.check();
-    this.gets++;
+    if (key.startsWith("attributes/")) this.attributeGets++;
+    else this.gets++;
     const blob = this.blobs.get(key);
     if (!blob) return null;
     return { key, contentType: blob.contentType, size: blob.data.length, body: Readable.from([blob.data]) };

@@ -5,6 +5,7 @@ import {
   defaultMediaLimits,
   formatStep,
   parseMediaPath,
+  type FocalPoint,
   type MediaLimits,
   type TransformationStep,
 } from "@media-platform/contracts";
@@ -74,6 +75,10 @@ export interface RenderFixtureOptions {
   limits?: MediaLimits;
   /** Defaults to the media path (steps + asset id), as the service would use. */
   cacheKey?: string;
+  /** The asset's focal point, as delivery passes it from the attributes blob. */
+  focalPoint?: FocalPoint;
+  /** Replaces some real dependencies (e.g. a face detector that counts its calls). */
+  deps?: Partial<RenderDeps>;
 }
 
 /**
@@ -109,7 +114,10 @@ export async function renderImage(
     parsed = steps;
     mediaPath = `/${steps.map(formatStep).join("/")}/${HARNESS_ASSET_ID}`;
   }
-  return render({ original, contentType, steps: parsed, cacheKey: options.cacheKey ?? mediaPath }, harnessDeps(limits));
+  return render(
+    { original, contentType, steps: parsed, cacheKey: options.cacheKey ?? mediaPath, focalPoint: options.focalPoint },
+    { ...harnessDeps(limits), ...options.deps },
+  );
 }
 
 /** Decodes an image to 8-bit sRGB pixels (3 or 4 channels), as tests compare them. */
