@@ -93,10 +93,13 @@ export function outputFormatFor(contentType: string): OutputFormat {
 /**
  * Process-wide sharp settings, called once at start-up. libvips' operation cache only helps
  * when the same operation repeats on the same input; results here are cached by the service
- * instead, so the libvips cache would only hold memory.
+ * instead, so the libvips cache would only hold memory. `concurrency` (threads per image, 0 =
+ * one per core) is set explicitly: sharp's own default depends on the allocator (1 on glibc,
+ * one per core with jemalloc), and the service parallelises across requests instead.
  */
-export function configureSharp(options: { cache?: boolean } = {}): void {
+export function configureSharp(options: { cache?: boolean; concurrency?: number } = {}): void {
   sharp.cache(options.cache ?? false);
+  if (options.concurrency !== undefined) sharp.concurrency(options.concurrency);
 }
 
 // libvips reports a bad original with these message shapes (seen: "Input file has corrupt
