@@ -210,6 +210,14 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     );
     started.push(ipx);
     const ipxBase = `http://127.0.0.1:${ipxPort}`;
+    const floorPort = await freePort();
+    const floor = await startProcess(
+      "bench/http-floor.ts",
+      { PORT: String(floorPort), FLOOR_DIR: originals.dir },
+      `http://127.0.0.1:${floorPort}/`,
+    );
+    started.push(floor);
+    const floorBase = `http://127.0.0.1:${floorPort}`;
     // Expected rate per image/step (from the first request, then the measurements): enough fresh
     // ids per cell, and cells long enough for ~40 requests (slow work gets up to 5x MISS_SECONDS).
     const rateGuess = new Map<string, number>();
@@ -224,13 +232,14 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           const svc: number[] = [];
           const raw: number[] = [];
           const peer: number[] = [];
-          const cpu = { service: [] as number[], sharp: [] as number[], ipx: [] as number[] };
+          const floorRps: number[] = [];
+          const cpu = { service: [] as number[], sharp: [] as number[], ipx: [] as number[], floor: [] as number[] };
           for (let r = 0; r < REPEAT; r++) {
             const guess = rateGuess.get(work)!;
             const seconds = Math.min(MISS_SECONDS * 5, Math.max(MISS_SECONDS, Math.ceil(40 / guess)));
             // Generous: a fast reference or a quieter moment can beat the guess several times over.
             const need = Math.ceil(Math.max(guess, 50) * 4 * seconds) + c + 16;
-            const order = r % 2 === 0 ? ["sharp", "ipx", "service"] : ["service", "ipx", "sharp"];
+            const order = r % 2 === 0 ? ["sharp", "floor", "ipx", "service"] : ["service", "ipx", "floor", "sharp"];
             for (const who of order) {
               if (who === "sharp") {
                 const first = originals.reserve(image, 64);
@@ -248,18 +257,23 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
               } else {
                 const first = originals.reserve(image, need);
                 const suffix =
+                  who === "service"
+                    ? `${assetId(0, image).slice(8)}.${image.extension}`
+                    : `${assetId(0, image).slice(8)}@blob`;
+                const prefix =
                   who === "ipx"
-                    ? `${assetId(0, image).slice(8)}@blob`
-                    : `${assetId(0, image).slice(8)}.${image.extension}`;
-                const prefix = who === "ipx" ? `/${step.ipx(image)}/` : `/${step.service}/`;
+                    ? `/${step.ipx(image)}/`
+                    : who === "floor"
+                      ? `/${benchSteps.indexOf(step)}/`
+                      : `/${step.service}/`;
                 const before = who === "service" ? await readMisses(base) : 0;
-                const pid = who === "service" ? media.pid : ipx.pid;
+                const pid = who === "service" ? media.pid : who === "ipx" ? ipx.pid : floor.pid;
                 const cpuBefore = processCpuMs(pid);
                 const res = checkWrk(
                   `${who} ${cell}`,
                   await runWrk({
                     wrk,
-                    url: who === "ipx" ? ipxBase : base,
+                    url: who === "ipx" ? ipxBase : who === "floor" ? floorBase : base,
                     connections: c,
                     seconds,
                     script: path.join(ROOT, "bench/miss.lua"),
@@ -271,14 +285,15 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 const cpuAfter = processCpuMs(pid);
                 if (cpuBefore !== undefined && cpuAfter !== undefined)
                   // Closed loop: c requests were still in flight when wrk stopped; waitIdle let them finish.
-                  cpu[who as "service" | "ipx"].push((cpuAfter - cpuBefore) / (res.requests + c));
+                  cpu[who as "service" | "ipx" | "floor"].push((cpuAfter - cpuBefore) / (res.requests + c));
                 if (res.requests + c >= need)
                   throw new Error(`${who} ${cell}: ran out of fresh ids (${need}); raise the guess`);
                 if (who === "service") {
                   const misses = (await readMisses(base)) - before;
                   if (misses < res.requests) throw new Error(`${cell}: ${res.requests} requests but ${misses} MISS`);
                   svc.push(res.rps);
-                } else peer.push(res.rps);
+                } else if (who === "floor") floorRps.push(res.rps);
+                else peer.push(res.rps);
                 rateGuess.set(work, Math.max(rateGuess.get(work)!, res.rps));
               }
             }
@@ -286,7 +301,10 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           const s = median(svc);
           const rs = median(raw);
           const ip = median(peer);
-          log(`${cell}: service ${s.toFixed(1)}, sharp ${rs.toFixed(1)}, ipx ${ip.toFixed(1)} req/s (${loadNote()})`);
+          const fl = median(floorRps);
+          log(
+            `${cell}: service ${s.toFixed(1)}, sharp ${rs.toFixed(1)}, floor ${fl.toFixed(1)}, ipx ${ip.toFixed(1)} req/s (${loadNote()})`,
+          );
           const ms = (v: number[]) => (v.length > 0 ? median(v).toFixed(1) : "?");
           rows.push([
             image.name,
@@ -294,10 +312,13 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             String(c),
             fmt(s),
             fmt(rs),
+            fmt(fl),
             fmt(ip),
             ratio(s, rs),
+            ratio(s, fl),
+            ratio(fl, rs),
             ratio(s, ip),
-            `${ms(cpu.service)} / ${ms(cpu.sharp)} / ${ms(cpu.ipx)}`,
+            `${ms(cpu.service)} / ${ms(cpu.sharp)} / ${ms(cpu.floor)} / ${ms(cpu.ipx)}`,
             same,
           ]);
         }
@@ -310,7 +331,9 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
       "",
       "Service: `GET /<step>/<fresh id>.<ext>` (checked: every request counted in `media_misses_total`). " +
         "Raw sharp: `bench/sharp-reference.ts`, c operations in flight, `fs.readFile` + the same sharp calls, " +
-        "`sharp.cache(false)` like the service. IPX 3.1.1 (its own sharp 0.34): `GET /<modifiers>/<file>` on the same files. " +
+        "`sharp.cache(false)` like the service. HTTP floor: `bench/http-floor.ts`, a bare node:http server doing " +
+        "exactly raw sharp's work per request (what any Node HTTP service could at best reach; `floor / sharp` is " +
+        "the cost of HTTP itself on this machine). IPX 3.1.1 (its own sharp 0.34): `GET /<modifiers>/<file>` on the same files. " +
         "`CPU ms/req`: CPU time of the whole process (all threads) per request or operation, the work each " +
         "system spends; it stays comparable when the machine is busy and req/s does not. " +
         "`same output` compares width x height x channels of the three results.",
@@ -322,10 +345,13 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           "conns",
           "service req/s",
           "raw sharp",
+          "HTTP floor",
           "IPX",
           "service / sharp",
+          "service / floor",
+          "floor / sharp",
           "service / IPX",
-          "CPU ms/req service / sharp / IPX",
+          "CPU ms/req service / sharp / floor / IPX",
           "same output",
         ],
         rows,

@@ -137,6 +137,9 @@ export const mediaEnvSchema = z.object({
     DEFAULT_CACHE_POLICY.staleWhileRevalidateSeconds,
     "a whole number of seconds from 0 to 31536000",
   ).describe("Cache-Control stale-while-revalidate of unversioned media URLs"),
+  MEDIA_VIPS_CONCURRENCY: int(0, 64, 1, "a whole number from 0 (one per CPU core) to 64").describe(
+    "libvips threads per image (sharp.concurrency). 1: requests run in parallel across MEDIA_CONCURRENCY slots instead, which costs less CPU per image than splitting each one",
+  ),
   MEDIA_WORKERS: int(0, 256, 0, "a whole number from 0 (one per CPU core) to 256").describe(
     "Pixel worker threads (0 = one per CPU core)",
   ),
@@ -190,6 +193,8 @@ export interface MediaConfig {
   inflightPixels: number;
   concurrency: number;
   queueLimit: number;
+  /** libvips threads per image; 0 = one per CPU core. */
+  vipsConcurrency: number;
   /** 0 = one per CPU core. */
   workers: number;
   logLevel: MediaEnv["LOG_LEVEL"];
@@ -258,6 +263,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     inflightPixels: e.MEDIA_MAX_INFLIGHT_PIXELS,
     concurrency: e.MEDIA_CONCURRENCY,
     queueLimit: e.MEDIA_QUEUE_LIMIT,
+    vipsConcurrency: e.MEDIA_VIPS_CONCURRENCY,
     workers: e.MEDIA_WORKERS,
     logLevel: e.LOG_LEVEL,
     storage,

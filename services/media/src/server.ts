@@ -238,7 +238,7 @@ export async function startMedia(
     const pipeline = require("./pipeline/render") as typeof import("./pipeline/render");
     const { createPixelWorkers } = require("./pixels/pool") as typeof import("./pixels/pool");
     const { createFaceDetector } = require("./faces/index") as typeof import("./faces/index");
-    pipeline.configureSharp();
+    pipeline.configureSharp({ concurrency: config.vipsConcurrency });
     const pixels = createPixelWorkers({
       size: config.workers > 0 ? config.workers : undefined,
       taskTimeoutMs: config.requestTimeoutMs,
