@@ -359,8 +359,18 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     );
   }
 
-  if (PARTS.includes("hit")) out.push("", ...(await measureHit(wrk, base, originals, dir, started)));
-  if (PARTS.includes("redis")) out.push("", ...(await measureRedis(wrk, originals, serviceEnv, started)));
+  // A part that fails is reported in place; the parts measured before it are kept.
+  const part = async (name: string, run: () => Promise<string[]>) => {
+    try {
+      out.push("", ...(await run()));
+    } catch (err) {
+      log(`${name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      out.push("", `### ${name}`, "", `FAILED: ${err instanceof Error ? err.message : String(err)}`);
+      process.exitCode = 1;
+    }
+  };
+  if (PARTS.includes("hit")) await part("HIT throughput", () => measureHit(wrk, base, originals, dir, started));
+  if (PARTS.includes("redis")) await part("Redis-tier HIT", () => measureRedis(wrk, originals, serviceEnv, started));
   out.push("", `End: ${loadNote()}.`);
   return out.join("\n");
 }
@@ -584,7 +594,8 @@ async function measureRedis(
     {
       PORT: String(barePort),
       BARE_REDIS_URL: redisUrl,
-      BARE_REDIS_KEY: `bench:r:${pathname}`,
+      // The service's key: prefix, "r:", the asset's purge generation ("0" until its first purge), the URL.
+      BARE_REDIS_KEY: `bench:r:0:${pathname}`,
       BARE_HEADERS: JSON.stringify(replayHeaders(hit)),
     },
     `http://127.0.0.1:${barePort}/`,

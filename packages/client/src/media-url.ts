@@ -28,15 +28,23 @@ export interface MediaUrlOptions {
    * `?exp=<seconds>&sig=...` with exp covered by the signature.
    */
   expiresAt?: number | Date;
+  /**
+   * The asset's version (its `version` field): `?v=<version>`, which the service answers as
+   * immutable (a replace makes new URLs). Covered by the signature when signingKey is given.
+   */
+  version?: number | string;
 }
 
-/** `<base><path>`, signed (with the expiry, if any) when a key is given. */
+/** `<base><path>`, with the version pin, signed (with the expiry, if any) when a key is given. */
 export function withBase(baseUrl: string, path: string, options: MediaUrlOptions): string {
   if (options.expiresAt !== undefined && !options.signingKey) {
     throw new TypeError("expiresAt needs signingKey: an expiry is only enforced on signed URLs");
   }
   const base = baseUrl.replace(/\/+$/, "");
-  return `${base}${options.signingKey ? signedMediaUrl(path, options.signingKey, { expiresAt: options.expiresAt }) : path}`;
+  const { signingKey, expiresAt, version } = options;
+  if (signingKey) return `${base}${signedMediaUrl(path, signingKey, { expiresAt, version })}`;
+  if (version === undefined) return `${base}${path}`;
+  return `${base}${path}${path.includes("?") ? "&" : "?"}v=${encodeURIComponent(String(version))}`;
 }
 
 /** One typed step: `step("crop", { width: 200, height: 100 })`. */

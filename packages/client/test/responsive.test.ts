@@ -13,6 +13,13 @@ describe("mediaUrl with an expiry", () => {
     expect(url).toBe(`${BASE}${signed}&sig=${hmac(signed)}`);
   });
 
+  it("pins the asset version with v (signed before exp, or plain without a key)", () => {
+    const url = mediaUrl(BASE, ID, "jpg", [step("grayscale")], { signingKey: KEY, version: 4, expiresAt: 1_800_000_000 });
+    const signed = `/grayscale/${ID}.jpg?v=4&exp=1800000000`;
+    expect(url).toBe(`${BASE}${signed}&sig=${hmac(signed)}`);
+    expect(mediaUrl(BASE, ID, "jpg", [step("grayscale")], { version: 4 })).toBe(`${BASE}/grayscale/${ID}.jpg?v=4`);
+  });
+
   it("refuses an expiry without a signing key (it would not be enforced)", () => {
     expect(() => mediaUrl(BASE, ID, "jpg", [step("grayscale")], { expiresAt: 1_800_000_000 })).toThrow(/signingKey/);
   });

@@ -118,7 +118,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   metrics.trackQueueDepth(() => limiter.waiting);
   metrics.dependencyErrors.inc({ dependency: "storage" }, 0);
   if (redis) metrics.dependencyErrors.inc({ dependency: "redis" }, 0);
-  const signer = options.signingKey ? new UrlSigner(options.signingKey) : undefined;
+  const signer = options.signingKey ? new UrlSigner(options.signingKey, Date.now, options.cachePolicy.maxAgeSeconds) : undefined;
   const negotiator = options.autoFormat.length ? new FormatNegotiator(options.autoFormat) : undefined;
   const purger = new AssetPurger(memory, redis, logger);
   const service = new RenditionService({

@@ -51,6 +51,25 @@ describe("UrlSigner with exp", () => {
     expect(signer.check(at(1_600_000_000))).toBe("expired");
   });
 
+  it("an unversioned URL is cached no longer than MEDIA_CACHE_MAX_AGE however far its exp; a versioned one up to exp", () => {
+    const inADay = 1_700_000_000 + 86_400;
+    expect(signer.verify(at(inADay)).cacheControl).toBe("public, max-age=3600");
+    const capped = new UrlSigner(KEY, () => nowMs, 600);
+    expect(capped.verify(at(inADay)).cacheControl).toBe("public, max-age=600");
+    const versioned = signedMediaUrl(PATH, KEY, { version: 3, expiresAt: inADay });
+    expect(versioned).toBe(`${PATH}?v=3&exp=${inADay}&sig=${hmac(`${PATH}?v=3&exp=${inADay}`)}`);
+    expect(capped.verify(versioned)).toEqual({ status: "ok", expiresAt: inADay, cacheControl: "public, max-age=86400" });
+  });
+
+  it("v is covered by the signature: signed it verifies, changed or added afterwards it is invalid", () => {
+    const signed = signedMediaUrl(PATH, KEY, { version: 7 });
+    expect(signed).toBe(`${PATH}?v=7&sig=${hmac(`${PATH}?v=7`)}`);
+    expect(signer.verify(signed)).toEqual({ status: "ok" });
+    expect(signer.check(signed.replace("v=7", "v=8"))).toBe("invalid");
+    expect(signer.check(signedMediaUrl(PATH, KEY).replace("?sig=", "?v=1&sig="))).toBe("invalid");
+    expect(() => signedMediaUrl(PATH, KEY, { version: "a b" })).toThrow(RangeError);
+  });
+
   it("an exp changed after signing is invalid, not expired or ok", () => {
     const signed = at(1_600_000_000);
     expect(signer.check(signed.replace("exp=1600000000", "exp=1900000000"))).toBe("invalid");
@@ -58,7 +77,8 @@ describe("UrlSigner with exp", () => {
 
   it("refuses other parameters, repeated ones and a malformed exp even when signed with the key", () => {
     const sign = (target: string) => `${target}&sig=${hmac(target)}`;
-    expect(signer.check(sign(`${PATH}?v=2`))).toBe("invalid");
+    expect(signer.check(sign(`${PATH}?w=2`))).toBe("invalid");
+    expect(signer.check(sign(`${PATH}?v=2&v=3`))).toBe("invalid");
     expect(signer.check(sign(`${PATH}?exp=1800000000&exp=1900000000`))).toBe("invalid");
     expect(signer.check(sign(`${PATH}?exp=soon`))).toBe("invalid");
     expect(signer.check(sign(`${PATH}?exp=1800000000`))).toBe("ok");
@@ -117,6 +137,25 @@ describe("expiring signed URLs over HTTP", () => {
     const res = await fetch(`${media.url}${past}`);
     expect(res.status).toBe(403);
     expect(res.headers.get("x-cache")).toBeNull();
+  });
+
+  it("a signed versioned URL is immutable; a version changed after signing answers 403", async () => {
+    const url = signedMediaUrl(`/thumbnail:size=140/${id}.jpg`, KEY, { version: 2 });
+    for (const expected of ["MISS", "HIT"]) {
+      const res = await fetch(`${media.url}${url}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-cache")).toBe(expected);
+      expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    }
+    const forged = await fetch(`${media.url}${url.replace("v=2", "v=3")}`);
+    expect(forged.status).toBe(403);
+  });
+
+  it("an expiring unversioned URL a week away is cached for MEDIA_CACHE_MAX_AGE at most", async () => {
+    const url = signedMediaUrl(`/thumbnail:size=150/${id}.jpg`, KEY, { expiresAt: inAnHour() + 7 * 86_400 });
+    const res = await fetch(`${media.url}${url}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("public, max-age=3600");
   });
 
   it("URLs without exp get the service's Cache-Control for unversioned URLs (no shorter bound)", async () => {

@@ -18,15 +18,19 @@ import { createHmac } from "node:crypto";
  * cache-busting variants of a signed URL, so the service refuses it.
  *   exp       unix seconds after which the URL answers 403 (covered by the signature, so it
  *             cannot be extended);
- *   download  originals only: `GET /original/<id>.<ext>?download=<filename>`.
+ *   download  originals only: `GET /original/<id>.<ext>?download=<filename>`;
+ *   v         the asset version a URL pins (`?v=<version>`): the response is immutable, and
+ *             signed, only the key holder can mint versions (no cache-busting variants).
  *
  * Uses node:crypto: the signing key is a server-side secret, so URLs are signed in Node only.
  */
 
 /** Query parameters a signed URL may carry before `sig` (each at most once). */
-export const SIGNED_QUERY_PARAMETERS = ["download", "exp"] as const;
+export const SIGNED_QUERY_PARAMETERS = ["download", "exp", "v"] as const;
 
 export interface SignOptions {
+  /** Pins the asset version (`v=<version>`, before `exp`): the answer is cached as immutable. */
+  version?: number | string;
   /** The URL stops working after this instant: unix seconds or a Date (rounded down to seconds). */
   expiresAt?: number | Date;
 }
@@ -51,12 +55,19 @@ export function expirySeconds(expiresAt: number | Date): number {
 }
 
 /**
- * The signed form of a media URL path: `<path>?sig=<sig>`, or with an expiry
- * `<path>?exp=<unix seconds>&sig=<sig>`. `path` may already carry a query (e.g.
- * `/original/<id>.jpg?download=photo.jpg`); `exp` and `sig` are appended after it.
+ * The signed form of a media URL path: `<path>?sig=<sig>`, or with a version and an expiry
+ * `<path>?v=<version>&exp=<unix seconds>&sig=<sig>`. `path` may already carry a query (e.g.
+ * `/original/<id>.jpg?download=photo.jpg`); `v`, `exp` and `sig` are appended after it.
  */
 export function signedMediaUrl(path: string, key: string, options: SignOptions = {}): string {
   let signed = path;
+  if (options.version !== undefined) {
+    const version = String(options.version);
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(version)) {
+      throw new RangeError(`version must be 1-64 characters of [A-Za-z0-9._-] (got ${JSON.stringify(version)})`);
+    }
+    signed += `${signed.includes("?") ? "&" : "?"}v=${version}`;
+  }
   if (options.expiresAt !== undefined) {
     signed += `${signed.includes("?") ? "&" : "?"}exp=${expirySeconds(options.expiresAt)}`;
   }

@@ -17,6 +17,12 @@ export const DEFAULT_CACHE_POLICY: Readonly<CachePolicy> = Object.freeze({
 /** A `v` query parameter pins the URL to one version of the original. */
 const VERSIONED = /[?&]v=[^&]/;
 
+/** The request-target pins a version (`?v=`): what it names never changes. */
+export const isVersioned = (target: string): boolean => VERSIONED.test(target);
+
+/** A year: the longest lifetime any media response is given. */
+export const MAX_AGE_CAP_SECONDS = 31_536_000;
+
 /**
  * Originals can be replaced or deleted, so a result is immutable only when its URL names the
  * version (`?v=<version>`); other URLs are fresh for max-age, then served stale while the CDN

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import { mediaSignatureDigest, SIGNED_QUERY_PARAMETERS, splitSignedTarget } from "@media-platform/contracts";
+import { DEFAULT_CACHE_POLICY, isVersioned, MAX_AGE_CAP_SECONDS } from "../cache/entry";
 import { ProblemError } from "../problem";
 
 /**
@@ -32,6 +33,11 @@ export class UrlSigner {
     private readonly key: string,
     /** Clock in ms (tests pin it). */
     private readonly now: () => number = Date.now,
+    /**
+     * MEDIA_CACHE_MAX_AGE: an expiring URL without `v` is cached no longer than unversioned URLs
+     * are (its original can still be replaced), however far away its `exp` is.
+     */
+    private readonly unversionedMaxAgeSeconds: number = DEFAULT_CACHE_POLICY.maxAgeSeconds,
   ) {}
 
   /** {@link verify}'s status alone (the hot path and most callers need only this). */
@@ -41,7 +47,7 @@ export class UrlSigner {
 
   /**
    * Checks a request-target (`req.url`): `sig` must be the last query parameter and the
-   * HMAC of everything before it; the parameters it covers may only be exp and download, each
+   * HMAC of everything before it; the parameters it covers may only be exp, download and v, each
    * once; an `exp` in the past is "expired" (checked after the signature, so a forged expiry is
    * "invalid"). The comparison is constant-time with respect to the signature.
    */
@@ -67,13 +73,17 @@ export class UrlSigner {
     const expiresAt = Number(exp);
     const now = this.now();
     if (now >= expiresAt * 1000) return { status: "expired", expiresAt };
-    return { status: "ok", expiresAt, cacheControl: expiringCacheControl(expiresAt, now) };
+    const cap = isVersioned(parts.signed) ? MAX_AGE_CAP_SECONDS : this.unversionedMaxAgeSeconds;
+    return { status: "ok", expiresAt, cacheControl: expiringCacheControl(expiresAt, now, cap) };
   }
 }
 
-/** `public, max-age=<seconds left>` (at most a year, like the immutable default). */
-export function expiringCacheControl(expiresAt: number, nowMs: number): string {
-  const left = Math.max(0, Math.min(31_536_000, Math.floor(expiresAt - nowMs / 1000)));
+/**
+ * `public, max-age=<seconds left>`, at most `capSeconds` (a year for a versioned URL, else the
+ * unversioned max-age). No stale-while-revalidate: no cache may serve it past `exp`.
+ */
+export function expiringCacheControl(expiresAt: number, nowMs: number, capSeconds = MAX_AGE_CAP_SECONDS): string {
+  const left = Math.max(0, Math.min(capSeconds, Math.floor(expiresAt - nowMs / 1000)));
   return left === 0 ? "no-store" : `public, max-age=${left}`;
 }
 
@@ -106,7 +116,7 @@ export function requireSignature(signer: UrlSigner, target: string): string | un
       throw new ProblemError(
         403,
         "invalid-signature",
-        "The URL signature is wrong (or the query has parameters other than exp and download before sig, or any after it)",
+        "The URL signature is wrong (or the query has parameters other than exp, download and v before sig, or any after it)",
         { title: "Invalid signature" },
       );
   }
