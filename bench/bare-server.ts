@@ -5,8 +5,8 @@
  * (randomUUID) and answers If-None-Match with a 304.
  *  - BODY_FILE: the bytes, read once (memory-tier reference);
  *  - BARE_REDIS_URL + BARE_REDIS_KEY instead: one Redis GET per request, then the bytes of the
- *    stored value after its "<content type>\n" prefix (Redis-tier reference, same value format
- *    as services/media/src/cache/redis-cache.ts).
+ *    stored value after its "<content type>\n<etag>\n" prefix (Redis-tier reference, same value
+ *    format as services/media/src/cache/redis-cache.ts).
  */
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -44,7 +44,8 @@ if (process.env.BARE_REDIS_URL) {
           res.writeHead(404).end();
           return;
         }
-        send(req.headers["if-none-match"], res, value.subarray(value.indexOf(10) + 1));
+        // `<content type>\n<etag>\n<bytes>` (services/media/src/cache/redis-cache.ts): the bytes start after the ETag line.
+        send(req.headers["if-none-match"], res, value.subarray(value.indexOf(10, value.indexOf(10) + 1) + 1));
       },
       () => res.writeHead(503).end(),
     );

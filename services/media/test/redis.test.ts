@@ -84,12 +84,57 @@ describeWithRedis("Redis result tier", () => {
     expect(await redisHits(second)).toBe(1);
     expect(second.memory.get(path)).toBeDefined();
 
-    // Stored with the TTL, as <content type>\n<bytes>.
+    // Stored with the TTL, as <content type>\n<etag>\n<bytes>.
     const ttl = await redis.ttl(`${prefix}r:0:${path}`);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(7 * 86400);
     const raw = await redis.getBuffer(`${prefix}r:0:${path}`);
     expect(raw!.subarray(0, 10).toString()).toBe("image/png\n");
+    const etag = miss.res.headers.get("etag")!;
+    expect(raw!.subarray(10, 10 + etag.length + 1).toString()).toBe(`${etag}\n`);
+    expect(raw!.subarray(10 + etag.length + 1).equals(miss.body)).toBe(true);
+  });
+
+  it("reads values stored before the ETag line (<content type>\\n<bytes>) with the ETag computed from the bytes", async () => {
+    const id = await store.putFixture("astronaut.png");
+    const path = `/thumbnail:size=152/${id}.png`;
+    const writer = await start({ render: countingRender().render });
+    const miss = await fetchBytes(`${writer.url}${path}`);
+    // Rewrite the stored value in the old layout, as an older replica would have written it.
+    await redis.set(`${prefix}r:0:${path}`, Buffer.concat([Buffer.from("image/png\n"), miss.body]), "EX", 60);
+    const reader = await start({ render: countingRender().render });
+    const hit = await fetchBytes(`${reader.url}${path}`);
+    expect(hit.res.headers.get("x-cache")).toBe("HIT");
+    expect(hit.res.headers.get("content-type")).toBe("image/png");
+    expect(hit.res.headers.get("etag")).toBe(miss.res.headers.get("etag"));
+    expect(hit.body.equals(miss.body)).toBe(true);
+  });
+
+  it("a Redis-tier hit reads the generation and the value in one round trip (lookup) and serves the stored ETag", async () => {
+    const id = await store.putFixture("astronaut.png");
+    const path = `/thumbnail:size=154/${id}.png`;
+    const writer = await start({ render: countingRender().render });
+    const miss = await fetchBytes(`${writer.url}${path}`);
+    const reader = await start({ render: countingRender().render });
+    const commands: string[] = [];
+    const client = reader.redis!.client;
+    const sendCommand = client.sendCommand.bind(client);
+    client.sendCommand = ((command: { name: string }) => {
+      commands.push(command.name);
+      return sendCommand(command as never);
+    }) as typeof client.sendCommand;
+    const hit = await fetchBytes(`${reader.url}${path}`);
+    client.sendCommand = sendCommand;
+    expect(hit.res.headers.get("x-cache")).toBe("HIT");
+    expect(hit.res.headers.get("etag")).toBe(miss.res.headers.get("etag"));
+    // One script call (EVALSHA, or EVAL the first time the script is unknown), nothing else.
+    expect(commands.filter((c) => c !== "evalsha" && c !== "eval")).toEqual([]);
+    expect(commands.length).toBeGreaterThanOrEqual(1);
+    expect(commands.at(-1)).toMatch(/^eval/);
+    // After a purge the lookup sees the new generation: the next request renders again.
+    await reader.purger.purge([id]);
+    const after = await fetchBytes(`${reader.url}${path}`);
+    expect(after.res.headers.get("x-cache")).toBe("MISS");
   });
 
   it("two instances sharing Redis, concurrent requests: one transformation and one MISS in total", async () => {

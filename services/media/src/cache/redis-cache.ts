@@ -21,12 +21,30 @@ export interface RedisCacheOptions {
 export interface StoredResult {
   body: Buffer;
   contentType: string;
+  /** The body's ETag, stored beside it so a Redis hit does not hash the body again. */
+  etag?: string;
 }
 
 /** Result of a lock attempt: held by us (with its token), held by someone else, or Redis is down. */
 export type LockResult = { state: "acquired"; token: string } | { state: "busy" } | { state: "unavailable" };
 
 const NEWLINE = 0x0a;
+
+/** The ETag line of the value layout: `"<base64url sha256>"` (cache/entry.ts etagOf). */
+const ETAG_LINE = /^"[A-Za-z0-9_-]{43}"$/;
+
+/**
+ * One round trip for a Redis-tier lookup: the asset's purge generation (KEYS[1], "0" before its
+ * first purge) and the value stored under `<value prefix><generation>:<cache key>`. The value key
+ * is derived inside the script, so this needs a single Redis (not Redis Cluster), as the rest of
+ * this tier does.
+ */
+const LOOKUP_SCRIPT = `local gen = redis.call("get", KEYS[1]) or "0"
+return {gen, redis.call("get", ARGV[1] .. gen .. ":" .. ARGV[2])}`;
+
+type LookupClient = Redis & {
+  mediaLookupBuffer(genKey: string, valuePrefix: string, key: string): Promise<[Buffer, Buffer | null]>;
+};
 
 // Compare-and-delete: only the holder's token releases the lock (Redis docs, "SET" pattern).
 const UNLOCK_SCRIPT = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
@@ -36,8 +54,9 @@ const UNLOCK_SCRIPT = `if redis.call("get", KEYS[1]) == ARGV[1] then return redi
  * several replicas compute a URL once. Every method resolves, never rejects: when Redis is
  * down the caller behaves as on a miss, the fault is counted and logged once per interval.
  *
- * Value layout: `<content type>\n<bytes>` under one key, so a result is written and expires
- * atomically with a single SET.
+ * Value layout: `<content type>\n<etag>\n<bytes>` under one key, so a result is written and
+ * expires atomically with a single SET. Values written before the ETag line existed
+ * (`<content type>\n<bytes>`) still read: an image never starts with the ETag's quote.
  */
 export class RedisCache {
   readonly client: Redis;
@@ -63,6 +82,7 @@ export class RedisCache {
     });
     // Without a listener ioredis would report "Unhandled error event" on every failed reconnect.
     this.client.on("error", (err: Error) => this.fault("connection", err));
+    this.client.defineCommand("mediaLookup", { numberOfKeys: 1, lua: LOOKUP_SCRIPT });
   }
 
   /** Whether the client is connected right now (for readiness; the cache works either way). */
@@ -124,6 +144,24 @@ export class RedisCache {
    * The asset's shared generation, bumped by every purge and part of its Redis cache keys, so a
    * purge makes every old entry unreachable at once. Undefined when Redis is down.
    */
+  /**
+   * The asset's generation and the result stored for `key` under it, in one round trip (the
+   * lookup of every Redis-tier request). Undefined when Redis is down.
+   */
+  async lookup(assetId: string, key: string): Promise<{ generation: string; result: StoredResult | undefined } | undefined> {
+    try {
+      const [generation, value] = await (this.client as LookupClient).mediaLookupBuffer(
+        this.generationKey(assetId),
+        this.valueKey(""),
+        key,
+      );
+      return { generation: generation.toString("latin1"), result: decode(value) };
+    } catch (err) {
+      this.fault("lookup", err);
+      return undefined;
+    }
+  }
+
   async generation(assetId: string): Promise<string | undefined> {
     try {
       return (await this.client.get(this.generationKey(assetId))) ?? "0";
@@ -217,7 +255,8 @@ export class RedisCache {
   async set(key: string, result: StoredResult, assetId?: string): Promise<boolean> {
     if (result.body.length > this.options.maxEntryBytes) return false;
     try {
-      const value = Buffer.concat([Buffer.from(`${result.contentType}\n`, "latin1"), result.body]);
+      const head = result.etag ? `${result.contentType}\n${result.etag}\n` : `${result.contentType}\n`;
+      const value = Buffer.concat([Buffer.from(head, "latin1"), result.body]);
       const ttl = this.options.ttlSeconds;
       if (assetId) {
         const keys = this.assetKeysKey(assetId);
@@ -286,5 +325,11 @@ function decode(value: Buffer | null): StoredResult | undefined {
   if (!value) return undefined;
   const nl = value.indexOf(NEWLINE);
   if (nl <= 0) return undefined;
-  return { contentType: value.subarray(0, nl).toString("latin1"), body: value.subarray(nl + 1) };
+  const contentType = value.subarray(0, nl).toString("latin1");
+  const next = value.indexOf(NEWLINE, nl + 1);
+  if (next > nl && value[nl + 1] === 0x22) {
+    const etag = value.subarray(nl + 1, next).toString("latin1");
+    if (ETAG_LINE.test(etag)) return { contentType, etag, body: value.subarray(next + 1) };
+  }
+  return { contentType, body: value.subarray(nl + 1) };
 }

@@ -6,7 +6,7 @@ import { attributesKey, originalKey, StorageUnavailableError, type BlobStore } f
 import { cacheControlFor, makeEntry, type CacheEntry, type CachePolicy } from "../cache/entry";
 import type { AssetPurger } from "../purge/asset-purger";
 import type { MemoryCache } from "../cache/memory-cache";
-import type { RedisCache } from "../cache/redis-cache";
+import type { RedisCache, StoredResult } from "../cache/redis-cache";
 import type { MediaMetrics } from "../metrics";
 import { usesFocalPoint } from "../pipeline/plan";
 import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
@@ -168,10 +168,11 @@ export class RenditionService {
     const { redis } = this.deps;
     if (!redis) return this.compute(store, request, signal, deadline, undefined, log);
     // The asset's shared generation is part of the Redis key: a purge (INCR) orphans old results.
-    const shared = await redis.generation(request.assetId);
-    if (shared === undefined) return this.compute(store, request, signal, deadline, undefined, log);
-    store.redisKey = `${shared}:${key}`;
-    return this.resolveShared(store, request, signal, deadline, log, redis);
+    // One round trip reads it and the result stored under it.
+    const found = await redis.lookup(request.assetId, key);
+    if (found === undefined) return this.compute(store, request, signal, deadline, undefined, log);
+    store.redisKey = `${found.generation}:${key}`;
+    return this.resolveShared(store, request, signal, deadline, log, redis, found.result);
   }
 
   private async resolveShared(
@@ -181,15 +182,16 @@ export class RenditionService {
     deadline: number,
     log: Logger,
     redis: RedisCache,
+    /** The Redis-tier lookup's result (RedisCache.lookup, with the generation). */
+    stored: StoredResult | undefined,
   ): Promise<FlightResult> {
     const key = store.redisKey;
 
     // The Redis-tier lookup (once per flight; the lock double-check and the polls below are
     // coordination reads, counted as hits_peer / lock_waits). Redis down counts as a miss (and
     // as a dependency error inside RedisCache).
-    const stored = await redis.get(key);
     this.deps.metrics.cacheLookup("redis", stored ? "hit" : "miss");
-    if (stored) return this.fromRedis(store, stored.body, stored.contentType);
+    if (stored) return this.fromRedis(store, stored);
 
     const waitUntil = Date.now() + this.deps.requestTimeoutMs / 2;
     let pollMs = POLL_START_MS;
@@ -203,7 +205,7 @@ export class RenditionService {
         if (again) {
           await redis.unlock(key, lock.token);
           this.deps.metrics.count("hits_peer");
-          return this.fromRedis(store, again.body, again.contentType);
+          return this.fromRedis(store, again);
         }
         return this.compute(store, request, signal, deadline, lock.token, log);
       }
@@ -217,7 +219,7 @@ export class RenditionService {
         if (!peek) return this.compute(store, request, signal, deadline, undefined, log);
         if (peek.result) {
           this.deps.metrics.count("hits_peer");
-          return this.fromRedis(store, peek.result.body, peek.result.contentType);
+          return this.fromRedis(store, peek.result);
         }
         if (!peek.locked) break; // the holder gave up (error or crash): try to take over
       }
@@ -225,14 +227,14 @@ export class RenditionService {
     }
   }
 
-  private fromRedis(store: Store, body: Buffer, contentType: string): FlightResult {
-    const entry = this.entryFor(store, body, contentType);
+  private fromRedis(store: Store, stored: StoredResult): FlightResult {
+    const entry = this.entryFor(store, stored.body, stored.contentType, stored.etag);
     this.remember(store, entry);
     return { entry, computed: false };
   }
 
-  private entryFor(store: Store, body: Buffer, contentType: string): CacheEntry {
-    return makeEntry(body, contentType, undefined, {
+  private entryFor(store: Store, body: Buffer, contentType: string, etag?: string): CacheEntry {
+    return makeEntry(body, contentType, etag, {
       assetId: store.assetId,
       cacheControl: cacheControlFor(store.key, this.deps.cachePolicy),
     });
@@ -297,7 +299,11 @@ export class RenditionService {
       if (rendition.data.length <= this.deps.maxEntryBytes) this.remember(store, entry);
       // Written before the lock is released, so a waiting replica finds it.
       if (redis && store.redisKey !== key) {
-        await redis.set(store.redisKey, { body: rendition.data, contentType: rendition.contentType }, store.assetId);
+        await redis.set(
+          store.redisKey,
+          { body: rendition.data, contentType: rendition.contentType, etag: entry.etag },
+          store.assetId,
+        );
       }
       return { entry, computed: true };
     } finally {
