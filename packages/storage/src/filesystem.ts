@@ -44,6 +44,22 @@ const errorCode = (err: unknown): string | undefined =>
 
 const isNotFound = (err: unknown): boolean => errorCode(err) === "ENOENT";
 
+/** Every file below `dir` (none when it does not exist), depth first. */
+async function* walkFiles(dir: string): AsyncGenerator<{ name: string; path: string }> {
+  let entries;
+  try {
+    entries = await fs.readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    if (isNotFound(err)) return;
+    throw err;
+  }
+  for (const entry of entries) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) yield* walkFiles(full);
+    else if (entry.isFile()) yield { name: entry.name, path: full };
+  }
+}
+
 function closeQuietly(fd: number): void {
   try {
     closeSync(fd);
@@ -192,15 +208,7 @@ export class FilesystemBlobStore implements BlobStore {
     }
   }
 
-  private async readContentType(p: BlobPaths, key: string): Promise<string> {
-    try {
-      return contentTypeOf(await fs.readFile(p.meta, "utf8"));
-    } catch (err) {
-      // A blob whose sidecar is gone (e.g. crash mid-delete) is still served, as bytes.
-      if (isNotFound(err) || err instanceof SyntaxError) return DEFAULT_CONTENT_TYPE;
-      throw this.unavailable("read metadata of", key, err);
-    }
-  }
+
 
   /*
    * Reads open the data file, stat it and read the sidecar with synchronous calls: on a local
@@ -252,7 +260,7 @@ export class FilesystemBlobStore implements BlobStore {
       if (isNotFound(err)) return null;
       throw this.unavailable("head", key, err);
     }
-    return { key, contentType: await this.readContentType(p, key), size };
+    return { key, contentType: this.readContentTypeSync(p, key), size };
   }
 
   async delete(key: string): Promise<void> {
@@ -269,26 +277,13 @@ export class FilesystemBlobStore implements BlobStore {
   async *list(prefix: string): AsyncIterable<ListedBlob> {
     assertValidBlobKey(prefix);
     const start = path.join(this.rootDir, ...prefix.split("/"));
-    const walk = async function* (dir: string, keyPrefix: string): AsyncGenerator<ListedBlob> {
-      let entries;
-      try {
-        entries = await fs.readdir(dir, { withFileTypes: true });
-      } catch (err) {
-        if (isNotFound(err)) return;
-        throw err;
-      }
-      for (const entry of entries) {
-        const full = path.join(dir, entry.name);
-        if (entry.isDirectory()) {
-          yield* walk(full, `${keyPrefix}${entry.name}/`);
-        } else if (entry.isFile() && entry.name.endsWith(DATA_SUFFIX)) {
-          const stat = await fs.stat(full).catch(() => null);
-          if (stat) yield { key: keyPrefix + entry.name.slice(0, -DATA_SUFFIX.length), modifiedAt: stat.mtime };
-        }
-      }
-    };
     try {
-      yield* walk(start, `${prefix}/`);
+      for await (const file of walkFiles(start)) {
+        if (!file.name.endsWith(DATA_SUFFIX)) continue;
+        const stat = await fs.stat(file.path).catch(() => null);
+        const key = `${prefix}/${path.relative(start, file.path).split(path.sep).join("/")}`.slice(0, -DATA_SUFFIX.length);
+        if (stat) yield { key, modifiedAt: stat.mtime };
+      }
     } catch (err) {
       throw this.unavailable("list", prefix, err);
     }
@@ -296,24 +291,15 @@ export class FilesystemBlobStore implements BlobStore {
 
   async removeIncompleteWrites(olderThan: Date): Promise<number> {
     let removed = 0;
-    const walk = async (dir: string): Promise<void> => {
-      let entries;
-      try {
-        entries = await fs.readdir(dir, { withFileTypes: true });
-      } catch (err) {
-        if (isNotFound(err)) return;
-        throw err;
-      }
-      for (const entry of entries) {
-        const full = path.join(dir, entry.name);
-        if (entry.isDirectory()) await walk(full);
-        else if (entry.name.includes(TMP_INFIX)) {
+    const walk = async (): Promise<void> => {
+      for await (const { name, path: full } of walkFiles(this.rootDir)) {
+        if (name.includes(TMP_INFIX)) {
           const stat = await fs.stat(full).catch(() => null);
           if (stat && stat.mtime < olderThan) {
             await fs.rm(full, { force: true });
             removed++;
           }
-        } else if (entry.name.endsWith(META_SUFFIX)) {
+        } else if (name.endsWith(META_SUFFIX)) {
           // A sidecar without its data file: a put killed between its two renames (metadata is
           // renamed first) or a delete killed between its two removals. Never visible as a blob.
           const data = `${full.slice(0, -META_SUFFIX.length)}${DATA_SUFFIX}`;
@@ -332,7 +318,7 @@ export class FilesystemBlobStore implements BlobStore {
       }
     };
     try {
-      await walk(this.rootDir);
+      await walk();
     } catch (err) {
       throw this.unavailable("sweep", this.rootDir, err);
     }

@@ -7,7 +7,7 @@ import path from "node:path";
  * 0600. Both services of an embedded installation share DATA_DIR, so both find the same value
  * (the media purge secret, when MEDIA_PURGE_SECRET is not set).
  */
-export function embeddedSharedSecret(dataDir: string, fileName: string): string {
+export function embeddedSharedSecret(dataDir: string, fileName: string, bytes = 32): string {
   const file = path.join(dataDir, fileName);
   try {
     return fs.readFileSync(file, "utf8").trim();
@@ -15,7 +15,7 @@ export function embeddedSharedSecret(dataDir: string, fileName: string): string 
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
   }
   fs.mkdirSync(dataDir, { recursive: true });
-  const secret = randomBytes(32).toString("base64url");
+  const secret = randomBytes(bytes).toString("base64url");
   try {
     // "wx": two processes starting together cannot both write; the loser reads the winner's.
     fs.writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: "wx" });

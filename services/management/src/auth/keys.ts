@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import jwt, { type Algorithm, type JwtHeader } from "jsonwebtoken";
 import type JwksRsa from "jwks-rsa";
+import { embeddedSharedSecret } from "@media-platform/storage";
 import type { ManagementConfig } from "../config";
 import { nativeRequire } from "../native-require";
 
@@ -21,24 +21,11 @@ export type KeySource =
  * `create: false` returns null when it does not exist yet.
  */
 export function embeddedSecret(dataDir: string, create = true): string | null {
-  const file = path.join(dataDir, EMBEDDED_SECRET_FILE);
+  if (create) return embeddedSharedSecret(dataDir, EMBEDDED_SECRET_FILE, 48);
   try {
-    return fs.readFileSync(file, "utf8").trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT" || !create) {
-      if (!create) return null;
-      throw err;
-    }
-  }
-  fs.mkdirSync(dataDir, { recursive: true });
-  const secret = randomBytes(48).toString("base64url");
-  try {
-    // "wx": two processes starting together cannot both write; the loser reads the winner's.
-    fs.writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: "wx" });
-    return secret;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") return fs.readFileSync(file, "utf8").trim();
-    throw err;
+    return fs.readFileSync(path.join(dataDir, EMBEDDED_SECRET_FILE), "utf8").trim();
+  } catch {
+    return null;
   }
 }
 
