@@ -1,6 +1,7 @@
 import zlib from "node:zlib";
 import fc from "fast-check";
 import request from "supertest";
+import { ASSET_SORTS } from "@media-platform/contracts";
 import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./helpers";
 
 /** Issue 8, defects 4-6: Unicode text, forged cursors and query values, smaller defects. */
@@ -169,16 +170,7 @@ describe("defect 5: forged cursors and query values are 400s", () => {
       fc.string({ unit: "binary", maxLength: 30 }),
       fc.integer(),
     );
-    const sort = fc.constantFrom(
-      "createdAt",
-      "-createdAt",
-      "updatedAt",
-      "-updatedAt",
-      "userTitle",
-      "-userTitle",
-      "bytes",
-      "-bytes",
-    );
+    const sort = fc.constantFrom(...ASSET_SORTS);
     await fc.assert(
       fc.asyncProperty(sort, value, uuidLike, fc.boolean(), async (s, v, id, sameSort) => {
         const res = await list({ sort: s, cursor: b64({ s: sameSort ? s : "bytes", v, id }) });

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
@@ -15,8 +14,8 @@ import { createManagementMetrics, type ManagementMetrics } from "../src/metrics"
 import type { PrismaClient } from "../src/db/client";
 import { startManagement } from "../src/server";
 import { createTestApp, createTestDatabase, fixture, type TestApp } from "./helpers";
+import { startManagementChild, type ManagementChild } from "./support/child";
 
-const ROOT = path.resolve(__dirname, "../../..");
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 let t: TestApp;
@@ -370,68 +369,9 @@ describe("logs", () => {
 // ---------------------------------------------------------------------------------------------
 // Graceful shutdown of the real process
 
-interface Child {
-  proc: ChildProcess;
-  output(): string;
-  waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function startChild(env: NodeJS.ProcessEnv): Child {
-  const proc = spawn(process.execPath, ["--import", "tsx", "services/management/src/index.ts"], {
-    cwd: ROOT,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  const waiters = new Set<() => void>();
-  const onData = (chunk: Buffer) => {
-    out += chunk.toString("utf8");
-    for (const w of waiters) w();
-  };
-  proc.stdout!.on("data", onData);
-  proc.stderr!.on("data", onData);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.once("exit", (code, signal) => resolve({ code, signal })),
-  );
-  return {
-    proc,
-    output: () => out,
-    exited,
-    waitFor(re, timeoutMs = 30_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const m = re.exec(out);
-          if (m) {
-            cleanup();
-            resolve(m);
-          }
-        };
-        const timer = setTimeout(() => {
-          cleanup();
-          reject(new Error(`timed out waiting for ${re} in the service output:\n${out}`));
-        }, timeoutMs);
-        const onExit = () => {
-          check();
-          cleanup();
-          reject(new Error(`the service exited before printing ${re}:\n${out}`));
-        };
-        const cleanup = () => {
-          clearTimeout(timer);
-          waiters.delete(check);
-          proc.off("exit", onExit);
-        };
-        waiters.add(check);
-        proc.once("exit", onExit);
-        check();
-      });
-    },
-  };
-}
-
 describe("graceful shutdown (the real service, SIGTERM)", () => {
   let dataDir: string;
-  let child: Child | undefined;
+  let child: ManagementChild | undefined;
   let dropDb: (() => Promise<void>) | undefined;
   let env: NodeJS.ProcessEnv;
   const secret = randomBytes(32).toString("hex");
@@ -470,7 +410,7 @@ describe("graceful shutdown (the real service, SIGTERM)", () => {
   });
 
   it("finishes an in-flight upload with its normal status, refuses new connections, closes the database, exits 0", async () => {
-    child = startChild(env);
+    child = startManagementChild(env);
     const url = (await child.waitFor(/^Management API: (http:\/\/\S+)$/m))[1]!;
     // The banner: the docs URL, and `pnpm run token` (plain `pnpm token` is pnpm's own command).
     await child.waitFor(/^Get a token: +pnpm run token --workspace <workspace-id>$/m);

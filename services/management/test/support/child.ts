@@ -9,8 +9,10 @@ export interface ManagementChild {
   proc: ChildProcess;
   url: Promise<string>;
   output(): string;
+  /** Rejects when the output does not show `re` in time, or the process exits before it does. */
   waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
   kill(signal: NodeJS.Signals): Promise<void>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 /** Environment without anything the CI run sets for the in-process tests, plus `env`. */
@@ -38,7 +40,9 @@ export function startManagementChild(env: NodeJS.ProcessEnv): ManagementChild {
   };
   proc.stdout!.on("data", onData);
   proc.stderr!.on("data", onData);
-  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once("exit", (code, signal) => resolve({ code, signal })),
+  );
   const waitFor = (re: RegExp, timeoutMs = 30_000) =>
     new Promise<RegExpExecArray>((resolve, reject) => {
       const check = () => {
@@ -52,22 +56,33 @@ export function startManagementChild(env: NodeJS.ProcessEnv): ManagementChild {
         cleanup();
         reject(new Error(`timed out waiting for ${re}:\n${out.slice(-3000)}`));
       }, timeoutMs);
+      const onExit = () => {
+        check();
+        cleanup();
+        reject(new Error(`the service exited before printing ${re}:\n${out.slice(-3000)}`));
+      };
       const cleanup = () => {
         clearTimeout(timer);
         waiters.delete(check);
+        proc.off("exit", onExit);
       };
       waiters.add(check);
+      proc.once("exit", onExit);
       check();
     });
+  const url = waitFor(/^Management API: (http:\/\/\S+)$/m).then((m) => m[1]!);
+  // A test that stops the child before it listens never awaits the URL.
+  url.catch(() => undefined);
   return {
     proc,
-    url: waitFor(/^Management API: (http:\/\/\S+)$/m).then((m) => m[1]!),
+    url,
     output: () => out,
     waitFor,
     async kill(signal) {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
       await exited;
     },
+    exited,
   };
 }
 
