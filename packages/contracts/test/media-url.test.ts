@@ -3,6 +3,7 @@ import {
   defaultMediaLimits,
   formatMediaPath,
   MAX_STEPS,
+  mediaAssetIdOf,
   MEDIA_EXTENSIONS,
   MediaUrlError,
   paramSpecsOf,
@@ -154,6 +155,25 @@ describe("formatMediaPath / parseMediaPath round trip (fast-check)", () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe("mediaAssetIdOf (the cache lookups' asset id, no step parsing)", () => {
+  it("names the asset of every valid request, with any query string", () => {
+    fc.assert(
+      fc.property(requestArbitrary, fc.constantFrom("", "?v=2", "?exp=1&sig=abc"), (request, query) => {
+        expect(mediaAssetIdOf(`${formatMediaPath(request)}${query}`)).toBe(request.assetId);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("is undefined when the last segment is not <uuid>.<ext>", () => {
+    const id = "0b0e8f5e-3c3f-4b8e-9d4a-7a1f2c3d4e5f";
+    expect(mediaAssetIdOf(`/thumbnail:size=256/${id.toUpperCase()}.jpg`)).toBe(id);
+    for (const target of ["/healthz", "/metrics", `/thumbnail/${id}x.jpg`, `/${id}/x.jpg`, "/", "", `/t/${id}.jpg/`]) {
+      expect([target, mediaAssetIdOf(target)]).toEqual([target, undefined]);
+    }
   });
 });
 

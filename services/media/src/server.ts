@@ -118,7 +118,9 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   metrics.trackQueueDepth(() => limiter.waiting);
   metrics.dependencyErrors.inc({ dependency: "storage" }, 0);
   if (redis) metrics.dependencyErrors.inc({ dependency: "redis" }, 0);
-  const signer = options.signingKey ? new UrlSigner(options.signingKey, Date.now, options.cachePolicy.maxAgeSeconds) : undefined;
+  const signer = options.signingKey
+    ? new UrlSigner(options.signingKey, Date.now, options.cachePolicy.maxAgeSeconds)
+    : undefined;
   const negotiator = options.autoFormat.length ? new FormatNegotiator(options.autoFormat) : undefined;
   const purger = new AssetPurger(memory, redis, logger);
   const service = new RenditionService({
@@ -160,14 +162,22 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     isDraining: deps.isDraining,
     purgeRouter: options.purgeSecret ? purgeRouter(purger, options.purgeSecret) : undefined,
   });
-  const hotPath = createHotPath({ memory, signer, metrics, negotiator });
-  const server = http.createServer((req, res) => {
-    if (hotPath(req, res)) return;
+  const hotPath = createHotPath({
+    memory,
+    signer,
+    metrics,
+    negotiator,
+    shared: redis
+      ? { service, ready: () => redis.ready, presetsOnly: options.presetsOnly, allowQuery: options.allowQuery }
+      : undefined,
+  });
+  const toApp = (req: http.IncomingMessage, res: http.ServerResponse) => {
     // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
     // so even its final error handler's answer has it.
     res.setHeader(NOSNIFF_HEADER, NOSNIFF);
     app(req, res);
-  });
+  };
+  const server = http.createServer((req, res) => hotPath(req, res, toApp));
 
   const closeHooks: CloseHook[] = [
     ...(redis ? [{ name: "redis", close: () => redis.close() }] : []),

@@ -1,6 +1,7 @@
 import { Writable } from "node:stream";
 import { Redis } from "ioredis";
 import pino from "pino";
+import { ROUTE_MEDIA } from "../src/app";
 import { countingRender, gatedRender, metricValue, startTestMedia, type TestMedia } from "./support/media-server";
 import { MemoryBlobStore } from "./support/memory-store";
 import {
@@ -135,6 +136,117 @@ describeWithRedis("Redis result tier", () => {
     await reader.purger.purge([id]);
     const after = await fetchBytes(`${reader.url}${path}`);
     expect(after.res.headers.get("x-cache")).toBe("MISS");
+  });
+
+  it("a Redis-tier hit is answered before Express (route hot_path): 200, HEAD and 304, counted as a memory miss and a Redis hit", async () => {
+    const id = await store.putFixture("astronaut.png");
+    const path = `/thumbnail:size=156/${id}.png`;
+    const writer = await start({ render: countingRender().render });
+    const miss = await fetchBytes(`${writer.url}${path}`);
+    const etag = miss.res.headers.get("etag")!;
+    const httpCount = async (media: TestMedia, route: string, status: string) => {
+      const { values } = await media.metrics.registry.getSingleMetric("http_request_duration_seconds")!.get();
+      return values
+        .filter((v) => v.metricName === "http_request_duration_seconds_count")
+        .filter((v) => v.labels.route === route && String(v.labels.status_code) === status)
+        .reduce((sum, v) => sum + v.value, 0);
+    };
+    const lookups = (media: TestMedia, tier: string, result: string) =>
+      metricValue(media, "media_cache_lookups_total", { tier, result });
+
+    // GET: bytes, headers and request id as a memory hit would give them.
+    const get = await start({ render: countingRender().render });
+    const hit = await fetch(`${get.url}${path}`, { headers: { "X-Request-Id": "redis-hot-1" } });
+    const body = Buffer.from(await hit.arrayBuffer());
+    expect(hit.status).toBe(200);
+    expect(body.equals(miss.body)).toBe(true);
+    expect(
+      Object.fromEntries(
+        [
+          "x-cache",
+          "etag",
+          "content-type",
+          "content-length",
+          "surrogate-key",
+          "x-content-type-options",
+          "x-request-id",
+          "cache-control",
+        ].map((h) => [h, hit.headers.get(h)]),
+      ),
+    ).toEqual({
+      "x-cache": "HIT",
+      etag,
+      "content-type": "image/png",
+      "content-length": String(miss.body.length),
+      "surrogate-key": id,
+      "x-content-type-options": "nosniff",
+      "x-request-id": "redis-hot-1",
+      "cache-control": miss.res.headers.get("cache-control"),
+    });
+    expect(await httpCount(get, "hot_path", "200")).toBe(1);
+    expect(await httpCount(get, ROUTE_MEDIA, "200")).toBe(0);
+    expect([
+      await lookups(get, "memory", "miss"),
+      await lookups(get, "redis", "hit"),
+      await lookups(get, "redis", "miss"),
+    ]).toEqual([1, 1, 0]);
+    expect(get.memory.get(path)?.etag).toBe(etag);
+
+    // HEAD and a revalidation on fresh replicas: the same path, no body / 304.
+    const head = await start({ render: countingRender().render });
+    const headRes = await fetch(`${head.url}${path}`, { method: "HEAD" });
+    expect([headRes.status, headRes.headers.get("x-cache"), headRes.headers.get("content-length")]).toEqual([
+      200,
+      "HIT",
+      String(miss.body.length),
+    ]);
+    expect(await httpCount(head, "hot_path", "200")).toBe(1);
+    const revalidate = await start({ render: countingRender().render });
+    const notModified = await fetch(`${revalidate.url}${path}`, { headers: { "If-None-Match": etag } });
+    expect([notModified.status, notModified.headers.get("etag"), notModified.headers.get("x-cache")]).toEqual([
+      304,
+      etag,
+      "HIT",
+    ]);
+    expect(await httpCount(revalidate, "hot_path", "304")).toBe(1);
+    expect(await httpCount(revalidate, ROUTE_MEDIA, "304")).toBe(0);
+  });
+
+  it("a result another replica stored is served only when this replica's own URL policy accepts the URL", async () => {
+    const id = await store.putFixture("astronaut.png");
+    const plain = `/thumbnail:size=158/${id}.png`;
+    const versioned = `${plain}?v=2`;
+    const writer = await start({ render: countingRender().render });
+    for (const target of [plain, versioned]) {
+      expect((await fetchBytes(`${writer.url}${target}`)).res.headers.get("x-cache")).toBe("MISS");
+      expect(await redis.exists(`${prefix}r:0:${target}`)).toBe(1);
+    }
+    const problem = async (res: Response) => [res.status, ((await res.json()) as { type: string }).type];
+    // MEDIA_ALLOW_QUERY=false: the cache buster is refused, the plain URL served from Redis.
+    const noQuery = await start({ render: countingRender().render, allowQuery: false });
+    expect(await problem(await fetch(`${noQuery.url}${versioned}`))).toEqual([
+      400,
+      "https://media-platform.dev/problems/query-not-allowed",
+    ]);
+    expect((await fetch(`${noQuery.url}${plain}`)).headers.get("x-cache")).toBe("HIT");
+    // MEDIA_PRESETS_ONLY: a non-preset URL is refused although Redis has it.
+    const presetsOnly = await start({ render: countingRender().render, presetsOnly: true });
+    expect(await problem(await fetch(`${presetsOnly.url}${plain}`))).toEqual([
+      403,
+      "https://media-platform.dev/problems/presets-only",
+    ]);
+    // Signing on: an unsigned URL is refused although Redis has it.
+    const signing = await start({ render: countingRender().render, signingKey: "redis-hot-path-key-0123456789" });
+    expect(await problem(await fetch(`${signing.url}${plain}`))).toEqual([
+      403,
+      "https://media-platform.dev/problems/invalid-signature",
+    ]);
+    for (const media of [noQuery, presetsOnly, signing]) {
+      expect(await metricValue(media, "media_cache_lookups_total", { tier: "redis", result: "hit" })).toBe(
+        media === noQuery ? 1 : 0,
+      );
+      expect(media.memory.size).toBe(media === noQuery ? 1 : 0);
+    }
   });
 
   it("two instances sharing Redis, concurrent requests: one transformation and one MISS in total", async () => {

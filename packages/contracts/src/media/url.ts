@@ -127,6 +127,27 @@ function parseStep(segment: string, limits: MediaLimits, issues: MediaUrlIssue[]
   return { name, params } as TransformationStep;
 }
 
+/** `<assetId>.<extension>`, the last segment of a media path (extension lower-cased). */
+function splitFileSegment(last: string): { assetId: string; extension: string } {
+  const dot = last.lastIndexOf(".");
+  return {
+    assetId: dot < 0 ? last : last.slice(0, dot),
+    extension: (dot < 0 ? "" : last.slice(dot + 1)).toLowerCase(),
+  };
+}
+
+/**
+ * The asset id a media request-target names (its last path segment, query ignored), without
+ * parsing its steps; undefined when that is not a UUID. For cache lookups of targets that were
+ * validated when they were stored.
+ */
+export function mediaAssetIdOf(target: string): string | undefined {
+  const query = target.indexOf("?");
+  const path = query < 0 ? target : target.slice(0, query);
+  const { assetId } = splitFileSegment(path.slice(path.lastIndexOf("/") + 1));
+  return UUID.test(assetId) ? assetId.toLowerCase() : undefined;
+}
+
 /**
  * Parses a media request path (query string ignored). Throws MediaUrlError listing every
  * problem found; never throws anything else.
@@ -146,9 +167,7 @@ export function parseMediaPath(path: string, limits: MediaLimits = defaultMediaL
     issues.push({ path: "path", message: `at most ${MAX_STEPS} transformations per URL (got ${segments.length})` });
   }
 
-  const dot = last.lastIndexOf(".");
-  const assetId = dot < 0 ? last : last.slice(0, dot);
-  const extension = (dot < 0 ? "" : last.slice(dot + 1)).toLowerCase();
+  const { assetId, extension } = splitFileSegment(last);
   if (!UUID.test(assetId)) issues.push({ path: "assetId", message: "asset id must be a UUID" });
   if (!(MEDIA_EXTENSIONS as readonly string[]).includes(extension)) {
     issues.push({ path: "extension", message: `extension must be one of ${MEDIA_EXTENSIONS.join(", ")}` });

@@ -136,6 +136,20 @@ export class RenditionService {
     return { entry: result.entry, xCache };
   }
 
+  /**
+   * The Redis tier alone, for the hot path: the result stored for `key` under the asset's current
+   * generation, kept in the memory tier as a Redis hit of `deliver` would be. Undefined on a miss
+   * or while Redis is down; counts nothing (the hot path counts what it answers).
+   */
+  async lookupShared(key: string, assetId: string): Promise<CacheEntry | undefined> {
+    const { redis } = this.deps;
+    if (!redis) return undefined;
+    const generation = this.deps.purger?.localGeneration(assetId) ?? "";
+    const found = await redis.lookup(assetId, key);
+    if (found?.result === undefined) return undefined;
+    return this.fromRedis({ key, assetId, generation, redisKey: `${found.generation}:${key}` }, found.result).entry;
+  }
+
   private async flight(
     key: string,
     request: DeliveryRequest,
