@@ -24,6 +24,8 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("query parser", "simple");
+  // API answers are Cache-Control: no-store, so a validator would only cost a hash of every body.
+  app.set("etag", false);
 
   // Every series exists from the start (metrics.ts), so /metrics shows them before the first event.
   const metrics = deps.metrics ?? createManagementMetrics();

@@ -1,3 +1,4 @@
+import { createPublicKey } from "node:crypto";
 import path from "node:path";
 import { z } from "zod";
 import {
@@ -71,7 +72,7 @@ const ownEnvSchema = z.object({
     .refine((v) => v === undefined || v.length >= 16, "must be at least 16 characters")
     .describe("HS256 shared secret"),
   AUTH_PUBLIC_KEY: optionalString
-    .refine((v) => v === undefined || v.includes("BEGIN"), "must be a PEM public key")
+    .refine((v) => v === undefined || isPublicKeyPem(v), "must be a PEM public key")
     .describe("PEM public key (RS256/ES256/...)"),
   AUTH_ISSUER: optionalString.describe("Required iss claim, checked when set"),
   AUTH_AUDIENCE: optionalString.describe("Required aud claim, checked when set"),
@@ -143,6 +144,16 @@ function lifecycleFrom(e: ManagementEnv): LifecycleConfig {
   } catch (err) {
     const message = (err instanceof Error ? err.message : String(err)).replace(/^invalid configuration: /, "");
     throw new ConfigError([{ variable: "WEBHOOK_SECRET", message }]);
+  }
+}
+
+/** A PEM (`\n` escapes allowed, as env files write it) that node:crypto reads as a public key. */
+function isPublicKeyPem(value: string): boolean {
+  try {
+    createPublicKey(value.replace(/\\n/g, "\n"));
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -143,6 +143,8 @@ describe("GET /v1/assets listing", () => {
     expect(res.body.count).toBe(12);
     expect(res.body.nextCursor).toBeNull();
     expect(res.body.assets.map((a: { id: string }) => a.id)).toEqual(created.map((c) => c.id).reverse());
+    // Never cached (no-store), so no ETag is computed for it.
+    expect([res.headers["cache-control"], res.headers.etag]).toEqual(["no-store", undefined]);
   });
 
   it.each(["-createdAt", "createdAt", "updatedAt", "-updatedAt", "userTitle", "-userTitle", "bytes", "-bytes"])(

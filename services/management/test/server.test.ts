@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -42,6 +43,7 @@ describe("loadConfig", () => {
     ["MEDIA_PUBLIC_URL", "not a url"],
     ["AUTH_JWKS_URL", "ftp://x"],
     ["AUTH_JWT_SECRET", "short"],
+    ["AUTH_PUBLIC_KEY", "-----BEGIN PUBLIC KEY-----\\nbm90IGEga2V5\\n-----END PUBLIC KEY-----"],
     ["DUPLICATE_HAMMING_THRESHOLD", "65"],
     ["LOG_LEVEL", "loud"],
     ["STORAGE_DRIVER", "floppy"],
@@ -49,6 +51,14 @@ describe("loadConfig", () => {
   ])("a bad %s=%s throws naming the variable", (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);
+  });
+
+  it("AUTH_PUBLIC_KEY: a PEM public key, with real newlines or \\n escapes", () => {
+    const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+    const pem = publicKey.export({ type: "spki", format: "pem" }) as string;
+    for (const value of [pem, pem.replace(/\n/g, "\\n")]) {
+      expect(loadConfig({ AUTH_PUBLIC_KEY: value }).auth.publicKey).toBe(value);
+    }
   });
 
   it("exposes every variable in managementEnvSchema (own + storage)", () => {

@@ -1,3 +1,4 @@
+import { createPublicKey, createSecretKey, type KeyObject } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import jwt, { type Algorithm, type JwtHeader } from "jsonwebtoken";
@@ -82,11 +83,14 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
   const maxLifetime = options.maxLifetimeSeconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
   let getKey: jwt.Secret | jwt.GetPublicKeyOrSecret;
   let algorithms: Algorithm[];
+  // Keys are turned into KeyObjects once: given a string, jsonwebtoken parses it on every verify
+  // (for a secret it first tries, and fails, to read it as a public key: ~15% of a search
+  // request's CPU).
   if (source.kind === "secret") {
-    getKey = source.secret;
+    getKey = createSecretKey(Buffer.from(source.secret, "utf8"));
     algorithms = ["HS256", "HS384", "HS512"];
   } else if (source.kind === "publicKey") {
-    getKey = source.pem;
+    getKey = createPublicKey(source.pem);
     algorithms = ASYMMETRIC;
   } else {
     // Cached; an unknown kid triggers a (rate-limited) refetch, so rotated keys are picked up.
@@ -98,10 +102,20 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
       jwksRequestsPerMinute: 10,
       timeout: 5000,
     });
+    const parsed = new Map<string, KeyObject>();
     getKey = (header: JwtHeader, cb) => {
       client
         .getSigningKey(header.kid)
-        .then((key) => cb(null, key.getPublicKey()))
+        .then((key) => {
+          const pem = key.getPublicKey();
+          let keyObject = parsed.get(pem);
+          if (!keyObject) {
+            // Bounded: a rotating JWKS never grows this past a handful of keys.
+            if (parsed.size >= 32) parsed.clear();
+            parsed.set(pem, (keyObject = createPublicKey(pem)));
+          }
+          cb(null, keyObject);
+        })
         .catch((err: unknown) => cb(err instanceof Error ? err : new Error(String(err))));
     };
     algorithms = ASYMMETRIC;
