@@ -14,7 +14,7 @@ describe("cache entries", () => {
     expect(etagOf(body)).toBe(entry.etag);
     expect(entry.hitHeaders).toEqual({
       "Content-Type": "image/png",
-      "Content-Length": body.length,
+      "Content-Length": String(body.length),
       ETag: entry.etag,
       "Cache-Control": "public, max-age=60",
       "Surrogate-Key": "a1",

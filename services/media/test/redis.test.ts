@@ -147,7 +147,7 @@ describeWithRedis("Redis result tier", () => {
     const httpCount = async (media: TestMedia, route: string, status: string) => {
       const { values } = await media.metrics.registry.getSingleMetric("http_request_duration_seconds")!.get();
       return values
-        .filter((v) => v.metricName === "http_request_duration_seconds_count")
+        .filter((v) => (v as { metricName?: string }).metricName === "http_request_duration_seconds_count")
         .filter((v) => v.labels.route === route && String(v.labels.status_code) === status)
         .reduce((sum, v) => sum + v.value, 0);
     };
@@ -210,6 +210,46 @@ describeWithRedis("Redis result tier", () => {
     ]);
     expect(await httpCount(revalidate, "hot_path", "304")).toBe(1);
     expect(await httpCount(revalidate, ROUTE_MEDIA, "304")).toBe(0);
+  });
+
+  it("keeps an asset's generation after its first lookup (then one GET per lookup) and forgets it on a purge another replica made", async () => {
+    const id = await store.putFixture("astronaut.png");
+    const path = `/thumbnail:size=160/${id}.png`;
+    const a = await start({ render: countingRender().render });
+    expect((await fetchBytes(`${a.url}${path}`)).res.headers.get("x-cache")).toBe("MISS");
+    const stale = await redis.getBuffer(`${prefix}r:0:${path}`);
+    expect(stale).not.toBeNull();
+    // Memory tier off: every request of b is a Redis-tier lookup.
+    const b = await start({
+      render: countingRender().render,
+      cache: { memoryBytes: 0, ttlSeconds: 60, maxEntryBytes: 10_000_000 },
+    });
+    const commands: string[] = [];
+    const client = b.redis!.client;
+    const sendCommand = client.sendCommand.bind(client);
+    client.sendCommand = ((command: { name: string }) => {
+      commands.push(command.name);
+      return sendCommand(command as never);
+    }) as typeof client.sendCommand;
+    const lookupCommands = async () => {
+      commands.length = 0;
+      const { res } = await fetchBytes(`${b.url}${path}`);
+      return [res.headers.get("x-cache"), commands.map((c) => (c.startsWith("eval") ? "script" : c))];
+    };
+    expect(await lookupCommands()).toEqual(["HIT", ["script"]]);
+    expect(await lookupCommands()).toEqual(["HIT", ["get"]]);
+    expect(await lookupCommands()).toEqual(["HIT", ["get"]]);
+
+    await a.purger.purge([id]);
+    while (b.purger.localGeneration(id) === "0.0") await new Promise((r) => setTimeout(r, 5));
+    // A late writer puts a result back under the old generation: b must not find it any more.
+    await redis.set(`${prefix}r:0:${path}`, stale!, "EX", 60);
+    const [xCache, after] = await lookupCommands();
+    expect(xCache).toBe("MISS");
+    expect((after as string[])[0]).toBe("script");
+    expect(await redis.exists(`${prefix}r:1:${path}`)).toBe(1);
+    expect(await lookupCommands()).toEqual(["HIT", ["get"]]);
+    client.sendCommand = sendCommand;
   });
 
   it("a result another replica stored is served only when this replica's own URL policy accepts the URL", async () => {

@@ -12,8 +12,9 @@ import type { RedisCache } from "../cache/redis-cache";
  *    neither serves later requests nor lands in the cache;
  *  - Redis tier: a per-asset generation (INCR) is part of every Redis key, so old entries can no
  *    longer be found (and are deleted through the asset's key set); other replicas hear the purge
- *    on a pub/sub channel. A replica whose subscription dropped clears its whole memory tier on
- *    reconnect, since it may have missed purges meanwhile.
+ *    on a pub/sub channel. Each process keeps the generations it has read (RedisCache.lookup) and
+ *    forgets an asset's on every purge it hears of. A replica whose subscription dropped clears its
+ *    whole memory tier and every kept generation on reconnect, since it may have missed purges.
  * Without Redis (embedded mode, or several replicas without Redis) each process must receive the
  * purge call itself (management's MEDIA_PURGE_URLS).
  */
@@ -32,6 +33,7 @@ export class AssetPurger {
       () => {
         this.epoch++;
         this.memory.clear();
+        this.redis?.forgetGenerations();
         this.logger.warn("purge subscription re-established: memory cache cleared (purges may have been missed)");
       },
     );
@@ -58,6 +60,7 @@ export class AssetPurger {
   }
 
   purgeLocal(assetIds: readonly string[]): void {
+    this.redis?.forgetGenerations(assetIds);
     const ids = new Set(assetIds);
     for (const id of ids) this.generations.set(id, (this.generations.get(id) ?? 0) + 1);
     this.memory.deleteWhere((entry) => entry.assetId !== undefined && ids.has(entry.assetId));
