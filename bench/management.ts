@@ -439,8 +439,8 @@ async function explainIndexes(raw: RawDb, statements: Array<{ text: string; valu
   const used = new Set<string>();
   let seq = false;
   for (const s of statements) {
-    // The spelling lookup needs its transaction-local threshold; set_config itself has no plan.
-    if (/set_config/.test(s.text)) continue;
+    // A statement that only sets a setting has no plan (the spelling lookup sets its own threshold).
+    if (/^\s*SELECT set_config\(/.test(s.text)) continue;
     const plan = await raw.transaction(async (tx) => {
       await tx.query(`SET LOCAL pg_trgm.word_similarity_threshold = ${TRIGRAM_THRESHOLD}`);
       return tx.query<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE) ${s.text}`, s.values);
@@ -549,10 +549,9 @@ async function keptDatabase(url: string, assets: number, otherAssets: number): P
   const bench = postgresDatabase(url, async () => undefined);
   const raw = await bench.open();
   try {
-    const [n] = await raw.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1",
-      [WORKSPACE],
-    );
+    const [n] = await raw.query<{ n: number }>("SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1", [
+      WORKSPACE,
+    ]);
     if (n!.n === assets) return { db: bench, seedMs: null, keep: true };
     if (n!.n !== 0) throw new Error(`${url} holds ${n!.n} bench assets, not ${assets}: drop it or point elsewhere`);
     return { db: bench, seedMs: await seed(raw, assets, otherAssets), keep: true };
@@ -614,10 +613,12 @@ async function benchSearchOn(
       seedMs = await seed(raw, assets, otherAssets);
       progress(`search ${label}: seeded in ${(seedMs / 1000).toFixed(1)} s`);
     }
-    const count = (sql: string, params: unknown[]) =>
-      raw.query<{ n: number }>(sql, params).then((r) => r[0]!.n);
+    const count = (sql: string, params: unknown[]) => raw.query<{ n: number }>(sql, params).then((r) => r[0]!.n);
     const ftsCount = (tsq: string, q: string) =>
-      count(`SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_vector @@ ${tsq}`, [WORKSPACE, q]);
+      count(`SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_vector @@ ${tsq}`, [
+        WORKSPACE,
+        q,
+      ]);
     const [total] = await raw.query<{ n: number }>(`SELECT count(*)::int AS n FROM assets`);
     const [postings] = await raw.query<{ n: number }>(`SELECT count(*)::int AS n FROM search_terms`);
 
@@ -671,7 +672,13 @@ async function benchSearchOn(
           `%${substring}%`,
         ]),
       },
-      { name: "list first page (limit=25)", path: "/v1/assets?limit=25", raw: (r) => rawList(r, {}), hits: assets, target: 10 },
+      {
+        name: "list first page (limit=25)",
+        path: "/v1/assets?limit=25",
+        raw: (r) => rawList(r, {}),
+        hits: assets,
+        target: 10,
+      },
       {
         name: `list page ${PAGES_BEFORE + 1} via cursor`,
         path: "",
@@ -723,7 +730,10 @@ async function benchSearchOn(
     for (const q of RECALL_QUERIES) {
       const tsq = tsqueryOf(q);
       const exact = await rankExact(rp, WORKSPACE, tsq, LIMIT);
-      exactPages.set(q, exact.map((h) => h.id));
+      exactPages.set(
+        q,
+        exact.map((h) => h.id),
+      );
       const tries = [];
       for (const perResult of CANDIDATES_PER_RESULT) {
         tries.push(await rankCandidates(rp, WORKSPACE, tsq, LIMIT, perResult));
@@ -804,7 +814,11 @@ async function benchSearchOn(
         if (interleave) c.rawIds = idsOf(await c.raw(raw));
         const same = JSON.stringify(first.assets.map((a) => a.id)) === JSON.stringify(c.rawIds);
         let lat: number[];
-        if (interleave) [c.rawLat, lat] = await alternate(() => c.raw(raw), () => get(c.path));
+        if (interleave)
+          [c.rawLat, lat] = await alternate(
+            () => c.raw(raw),
+            () => get(c.path),
+          );
         else {
           lat = [];
           const end = performance.now() + CASE_SECONDS * 1000;
@@ -885,7 +899,14 @@ async function benchSearchOn(
       table(
         ["path", "req/s", "p50 latency", "p99 latency", "ratio", "target"],
         [
-          [`raw SQL, ${LOAD_CONNECTIONS} concurrent callers (in the bench process)`, rawRate.toFixed(0), "", "", "1.00x", ""],
+          [
+            `raw SQL, ${LOAD_CONNECTIONS} concurrent callers (in the bench process)`,
+            rawRate.toFixed(0),
+            "",
+            "",
+            "1.00x",
+            "",
+          ],
           load
             ? [
                 "service (wrk)",
@@ -963,7 +984,16 @@ async function benchSearch(): Promise<string> {
           ["query", "Postgres p50", "PGlite p50", "p50 ratio", "Postgres p95", "PGlite p95", "p95 ratio", "within 2x"],
           [...pgRun.byQuery].map(([name, [p50, p95]]) => {
             const [l50, l95] = liteRun.byQuery.get(name)!;
-            return [name, ms(p50), ms(l50), ratio(l50, p50), ms(p95), ms(l95), ratio(l95, p95), l50 <= 2 * p50 ? "yes" : "NO"];
+            return [
+              name,
+              ms(p50),
+              ms(l50),
+              ratio(l50, p50),
+              ms(p95),
+              ms(l95),
+              ratio(l95, p95),
+              l50 <= 2 * p50 ? "yes" : "NO",
+            ];
           }),
         ),
       ].join("\n"),

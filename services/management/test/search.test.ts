@@ -125,6 +125,14 @@ describe("GET /v1/assets/search/full-text", () => {
       // Both stem to one lexeme: the corrected query is as cheap as the correctly spelled one.
       { word: "montain", suggestions: ["mountain", "mountains"], lexemes: ["mountain"] },
     ]);
+    // The lookup sets its trigram threshold for itself only (one statement, no transaction): the
+    // connection keeps pg_trgm's default (null on a pooled connection that never loaded pg_trgm).
+    for (let i = 0; i < 4; i++) {
+      const [{ v }] = await t.db.prisma.$queryRaw<
+        [{ v: string | null }]
+      >`SELECT current_setting('pg_trgm.word_similarity_threshold', true) AS v`;
+      expect(["0.6", null]).toContain(v);
+    }
   });
 
   it("the corrected query keeps the rest of the query: known words, -exclusion, or, prefix", async () => {

@@ -320,20 +320,25 @@ export async function spellingCorrections(
   workspaceId: string,
   plain: string,
 ): Promise<Correction[]> {
-  return prisma.$transaction(async (tx) => {
-    // Transaction-local: the `<%` operator (GIN-indexable) uses this threshold.
-    await tx.$queryRaw`SELECT set_config('pg_trgm.word_similarity_threshold', ${String(TRIGRAM_THRESHOLD)}, true)`;
-    return tx.$queryRaw<Correction[]>`
+  // The `<%` operator (GIN-indexable) reads its threshold from pg_trgm.word_similarity_threshold.
+  // It is set by this statement itself, statement-local (set_config(..., true) outside a
+  // transaction block lasts for the statement), in `cfg`: every dictionary probe is a LATERAL
+  // subquery that references cfg, so it runs after it. One round trip, on any connection (a pooler
+  // may not keep session settings), instead of BEGIN, set_config, the lookup and COMMIT.
+  return prisma.$queryRaw<Correction[]>`
       SELECT w.word, array_agg(s.word ORDER BY s.sim DESC, s.word) AS suggestions,
              tsvector_to_array(to_tsvector('english', string_agg(s.word, ' '))) AS lexemes
-        FROM (SELECT DISTINCT t.lexeme AS word
-                FROM unnest(to_tsvector('simple', ${plain})) AS t
-               WHERE t.lexeme ~ ${SEARCH_WORD_PATTERN}
-                 AND numnode(plainto_tsquery('english', t.lexeme)) > 0) w
+        FROM (SELECT set_config('pg_trgm.word_similarity_threshold', ${String(TRIGRAM_THRESHOLD)}, true) AS threshold
+              OFFSET 0) cfg
+        CROSS JOIN (SELECT DISTINCT t.lexeme AS word
+                      FROM unnest(to_tsvector('simple', ${plain})) AS t
+                     WHERE t.lexeme ~ ${SEARCH_WORD_PATTERN}
+                       AND numnode(plainto_tsquery('english', t.lexeme)) > 0) w
         CROSS JOIN LATERAL (
               SELECT d.word, similarity(w.word, d.word) AS sim
                 FROM search_words d
-               WHERE d.workspace_id = ${workspaceId}
+               WHERE cfg.threshold IS NOT NULL
+                 AND d.workspace_id = ${workspaceId}
                  AND w.word <% d.word
                  AND d.word <> w.word
                ORDER BY sim DESC, d.word
@@ -344,5 +349,4 @@ export async function spellingCorrections(
                             AND a.search_vector @@ plainto_tsquery('english', w.word))
        GROUP BY w.word
        ORDER BY w.word`;
-  });
 }
