@@ -28,6 +28,14 @@ const ownEnvSchema = z.object({
     .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), "must be a postgres:// or postgresql:// URL")
     .describe("Postgres connection URL; unset = embedded PGlite"),
   PGLITE_DIR: optionalString.describe("PGlite data folder when DATABASE_URL is unset (default <DATA_DIR>/pg)"),
+  DATABASE_STATEMENT_CACHE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(256)
+    .describe(
+      "Postgres: distinct SQL statements kept prepared on every connection (parsed once, planned by Postgres' plan cache); 0 = none, for a pooler without prepared-statement support",
+    ),
   MAX_UPLOAD_BYTES: positiveInt.default(52428800).describe("Largest accepted upload in bytes (413 above)"),
   LIMIT_INPUT_PIXELS: positiveInt.default(100_000_000).describe("sharp limitInputPixels for decoding uploads"),
   KEEP_GPS: z
@@ -109,6 +117,8 @@ export interface ManagementConfig {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** DATABASE_STATEMENT_CACHE (Postgres only). */
+  statementCache: number;
   pgliteDir: string;
   maxUploadBytes: number;
   limitInputPixels: number;
@@ -178,6 +188,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.HOST,
     dataDir,
     databaseUrl: e.DATABASE_URL,
+    statementCache: e.DATABASE_STATEMENT_CACHE,
     pgliteDir: path.resolve(e.PGLITE_DIR ?? path.join(dataDir, "pg")),
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,

@@ -45,7 +45,11 @@ export async function startManagement(
   const log = overrides.logger ?? createLogger(config.logLevel);
   const db =
     overrides.database ??
-    (await openDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { pgliteDir: config.pgliteDir }));
+    (await openDatabase(
+      config.databaseUrl
+        ? { databaseUrl: config.databaseUrl, statementCache: config.statementCache }
+        : { pgliteDir: config.pgliteDir },
+    ));
   try {
     const conn = await db.migrationConnection();
     const result = await migrate(conn);

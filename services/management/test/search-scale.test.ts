@@ -233,7 +233,7 @@ describe("bounded ranking", () => {
 
   it("does not prove a page whose last hit is not above the bound of the unseen assets", () => {
     const hit = (score: number, createdAt = "2026-01-01T00:00:00.000Z") => ({ id: "x", score, createdAt });
-    const base = { disjunction: true, expansionCapped: false, boundCreatedAt: null };
+    const base = { disjunction: true, expansionCapped: false, boundCreatedAt: null, corrections: null };
     expect(candidatesAreExact({ ...base, truncatedLists: 2, bound: 2, hits: [hit(3), hit(2)] }, 2)).toBe(false);
     expect(candidatesAreExact({ ...base, truncatedLists: 2, bound: 2, hits: [hit(3), hit(2.5)] }, 2)).toBe(true);
     expect(candidatesAreExact({ ...base, truncatedLists: 2, bound: 2, hits: [hit(3)] }, 2)).toBe(false);

@@ -105,7 +105,9 @@ describe("GET /v1/assets/search/full-text", () => {
     expect(found(res.body)).toEqual([ids.astronaut]);
     expect(res.body.assets[0].score).toBeGreaterThan(0);
     expect(found((await search("expresso")).body)).toEqual([ids.coffee]);
-    // One letter off in a short word: word_similarity("tabel", "table") = 0.5.
+    // One letter off in a short word: word_similarity("tabel", "table") = 0.5. Alone (a disjunction
+    // with its prefix: looked up inside the first ranking statement) and after another word (AND).
+    expect(found((await search("tabel")).body)).toEqual([ids.coffee]);
     expect(found((await search("wooden tabel")).body)).toEqual([ids.coffee]);
     expect(found((await search("zzzqqq")).body)).toEqual([]);
   });

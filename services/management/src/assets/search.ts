@@ -98,11 +98,13 @@ export async function fullTextSearch(
 ): Promise<ScoredId[]> {
   const p = parseQuery(q);
   const tsquery = queryTsquery(p);
-  const ranked = await rankedSearch(prisma, workspaceId, tsquery, limit);
   // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
-  if (ranked.length > 0 || p.plain.length < 3 || p.web.includes('"')) return ranked;
+  const correctable = p.plain.length >= 3 && !p.web.includes('"');
+  const first = await rankedSearch(prisma, workspaceId, tsquery, limit, correctable ? p.plain : undefined);
+  if (first.hits.length > 0 || !correctable) return first.hits;
 
-  const corrections = await spellingCorrections(prisma, workspaceId, p.plain);
+  // Usually already looked up by the first ranking statement (a disjunction that found nothing).
+  const corrections = first.corrections ?? (await spellingCorrections(prisma, workspaceId, p.plain));
   if (corrections.length === 0) return [];
   // ts_rewrite keeps the query's structure (or, -term, the prefix part) and swaps each misspelled
   // word's lexeme (which matches nothing) for the distinct english lexemes of its suggestions, OR-ed
@@ -114,7 +116,7 @@ export async function fullTextSearch(
       Prisma.sql`ts_rewrite(${acc}, plainto_tsquery('english', ${c.word}), websearch_to_tsquery('simple', ${c.lexemes.join(" or ")}))`,
     tsquery,
   );
-  return rankedSearch(prisma, workspaceId, corrected, limit);
+  return (await rankedSearch(prisma, workspaceId, corrected, limit)).hits;
 }
 
 /**
@@ -144,6 +146,11 @@ export interface CandidateRanking {
   boundCreatedAt: Date | null;
   /** The candidates ranked exactly, best first, with created_at for the tie-break check. */
   hits: Array<ScoredId & { createdAt: string }>;
+  /**
+   * Spelling corrections of the words asked for (`correct`), looked up in the same statement only
+   * when the query is a disjunction that matched nothing (then its empty page is final); else null.
+   */
+  corrections: Correction[] | null;
 }
 
 /**
@@ -165,13 +172,16 @@ async function rankedSearch(
   workspaceId: string,
   tsquery: Prisma.Sql,
   limit: number,
-): Promise<ScoredId[]> {
-  for (const perResult of CANDIDATES_PER_RESULT) {
-    const c = await rankCandidates(prisma, workspaceId, tsquery, limit, perResult);
+  correct?: string,
+): Promise<{ hits: ScoredId[]; corrections: Correction[] | null }> {
+  let corrections: Correction[] | null = null;
+  for (const [index, perResult] of CANDIDATES_PER_RESULT.entries()) {
+    const c = await rankCandidates(prisma, workspaceId, tsquery, limit, perResult, index === 0 ? correct : undefined);
+    corrections ??= c.corrections;
     if (!c.disjunction) break;
-    if (candidatesAreExact(c, limit)) return c.hits.map((h) => ({ id: h.id, score: h.score }));
+    if (candidatesAreExact(c, limit)) return { hits: c.hits.map((h) => ({ id: h.id, score: h.score })), corrections };
   }
-  return rankExact(prisma, workspaceId, tsquery, limit);
+  return { hits: await rankExact(prisma, workspaceId, tsquery, limit), corrections };
 }
 
 /**
@@ -201,8 +211,18 @@ export async function rankCandidates(
   tsquery: Prisma.Sql,
   limit: number,
   perResult: number = CANDIDATES_PER_RESULT[0],
+  correct?: string,
 ): Promise<CandidateRanking> {
   const candidates = perResult * limit;
+  // An uncorrelated subquery under CASE is an initPlan, run only when the CASE reaches it: a query
+  // with hits never looks at the dictionary, a typo saves the round trip of its own lookup.
+  const corrections =
+    correct === undefined
+      ? Prisma.sql`NULL::json`
+      : Prisma.sql`CASE WHEN (SELECT disjunction FROM q) AND NOT EXISTS (SELECT 1 FROM ranked)
+                     THEN (SELECT coalesce(json_agg(json_build_object('word', c.word, 'suggestions', c.suggestions,
+                                                                      'lexemes', c.lexemes) ORDER BY c.word), '[]')
+                             FROM (${spellingCorrectionsQuery(workspaceId, correct)}) c) END`;
   // The items of the constant tsquery, read from its text form ('lexeme' or 'lexeme':*, with ''
   // and \\ escapes); it is a disjunction when no &, ! or <-> remains outside the quoted lexemes.
   const rows = await prisma.$queryRaw<
@@ -213,6 +233,7 @@ export async function rankCandidates(
       bound: number | null;
       bound_created_at: Date | null;
       hits: CandidateRanking["hits"] | null;
+      corrections: Correction[] | null;
     }>
   >`
     WITH RECURSIVE q AS (
@@ -269,7 +290,8 @@ export async function rankCandidates(
            (SELECT min(last_created_at) FROM cut_last) AS bound_created_at,
            (SELECT json_agg(json_build_object('id', r.id, 'score', r.score, 'createdAt', r.created_at)
                             ORDER BY r.score DESC, r.created_at DESC, r.id ASC)
-              FROM ranked r) AS hits`;
+              FROM ranked r) AS hits,
+           ${corrections} AS corrections`;
   const row = rows[0]!;
   return {
     disjunction: row.disjunction,
@@ -278,6 +300,7 @@ export async function rankCandidates(
     bound: row.bound === null ? null : Number(row.bound),
     boundCreatedAt: row.bound_created_at === null ? null : new Date(row.bound_created_at),
     hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
+    corrections: row.corrections,
   };
 }
 
@@ -320,12 +343,17 @@ export async function spellingCorrections(
   workspaceId: string,
   plain: string,
 ): Promise<Correction[]> {
+  return prisma.$queryRaw<Correction[]>(spellingCorrectionsQuery(workspaceId, plain));
+}
+
+/** The spelling lookup's query (rows: word, suggestions, lexemes), alone or inside rankCandidates'. */
+function spellingCorrectionsQuery(workspaceId: string, plain: string): Prisma.Sql {
   // The `<%` operator (GIN-indexable) reads its threshold from pg_trgm.word_similarity_threshold.
   // It is set by this statement itself, statement-local (set_config(..., true) outside a
   // transaction block lasts for the statement), in `cfg`: every dictionary probe is a LATERAL
   // subquery that references cfg, so it runs after it. One round trip, on any connection (a pooler
   // may not keep session settings), instead of BEGIN, set_config, the lookup and COMMIT.
-  return prisma.$queryRaw<Correction[]>`
+  return Prisma.sql`
       SELECT w.word, array_agg(s.word ORDER BY s.sim DESC, s.word) AS suggestions,
              tsvector_to_array(to_tsvector('english', string_agg(s.word, ' '))) AS lexemes
         FROM (SELECT set_config('pg_trgm.word_similarity_threshold', ${String(TRIGRAM_THRESHOLD)}, true) AS threshold
