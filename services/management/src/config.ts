@@ -34,7 +34,7 @@ const ownEnvSchema = z.object({
     .min(0)
     .default(256)
     .describe(
-      "Postgres: distinct SQL statements kept prepared on every connection (parsed once, planned by Postgres' plan cache); 0 = none, for a pooler without prepared-statement support",
+      "Postgres: distinct SQL statements kept prepared on every connection (parsed once, still planned for their parameters: plan_cache_mode=force_custom_plan is set as a startup option); 0 = none, for a pooler without prepared statements or startup options",
     ),
   MAX_UPLOAD_BYTES: positiveInt.default(52428800).describe("Largest accepted upload in bytes (413 above)"),
   LIMIT_INPUT_PIXELS: positiveInt.default(100_000_000).describe("sharp limitInputPixels for decoding uploads"),

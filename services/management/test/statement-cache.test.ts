@@ -44,6 +44,17 @@ postgres("prepared statements on Postgres", () => {
     opened.push(cached, uncached);
     expect(await preparedOn(cached, "a")).toEqual([expect.stringContaining("SELECT $1::text AS marker")]);
     expect(await preparedOn(uncached, "b")).toEqual([]);
+    // Planned for their parameters on every execution, never a generic plan.
+    const mode = (db: Database) => db.prisma.$queryRaw<Array<{ plan_cache_mode: string }>>`SHOW plan_cache_mode`;
+    expect(await mode(cached)).toEqual([{ plan_cache_mode: "force_custom_plan" }]);
+    expect(await mode(uncached)).toEqual([{ plan_cache_mode: "auto" }]);
+    // Startup options given in the URL are kept beside it.
+    const url = new URL(test.url!);
+    url.searchParams.set("options", "-c statement_timeout=4321");
+    const withOptions = await openDatabase({ databaseUrl: url.toString() });
+    opened.push(withOptions);
+    expect(await mode(withOptions)).toEqual([{ plan_cache_mode: "force_custom_plan" }]);
+    expect(await withOptions.prisma.$queryRaw`SHOW statement_timeout`).toEqual([{ statement_timeout: "4321ms" }]);
     // A prepared statement answers like an unnamed one, parameters included.
     const rows = await cached.prisma.$queryRaw<Array<{ marker: string }>>`SELECT ${"c"}::text AS marker`;
     expect(rows).toEqual([{ marker: "c" }]);
