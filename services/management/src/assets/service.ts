@@ -25,6 +25,7 @@ import { afterCursor, cursorValue, decodeCursor, encodeCursor, type SortField } 
 import { attributesOf, focalPointOf, sameFocalPoint, storeAssetAttributes } from "./attributes";
 import { findDuplicates } from "./duplicates";
 import { fullTextSearch } from "./search";
+import { liveAssetsByIds } from "./rows";
 import { serializeAsset } from "./serializer";
 import { metadataColumns } from "./image-metadata";
 import { analyseImage, type SpooledFile } from "./upload";
@@ -344,9 +345,11 @@ export async function searchAssetsFullText(
 ): Promise<FullTextResponse> {
   const hits = await fullTextSearch(ctx.prisma, principal.workspaceId, query.q, query.limit);
   if (hits.length === 0) return { count: 0, assets: [] };
-  const rows = await ctx.prisma.asset.findMany({
-    where: { workspaceId: principal.workspaceId, deletedAt: null, id: { in: hits.map((h) => h.id) } },
-  });
+  const rows = await liveAssetsByIds(
+    ctx.prisma,
+    principal.workspaceId,
+    hits.map((h) => h.id),
+  );
   const byId = new Map(rows.map((r) => [r.id, r]));
   const assets = hits.flatMap((h) => {
     const row = byId.get(h.id);

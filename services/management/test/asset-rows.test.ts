@@ -1,0 +1,71 @@
+import sharp from "sharp";
+import { liveAssetsByIds } from "../src/assets/rows";
+import { createTestApp, fixture, upload, type TestApp } from "./helpers";
+
+const WS = "ws-rows";
+const OTHER = "ws-rows-other";
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe("liveAssetsByIds (the full-text page's row fetch)", () => {
+  it("returns exactly what findMany returns: every field, same types; live rows of the workspace only", async () => {
+    const ids: string[] = [];
+    for (const name of ["rocket.jpg", "astronaut.png", "coffee.png"]) {
+      const res = await upload(t.as(WS), fixture(name), name);
+      expect(res.status).toBe(201);
+      ids.push(res.body.id as string);
+    }
+    // A JSON column with an object in it (no fixture carries EXIF).
+    const camera = await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } })
+      .jpeg()
+      .withExif({ IFD0: { Make: "Fujifilm", Model: "X-T5" } })
+      .toBuffer();
+    const withExif = (await upload(t.as(WS), camera, "camera.jpg")).body.id as string;
+    ids.push(withExif);
+    const [edited, trashed] = ids;
+    await t
+      .as(WS)
+      .patch(`/v1/assets/${edited}`)
+      .send({
+        userTitle: "Rocket",
+        userTags: ["launch", "sky"],
+        userCaption: "Lift-off",
+        focalPoint: { x: 0.25, y: 0.75 },
+      })
+      .expect(200);
+    await t.as(WS).delete(`/v1/assets/${trashed}`).expect(204);
+    const foreign = (await upload(t.as(OTHER), fixture("chelsea.png"), "chelsea.png")).body.id as string;
+
+    const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
+    const raw = (await liveAssetsByIds(t.db.prisma, WS, [...ids, foreign])).sort(byId);
+    const orm = (
+      await t.db.prisma.asset.findMany({ where: { workspaceId: WS, deletedAt: null, id: { in: [...ids, foreign] } } })
+    ).sort(byId);
+    expect(raw.map((r) => r.id)).toEqual([ids[0], ids[2], withExif].sort());
+    expect(raw.find((r) => r.id === withExif)!.exif).toMatchObject({ make: "Fujifilm", model: "X-T5" });
+    expect(raw).toEqual(orm);
+    // The same keys and, field by field, the same runtime types (Date, bigint, null, arrays, JSON).
+    for (const [i, row] of raw.entries()) {
+      expect(Object.keys(row).sort()).toEqual(Object.keys(orm[i]!).sort());
+      for (const [key, value] of Object.entries(orm[i]!)) {
+        const kind = (v: unknown) => (v === null ? "null" : v instanceof Date ? "date" : typeof v);
+        expect([key, kind((row as Record<string, unknown>)[key])]).toEqual([key, kind(value)]);
+      }
+    }
+    const rocket = raw.find((r) => r.id === edited)!;
+    expect([rocket.userTitle, rocket.userTags, rocket.focalX, rocket.focalY]).toEqual([
+      "Rocket",
+      ["launch", "sky"],
+      0.25,
+      0.75,
+    ]);
+    expect(typeof rocket.bytes).toBe("bigint");
+    expect(await liveAssetsByIds(t.db.prisma, WS, [])).toEqual([]);
+  });
+});
