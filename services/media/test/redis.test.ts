@@ -307,9 +307,12 @@ describeWithRedis("Redis result tier", () => {
     expect(all.filter((r) => r.res.headers.get("x-cache") === "MISS")).toHaveLength(1);
     expect(gated.calls).toHaveLength(1);
     expect(a.counters.get("transformations") + b.counters.get("transformations")).toBe(1);
-    // The other instance got the result from Redis (while waiting on the lock, or just after).
+    // The other instance got the result from Redis (while waiting on the lock, or just after). A
+    // request that reaches it only after the result is in Redis (a loaded machine) reads Redis
+    // too, before it could join the flight, so that instance counts at least one.
     const fromRedis = async (m: TestMedia) => m.counters.get("hits_peer") + (await redisHits(m));
-    expect((await fromRedis(a)) + (await fromRedis(b))).toBe(1);
+    const other = a.counters.get("transformations") === 1 ? b : a;
+    expect(await fromRedis(other)).toBeGreaterThanOrEqual(1);
     for (const r of all) expect(r.body.equals(all[0]!.body)).toBe(true);
     // The lock is released.
     expect(await redis.exists(`${prefix}lock:0:${path}`)).toBe(0);
