@@ -26,6 +26,7 @@ import { LIST_EXACT_COUNT_LIMIT } from "@media-platform/contracts";
 import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
 import { createPGlite, openDatabase, type PrismaClient } from "../services/management/src/db/client";
 import { migrate } from "../services/management/src/db/migrate";
+import { ASSET_COLUMNS, liveAssetsByIds } from "../services/management/src/assets/rows";
 import { Prisma } from "../services/management/src/generated/prisma/client";
 import {
   CANDIDATES_PER_RESULT,
@@ -372,9 +373,10 @@ function rawPrisma(raw: Tx & { transaction?: RawDb["transaction"] }, seen?: Pris
 async function rawFullText(raw: RawDb, q: string, seen?: Prisma.Sql[]): Promise<string[]> {
   const hits = await fullTextSearch(rawPrisma(raw, seen), WORKSPACE, q, LIMIT);
   if (hits.length === 0) return [];
-  const rows = await raw.query<{ id: string }>(
-    `SELECT ${ASSET_COLUMNS} FROM assets WHERE workspace_id = $1 AND id = ANY($2::uuid[])`,
-    [WORKSPACE, hits.map((h) => h.id)],
+  const rows = await liveAssetsByIds(
+    rawPrisma(raw, seen),
+    WORKSPACE,
+    hits.map((h) => h.id),
   );
   if (rows.length !== hits.length) throw new Error("row fetch lost hits");
   return hits.map((h) => h.id);
@@ -382,11 +384,6 @@ async function rawFullText(raw: RawDb, q: string, seen?: Prisma.Sql[]): Promise<
 
 /** The tsquery search.ts builds for a query (for the recall measurement). */
 const tsqueryOf = (q: string): Prisma.Sql => queryTsquery(parseQuery(q));
-
-/** The columns Prisma selects for an Asset (search_vector is Unsupported and never read). */
-const ASSET_COLUMNS =
-  "id, workspace_id, collection_id, user_title, user_tags, user_caption, user_description, original_filename, " +
-  "mime_type, format, width, height, bytes, sha256, phash, created_by, search_text, created_at, updated_at";
 
 interface ListArgs {
   search?: string;

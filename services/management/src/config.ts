@@ -12,6 +12,7 @@ import {
 import { parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
 import { defaultUploadSettings, type UploadSettings } from "./assets/upload";
 import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth/keys";
+import { DEFAULT_STATEMENT_CACHE } from "./db/client";
 import { lifecycleEnvShape, lifecycleConfigFrom, type LifecycleConfig } from "./lifecycle/config";
 
 export { ConfigError };
@@ -32,7 +33,7 @@ const ownEnvSchema = z.object({
     .number()
     .int()
     .min(0)
-    .default(256)
+    .default(DEFAULT_STATEMENT_CACHE)
     .describe(
       "Postgres: distinct SQL statements kept prepared on every connection (parsed once, still planned for their parameters: plan_cache_mode=force_custom_plan is set as a startup option); 0 = none, for a pooler without prepared statements or startup options",
     ),

@@ -17,6 +17,7 @@ import {
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
 import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
+import { queryRefused } from "./delivery/query-policy";
 import { QueueFullError } from "./delivery/limiter";
 import { AssetNotFoundError } from "./delivery/asset-not-found";
 import type { RenditionService } from "./delivery/rendition-service";
@@ -262,10 +263,7 @@ function refuseOtherSpellings(
       },
     );
   }
-  // With signing on, the signature check has already limited the query to the signed parameters
-  // (exp, download) and sig, all covered by the signature: they stay allowed. Without signing,
-  // MEDIA_ALLOW_QUERY=false refuses every query, `exp` included (unsigned, it would mean nothing).
-  if (!allowQuery && query !== "" && !signing) {
+  if (queryRefused(query !== "", allowQuery, signing)) {
     throw new ProblemError(
       400,
       "query-not-allowed",

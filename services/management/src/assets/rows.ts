@@ -5,11 +5,9 @@ import { Prisma, type Asset, type PrismaClient } from "../generated/prisma/clien
  * the schema maps each field to its snake_case column. Derived from Prisma's own field list, so a
  * new field is selected too (a field mapped otherwise fails loudly: test/asset-rows.test.ts).
  */
-const ASSET_COLUMNS = Prisma.raw(
-  Object.values(Prisma.AssetScalarFieldEnum)
-    .map((field) => `"${field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}" AS "${field}"`)
-    .join(", "),
-);
+export const ASSET_COLUMNS = Object.values(Prisma.AssetScalarFieldEnum)
+  .map((field) => `"${field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}" AS "${field}"`)
+  .join(", ");
 
 /**
  * The live assets of a workspace among `ids`, as the Asset rows findMany returns (same fields and
@@ -19,6 +17,6 @@ const ASSET_COLUMNS = Prisma.raw(
  */
 export function liveAssetsByIds(prisma: PrismaClient, workspaceId: string, ids: string[]): Promise<Asset[]> {
   return prisma.$queryRaw<Asset[]>`
-    SELECT ${ASSET_COLUMNS} FROM assets
+    SELECT ${Prisma.raw(ASSET_COLUMNS)} FROM assets
      WHERE workspace_id = ${workspaceId} AND deleted_at IS NULL AND id = ANY(${ids}::uuid[])`;
 }

@@ -6,6 +6,7 @@ import type { MemoryCache } from "../cache/memory-cache";
 import type { MediaMetrics } from "../metrics";
 import type { FormatNegotiator } from "../negotiation";
 import { presetsOnlyGate } from "../presets";
+import { queryRefused } from "./query-policy";
 import type { RenditionService } from "./rendition-service";
 import type { UrlSigner } from "./signing";
 
@@ -97,7 +98,7 @@ export function createHotPath(deps: {
   ): void => {
     if (!shared?.ready()) return next(req, res);
     if (shared.presetsOnly && presetsOnlyGate(target)) return next(req, res);
-    if (!shared.allowQuery && !signer && target.includes("?")) return next(req, res);
+    if (queryRefused(target.includes("?"), shared.allowQuery, signer !== undefined)) return next(req, res);
     const assetId = mediaAssetIdOf(target);
     if (assetId === undefined) return next(req, res);
     const verdict = signer?.verify(target);
