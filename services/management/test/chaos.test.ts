@@ -3,8 +3,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { FilesystemBlobStore } from "@media-platform/storage";
 import { startS3rver } from "@media-platform/storage/src/testing/s3rver";
+import { sweepOrphans } from "../src/assets/orphans";
 import { signToken } from "../src/auth/keys";
+import { openDatabase } from "../src/db/client";
 import { createTestDatabase, fixture } from "./helpers";
 import { childEnv, filesUnder, startManagementChild, type ManagementChild } from "./support/child";
 
@@ -115,13 +118,24 @@ suite("chaos (real processes, dedicated Postgres database)", () => {
     const counted = Number(/dependency_errors_total\{[^}]*dependency="database"[^}]*\} (\d+)/.exec(metrics)?.[1]);
     expect(counted).toBeGreaterThanOrEqual(unavailable.length);
 
-    // A failed insert deletes its blob: exactly one blob (+ sidecar) per asset row, nothing else.
+    // Every asset row has its blob (+ sidecar). An insert that failed deletes its blob, except when
+    // the connection was lost (COMMIT may have succeeded): that blob is left to the orphan sweep.
     const ids = await listIds(url);
     expect(ids.length).toBeGreaterThan(0);
-    expect(filesUnder(path.join(blobsDir, "originals"))).toEqual(
-      ids.flatMap((id) => [`${id}@blob`, `${id}@meta.json`]).sort(),
-    );
+    const expected = ids.flatMap((id) => [`${id}@blob`, `${id}@meta.json`]).sort();
+    expect(filesUnder(path.join(blobsDir, "originals"))).toEqual(expect.arrayContaining(expected));
     await child.kill("SIGTERM");
+    // Once the sweep has run, exactly one blob per row, nothing else.
+    const db = await openDatabase({ databaseUrl: dbUrl });
+    try {
+      await sweepOrphans(
+        { prisma: db.prisma, blobStore: new FilesystemBlobStore(blobsDir) },
+        { graceMs: 0, spoolDir: path.join(dataDir, "no-spool") },
+      );
+    } finally {
+      await db.close();
+    }
+    expect(filesUnder(path.join(blobsDir, "originals"))).toEqual(expected);
   });
 
   it("blob store down: uploads 503 + Retry-After, reads still 200, /readyz names storage", async () => {

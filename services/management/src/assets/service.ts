@@ -24,6 +24,7 @@ import { badRequest, notFound, parseOr400 } from "../problem";
 import { afterCursor, cursorValue, decodeCursor, encodeCursor, type SortField } from "./cursor";
 import { attributesOf, focalPointOf, sameFocalPoint, storeAssetAttributes } from "./attributes";
 import { findDuplicates } from "./duplicates";
+import { isDatabaseUnavailable } from "../db/availability";
 import { fullTextSearch } from "./search";
 import { liveAssetsByIds } from "./rows";
 import { serializeAsset } from "./serializer";
@@ -101,9 +102,19 @@ export async function uploadAsset(
       return row;
     });
   } catch (err) {
-    await ctx.blobStore.delete(key).catch((deleteErr: unknown) => {
-      ctx.log.error({ err: deleteErr, key }, "could not delete the blob of a failed upload");
-    });
+    // A connection lost during the transaction may have lost only COMMIT's answer: the row may
+    // exist. Its blob is kept then (a blob without a row is swept by assets/orphans.ts; a row
+    // without its blob would be lost data).
+    if (isDatabaseUnavailable(err)) {
+      ctx.log.warn(
+        { key },
+        "upload's transaction outcome unknown (database unavailable): blob kept for the orphan sweep",
+      );
+    } else {
+      await ctx.blobStore.delete(key).catch((deleteErr: unknown) => {
+        ctx.log.error({ err: deleteErr, key }, "could not delete the blob of a failed upload");
+      });
+    }
     // The collection was deleted between the check and the insert.
     if (isPrismaError(err, "P2003")) {
       throw badRequest("Unknown collection", [
