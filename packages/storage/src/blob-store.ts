@@ -9,6 +9,14 @@ export interface BlobInfo {
 
 export interface BlobObject extends BlobInfo {
   body: Readable;
+  /**
+   * A path this process can open to read exactly these bytes, valid until `body` is destroyed
+   * (which the reader must still do). Set by the filesystem driver where the platform names open
+   * descriptors (/proc/self/fd on Linux): a native decoder then reads the file itself, with no
+   * copy through the JavaScript heap, and still sees the blob as it was when get() opened it,
+   * even if it is replaced or deleted meanwhile.
+   */
+  localFile?: string;
 }
 
 /**

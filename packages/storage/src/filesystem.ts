@@ -1,5 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { closeSync, constants as fsConstants, createReadStream, fstatSync, openSync, promises as fs, readFileSync } from "node:fs";
+import {
+  closeSync,
+  constants as fsConstants,
+  existsSync,
+  createReadStream,
+  fstatSync,
+  openSync,
+  promises as fs,
+  readFileSync,
+} from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
@@ -27,6 +36,8 @@ const META_SUFFIX = "@meta.json";
 const TMP_INFIX = "@tmp-";
 /** Largest single read of a blob body (bigger blobs stream in chunks of this size). */
 const READ_CHUNK_MAX = 16 * 1024 * 1024;
+/** Where open descriptors have a path of their own (Linux): BlobObject.localFile. */
+const FD_DIR = existsSync("/proc/self/fd") ? "/proc/self/fd" : undefined;
 
 interface BlobPaths {
   dir: string;
@@ -208,8 +219,6 @@ export class FilesystemBlobStore implements BlobStore {
     }
   }
 
-
-
   /*
    * Reads open the data file, stat it and read the sidecar with synchronous calls: on a local
    * disk each takes microseconds, while each hop through libuv's pool (which image work keeps
@@ -240,11 +249,13 @@ export class FilesystemBlobStore implements BlobStore {
         highWaterMark,
         start: 0,
         end: size > 0 ? size - 1 : undefined,
-        autoClose: false,
+        // The stream owns the descriptor: it closes it exactly once, when it ends or is
+        // destroyed. (With autoClose off a stream read to its end never closed it, one leaked
+        // descriptor per read, and destroy() closed it while a listener here closed it again,
+        // which could close a descriptor another request had just been given.)
+        autoClose: true,
       });
-      // Closed here, synchronously, when the stream ends or is destroyed (a reader that stops early).
-      body.once("close", () => closeQuietly(fd));
-      return { key, contentType, size, body };
+      return { key, contentType, size, body, localFile: FD_DIR && `${FD_DIR}/${fd}` };
     } catch (err) {
       closeQuietly(fd);
       throw this.unavailable("get", key, err);
@@ -281,7 +292,10 @@ export class FilesystemBlobStore implements BlobStore {
       for await (const file of walkFiles(start)) {
         if (!file.name.endsWith(DATA_SUFFIX)) continue;
         const stat = await fs.stat(file.path).catch(() => null);
-        const key = `${prefix}/${path.relative(start, file.path).split(path.sep).join("/")}`.slice(0, -DATA_SUFFIX.length);
+        const key = `${prefix}/${path.relative(start, file.path).split(path.sep).join("/")}`.slice(
+          0,
+          -DATA_SUFFIX.length,
+        );
         if (stat) yield { key, modifiedAt: stat.mtime };
       }
     } catch (err) {

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, readlink, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { FilesystemBlobStore, StorageUnavailableError } from "../src";
@@ -38,6 +38,52 @@ describe("FilesystemBlobStore specifics", () => {
     expect(sha256(onDisk)).toBe(sha256(await readFile(ROCKET)));
     expect(JSON.parse(await readFile(path.join(dir, "originals", "abc@meta.json"), "utf8"))).toEqual({
       contentType: "image/jpeg",
+    });
+  });
+
+  describe("descriptors of reads", () => {
+    // Descriptors this process has open on blob files below `dir` (Linux: /proc/self/fd).
+    const openBlobFiles = async (dir: string) => {
+      const fds = await readdir("/proc/self/fd");
+      const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => "")));
+      return targets.filter((t) => t.startsWith(dir)).length;
+    };
+    const linux = process.platform === "linux" ? test : test.skip;
+    const closed = (body: NodeJS.ReadableStream) => new Promise((resolve) => body.once("close", resolve));
+
+    linux("a body read to its end, or destroyed unread, leaves no descriptor open", async () => {
+      const dir = path.join(root, "descriptors");
+      const store = new FilesystemBlobStore(dir);
+      await store.put("originals/a", Buffer.alloc(200_000, 7), "image/png");
+      for (let i = 0; i < 20; i++) {
+        const read = (await store.get("originals/a"))!;
+        const chunks: Buffer[] = [];
+        for await (const chunk of read.body) chunks.push(chunk as Buffer);
+        expect(Buffer.concat(chunks).equals(Buffer.alloc(200_000, 7))).toBe(true);
+        const unread = (await store.get("originals/a"))!;
+        const done = closed(unread.body);
+        unread.body.destroy();
+        await done;
+      }
+      await new Promise((r) => setImmediate(r));
+      expect(await openBlobFiles(dir)).toBe(0);
+    });
+
+    linux("localFile reads the blob as it was when get() opened it, until the body is destroyed", async () => {
+      const dir = path.join(root, "local-file");
+      const store = new FilesystemBlobStore(dir);
+      await store.put("originals/x", Buffer.from("version one"), "text/plain");
+      const blob = (await store.get("originals/x"))!;
+      expect(blob.localFile).toMatch(/^\/proc\/self\/fd\/\d+$/);
+      // Replaced, then deleted: the open blob still reads its own bytes.
+      await store.put("originals/x", Buffer.from("version two"), "text/plain");
+      expect(await readFile(blob.localFile!, "utf8")).toBe("version one");
+      await store.delete("originals/x");
+      expect(await readFile(blob.localFile!, "utf8")).toBe("version one");
+      const done = closed(blob.body);
+      blob.body.destroy();
+      await done;
+      expect(await openBlobFiles(dir)).toBe(0);
     });
   });
 

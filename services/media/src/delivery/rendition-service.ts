@@ -2,7 +2,13 @@ import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@media-platform/observability";
 import { assetAttributesSchema, type FocalPoint, type MediaRequest } from "@media-platform/contracts";
-import { attributesKey, originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
+import {
+  attributesKey,
+  originalKey,
+  StorageUnavailableError,
+  type BlobObject,
+  type BlobStore,
+} from "@media-platform/storage";
 import { cacheControlFor, makeEntry, type CacheEntry, type CachePolicy } from "../cache/entry";
 import type { AssetPurger } from "../purge/asset-purger";
 import type { MemoryCache } from "../cache/memory-cache";
@@ -275,39 +281,13 @@ export class RenditionService {
         signal.throwIfAborted();
         const { blob, focalPoint } = await this.readInputs(request, log);
         if (!blob) throw new AssetNotFoundError(request.assetId);
-        // Streamed: the pipeline reads the header first and the rest only for work it admits.
-        const original = bodyChunks(blob.body, () => {
-          // The store answered but the body broke off (connection reset, file vanished).
-          metrics.dependencyError("storage");
-          return `reading ${originalKey(request.assetId)} failed`;
-        });
-        signal.throwIfAborted();
-        metrics.count("transformations");
-        const steps = request.steps.map((s) => s.name);
-        log.debug({ key, steps, bytesIn: blob.size }, "render started");
-        const started = performance.now();
-        const gate = this.deps.gate;
-        const result = await this.deps.render(
-          {
-            original,
-            contentType: blob.contentType,
-            steps: request.steps,
-            cacheKey: key,
-            convertTo: request.convertTo,
-            focalPoint,
-          },
-          {
-            signal,
-            deadline,
-            onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
-            admit: gate ? (plan) => gate.acquire(plan.workPixels, signal) : undefined,
-          },
-        );
-        log.debug(
-          { key, steps, ms: Math.round(performance.now() - started), bytes: result.data.length },
-          "transformed",
-        );
-        return result;
+        try {
+          return await this.renderBlob(blob, focalPoint, key, request, signal, deadline, log);
+        } finally {
+          // Whatever happened, the body (and the descriptor behind localFile) is released, once
+          // libvips is done with it; a body already read to its end is released already.
+          blob.body.destroy();
+        }
       }, signal);
       const entry = this.entryFor(store, rendition.data, rendition.contentType);
       if (rendition.data.length <= this.deps.maxEntryBytes) this.remember(store, entry);
@@ -323,6 +303,52 @@ export class RenditionService {
     } finally {
       if (redis && lockToken) await redis.unlock(store.redisKey, lockToken);
     }
+  }
+
+  private async renderBlob(
+    blob: BlobObject,
+    focalPoint: FocalPoint | undefined,
+    key: string,
+    request: DeliveryRequest,
+    signal: AbortSignal,
+    deadline: number,
+    log: Logger,
+  ): Promise<Rendition> {
+    const { metrics } = this.deps;
+    // A local file is read by libvips itself: no copy through the JS heap, whose external memory
+    // churn (megabytes per MISS) forced a major GC every few renders. Otherwise streamed. Either
+    // way the pipeline reads the header first and the rest only for work it admits.
+    const original = blob.localFile
+      ? { file: blob.localFile }
+      : bodyChunks(blob.body, () => {
+          // The store answered but the body broke off (connection reset, file vanished).
+          metrics.dependencyError("storage");
+          return `reading ${originalKey(request.assetId)} failed`;
+        });
+    signal.throwIfAborted();
+    metrics.count("transformations");
+    const steps = request.steps.map((s) => s.name);
+    log.debug({ key, steps, bytesIn: blob.size }, "render started");
+    const started = performance.now();
+    const gate = this.deps.gate;
+    const result = await this.deps.render(
+      {
+        original,
+        contentType: blob.contentType,
+        steps: request.steps,
+        cacheKey: key,
+        convertTo: request.convertTo,
+        focalPoint,
+      },
+      {
+        signal,
+        deadline,
+        onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
+        admit: gate ? (plan) => gate.acquire(plan.workPixels, signal) : undefined,
+      },
+    );
+    log.debug({ key, steps, ms: Math.round(performance.now() - started), bytes: result.data.length }, "transformed");
+    return result;
   }
 
   /**

@@ -21,7 +21,7 @@ import {
 } from "./errors";
 import { isConvertible, type AutoFormat } from "../negotiation";
 import { planRender, type PlannedStep, type RenderPlan } from "./plan";
-import { OriginalSource } from "./original";
+import { OriginalSource, type OriginalFile } from "./original";
 import { fromRaw, toRaw, type RawImage } from "./raw";
 
 export interface RenderDeps {
@@ -41,10 +41,11 @@ export interface ConvertTo {
 
 export interface RenderInput {
   /**
-   * The stored original: its bytes, or a stream of them (only the header is read before the
-   * plan passes, so a refused request never reads a large original to the end).
+   * The stored original: its bytes, a stream of them (only the header is read before the plan
+   * passes, so a refused request never reads a large original to the end), or a local file that
+   * libvips reads itself (header first, likewise).
    */
-  original: Buffer | AsyncIterable<Buffer>;
+  original: Buffer | AsyncIterable<Buffer> | OriginalFile;
   /** Encode a still JPEG/PNG original in this format instead of its own (format negotiation). */
   convertTo?: ConvertTo;
   /** Content type of the stored original: the output keeps this format. */
