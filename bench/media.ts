@@ -17,6 +17,8 @@ import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
+import { originalHeaderMetadata, originalHeaderOf } from "@media-platform/contracts";
+import { FilesystemBlobStore } from "@media-platform/storage";
 import { findWrk, freePort, median, ratio, runWrk, startProcess, table, type WrkResult } from "./harness";
 import { assetId, benchImages, benchSteps, type BenchImage, type BenchStep } from "./media-cases";
 
@@ -72,12 +74,18 @@ class Originals {
     mkdirSync(this.dir, { recursive: true });
   }
 
+  /** Stored as management's upload stores an original: with its header facts as blob metadata. */
   async add(image: BenchImage): Promise<void> {
     const bytes = await image.make();
     const meta = await sharp(bytes).metadata();
     if (meta.width !== image.width || meta.height !== image.height) throw new Error(`${image.name}: wrong size`);
-    writeFileSync(this.source(image, "blob"), bytes);
-    writeFileSync(this.source(image, "meta.json"), JSON.stringify({ contentType: `image/${image.format}` }));
+    const store = new FilesystemBlobStore(path.join(this.dir, ".."));
+    await store.put(
+      `source-${image.tag}`,
+      bytes,
+      `image/${image.format}`,
+      originalHeaderMetadata(originalHeaderOf(meta)),
+    );
   }
 
   private source(image: BenchImage, suffix: string): string {

@@ -1,22 +1,32 @@
 import type { Readable } from "node:stream";
 
+/**
+ * Small facts stored with a blob and returned by get() (S3 user metadata, the filesystem
+ * sidecar): what a reader would otherwise have to work out from the bytes again. Names are
+ * lower-case `[a-z0-9-]`, values printable ASCII, 2 KiB in all (S3's own limit); keys.ts checks.
+ */
+export type BlobMetadata = Record<string, string>;
+
 /** Metadata of a stored blob. */
 export interface BlobInfo {
   key: string;
   contentType: string;
   size: number;
+  /** What put() was given; absent when it was given none. */
+  metadata?: BlobMetadata;
 }
 
 export interface BlobObject extends BlobInfo {
   body: Readable;
   /**
-   * A path this process can open to read exactly these bytes, valid until `body` is destroyed
-   * (which the reader must still do). Set by the filesystem driver where the platform names open
-   * descriptors (/proc/self/fd on Linux): a native decoder then reads the file itself, with no
-   * copy through the JavaScript heap, and still sees the blob as it was when get() opened it,
-   * even if it is replaced or deleted meanwhile.
+   * Positional reads of the blob as get() opened it, as fs.read: fills `target` with the bytes
+   * from `position` on and resolves with how many it read (0 past the end). Valid until `body`
+   * is destroyed, which the reader must still do. Offered by the filesystem driver, so a reader
+   * can fill a buffer of its own (reused across reads) instead of receiving freshly allocated
+   * chunks; it still sees the blob as it was when get() opened it if it is replaced or deleted
+   * meanwhile. Failures reject with StorageUnavailableError.
    */
-  localFile?: string;
+  read?(target: Buffer, position: number): Promise<number>;
 }
 
 /**
@@ -30,7 +40,7 @@ export interface BlobStore {
    * limit stays recognisable) and nothing is stored; storage failures reject with
    * StorageUnavailableError; a bad key with InvalidBlobKeyError (see keys.ts for the grammar).
    */
-  put(key: string, body: Readable | Buffer, contentType: string): Promise<BlobInfo>;
+  put(key: string, body: Readable | Buffer, contentType: string, metadata?: BlobMetadata): Promise<BlobInfo>;
   /** Returns null when the key does not exist. Other failures throw StorageUnavailableError. */
   get(key: string): Promise<BlobObject | null>;
   head(key: string): Promise<BlobInfo | null>;

@@ -2,11 +2,11 @@ import { randomUUID } from "node:crypto";
 import {
   closeSync,
   constants as fsConstants,
-  existsSync,
   createReadStream,
   fstatSync,
   openSync,
   promises as fs,
+  read as readFd,
   readFileSync,
 } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
@@ -14,13 +14,14 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import {
   type BlobInfo,
+  type BlobMetadata,
   type BlobObject,
   type BlobStore,
   type ListedBlob,
   InvalidBlobKeyError,
   StorageUnavailableError,
 } from "./blob-store";
-import { assertValidBlobKey, assertValidContentType } from "./keys";
+import { assertValidBlobKey, assertValidBlobMetadata, assertValidContentType } from "./keys";
 
 const DEFAULT_CONTENT_TYPE = "application/octet-stream";
 
@@ -36,8 +37,6 @@ const META_SUFFIX = "@meta.json";
 const TMP_INFIX = "@tmp-";
 /** Largest single read of a blob body (bigger blobs stream in chunks of this size). */
 const READ_CHUNK_MAX = 16 * 1024 * 1024;
-/** Where open descriptors have a path of their own (Linux): BlobObject.localFile. */
-const FD_DIR = existsSync("/proc/self/fd") ? "/proc/self/fd" : undefined;
 
 interface BlobPaths {
   dir: string;
@@ -48,6 +47,7 @@ interface BlobPaths {
 
 interface MetaFile {
   contentType: string;
+  metadata?: BlobMetadata;
 }
 
 const errorCode = (err: unknown): string | undefined =>
@@ -79,9 +79,15 @@ function closeQuietly(fd: number): void {
   }
 }
 
-function contentTypeOf(sidecar: string): string {
-  const meta = JSON.parse(sidecar) as Partial<MetaFile>;
-  return typeof meta.contentType === "string" ? meta.contentType : DEFAULT_CONTENT_TYPE;
+function sidecarOf(text: string): MetaFile {
+  const meta = JSON.parse(text) as Partial<MetaFile>;
+  const contentType = typeof meta.contentType === "string" ? meta.contentType : DEFAULT_CONTENT_TYPE;
+  const metadata = meta.metadata;
+  const valid =
+    typeof metadata === "object" &&
+    metadata !== null &&
+    Object.values(metadata).every((value) => typeof value === "string");
+  return valid ? { contentType, metadata } : { contentType };
 }
 
 function toBuffer(chunk: unknown): Buffer {
@@ -150,9 +156,10 @@ export class FilesystemBlobStore implements BlobStore {
     return new StorageUnavailableError(`filesystem blob store: ${op} ${key} failed: ${reason}`, { cause: err });
   }
 
-  async put(key: string, body: Readable | Buffer, contentType: string): Promise<BlobInfo> {
+  async put(key: string, body: Readable | Buffer, contentType: string, metadata?: BlobMetadata): Promise<BlobInfo> {
     const p = this.paths(key);
     assertValidContentType(contentType);
+    assertValidBlobMetadata(metadata);
     const tmpData = p.tmp();
     const tmpMeta = p.tmp();
     let handle: FileHandle | undefined;
@@ -186,7 +193,7 @@ export class FilesystemBlobStore implements BlobStore {
         await handle.sync();
         await handle.close();
         handle = undefined;
-        const meta: MetaFile = { contentType };
+        const meta: MetaFile = metadata ? { contentType, metadata } : { contentType };
         const metaHandle = await fs.open(tmpMeta, "wx");
         try {
           await metaHandle.writeFile(JSON.stringify(meta));
@@ -201,7 +208,7 @@ export class FilesystemBlobStore implements BlobStore {
         throw this.unavailable("put", key, err);
       }
       await fsyncDir(p.dir);
-      return { key, contentType, size };
+      return metadata ? { key, contentType, size, metadata } : { key, contentType, size };
     } catch (err) {
       await handle?.close().catch(() => undefined);
       await Promise.all([fs.rm(tmpData, { force: true }), fs.rm(tmpMeta, { force: true })]).catch(() => undefined);
@@ -209,12 +216,12 @@ export class FilesystemBlobStore implements BlobStore {
     }
   }
 
-  private readContentTypeSync(p: BlobPaths, key: string): string {
+  private readSidecarSync(p: BlobPaths, key: string): MetaFile {
     try {
-      return contentTypeOf(readFileSync(p.meta, "utf8"));
+      return sidecarOf(readFileSync(p.meta, "utf8"));
     } catch (err) {
       // A blob whose sidecar is gone (e.g. crash mid-delete) is still served, as bytes.
-      if (isNotFound(err) || err instanceof SyntaxError) return DEFAULT_CONTENT_TYPE;
+      if (isNotFound(err) || err instanceof SyntaxError) return { contentType: DEFAULT_CONTENT_TYPE };
       throw this.unavailable("read metadata of", key, err);
     }
   }
@@ -238,7 +245,7 @@ export class FilesystemBlobStore implements BlobStore {
       // Size comes from the open descriptor, so it matches the bytes streamed even if
       // the key is replaced or deleted meanwhile.
       const { size } = fstatSync(fd);
-      const contentType = this.readContentTypeSync(p, key);
+      const sidecar = this.readSidecarSync(p, key);
       // Blobs up to READ_CHUNK_MAX are read in one read() instead of 64 KiB chunks: a reader
       // collecting the whole body (the media service decoding an original) then waits for one
       // pool slot, not for dozens. `end` stops at the size read from the descriptor (blobs are
@@ -255,7 +262,13 @@ export class FilesystemBlobStore implements BlobStore {
         // which could close a descriptor another request had just been given.)
         autoClose: true,
       });
-      return { key, contentType, size, body, localFile: FD_DIR && `${FD_DIR}/${fd}` };
+      const read = (target: Buffer, position: number) =>
+        new Promise<number>((resolve, reject) => {
+          readFd(fd, target, 0, target.length, position, (err, bytesRead) =>
+            err ? reject(this.unavailable("read", key, err)) : resolve(bytesRead),
+          );
+        });
+      return { key, ...sidecar, size, body, read };
     } catch (err) {
       closeQuietly(fd);
       throw this.unavailable("get", key, err);
@@ -271,7 +284,7 @@ export class FilesystemBlobStore implements BlobStore {
       if (isNotFound(err)) return null;
       throw this.unavailable("head", key, err);
     }
-    return { key, contentType: this.readContentTypeSync(p, key), size };
+    return { key, ...this.readSidecarSync(p, key), size };
   }
 
   async delete(key: string): Promise<void> {

@@ -32,3 +32,26 @@ export function assertValidContentType(contentType: unknown): asserts contentTyp
     throw new TypeError(`invalid content type: ${JSON.stringify(contentType)}`);
   }
 }
+
+/** S3's limit on user metadata (names and values together, bytes). */
+export const MAX_BLOB_METADATA_BYTES = 2048;
+
+/**
+ * Blob metadata travels as HTTP headers (S3 `x-amz-meta-<name>`): lower-case names of
+ * [a-z0-9-], printable ASCII values, 2 KiB in all, so every driver stores exactly what it is given.
+ */
+export function assertValidBlobMetadata(metadata: unknown): asserts metadata is Record<string, string> | undefined {
+  if (metadata === undefined) return;
+  if (typeof metadata !== "object" || metadata === null) throw new TypeError("blob metadata must be an object");
+  let bytes = 0;
+  for (const [name, value] of Object.entries(metadata)) {
+    if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(name))
+      throw new TypeError(`invalid blob metadata name: ${JSON.stringify(name)}`);
+    if (typeof value !== "string" || !/^[\x20-\x7e]*$/.test(value)) {
+      throw new TypeError(`invalid blob metadata value for ${name}: printable ASCII only`);
+    }
+    bytes += name.length + value.length;
+  }
+  if (bytes > MAX_BLOB_METADATA_BYTES)
+    throw new TypeError(`blob metadata is ${bytes} bytes, above ${MAX_BLOB_METADATA_BYTES}`);
+}

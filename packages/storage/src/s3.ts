@@ -13,8 +13,19 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { Readable } from "node:stream";
-import { type BlobInfo, type BlobObject, type BlobStore, type ListedBlob, StorageUnavailableError } from "./blob-store";
-import { assertValidBlobKey, assertValidContentType } from "./keys";
+import {
+  type BlobInfo,
+  type BlobMetadata,
+  type BlobObject,
+  type BlobStore,
+  type ListedBlob,
+  StorageUnavailableError,
+} from "./blob-store";
+import { assertValidBlobKey, assertValidBlobMetadata, assertValidContentType } from "./keys";
+
+/** S3 user metadata as BlobInfo.metadata: absent when the object has none (names come back lower-cased). */
+const metadataOf = (metadata: Record<string, string> | undefined): { metadata?: BlobMetadata } =>
+  metadata && Object.keys(metadata).length > 0 ? { metadata } : {};
 
 export interface S3BlobStoreOptions {
   /** Custom endpoint (MinIO, R2, s3rver); omit for AWS. */
@@ -124,9 +135,11 @@ export class S3BlobStore implements BlobStore {
     );
   }
 
-  async put(key: string, body: Readable | Buffer, contentType: string): Promise<BlobInfo> {
+  async put(key: string, body: Readable | Buffer, contentType: string, metadata?: BlobMetadata): Promise<BlobInfo> {
     assertValidBlobKey(key);
     assertValidContentType(contentType);
+    assertValidBlobMetadata(metadata);
+    const info: BlobInfo = { key, contentType, size: 0, ...(metadata && { metadata }) };
     if (Buffer.isBuffer(body)) {
       try {
         await this.client.send(
@@ -136,12 +149,13 @@ export class S3BlobStore implements BlobStore {
             Body: body,
             ContentType: contentType,
             ContentLength: body.length,
+            Metadata: metadata,
           }),
         );
       } catch (err) {
         throw this.unavailable("put", key, err);
       }
-      return { key, contentType, size: body.length };
+      return { ...info, size: body.length };
     }
 
     // Count bytes and tell the caller's own stream errors apart from S3 failures:
@@ -172,6 +186,7 @@ export class S3BlobStore implements BlobStore {
         Key: key,
         Body: trackedBody,
         ContentType: contentType,
+        Metadata: metadata,
       },
       partSize: this.partSize,
       queueSize: this.queueSize,
@@ -185,7 +200,7 @@ export class S3BlobStore implements BlobStore {
       if (sourceFailed) throw sourceError;
       throw this.unavailable("put", key, err);
     }
-    return { key, contentType, size };
+    return { ...info, size };
   }
 
   async get(key: string): Promise<BlobObject | null> {
@@ -200,6 +215,7 @@ export class S3BlobStore implements BlobStore {
         key,
         contentType: res.ContentType ?? "application/octet-stream",
         size: res.ContentLength ?? 0,
+        ...metadataOf(res.Metadata),
         body,
       };
     } catch (err) {
@@ -216,6 +232,7 @@ export class S3BlobStore implements BlobStore {
         key,
         contentType: res.ContentType ?? "application/octet-stream",
         size: res.ContentLength ?? 0,
+        ...metadataOf(res.Metadata),
       };
     } catch (err) {
       if (isMissingObject(err)) return null;

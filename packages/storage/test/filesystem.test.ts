@@ -69,20 +69,27 @@ describe("FilesystemBlobStore specifics", () => {
       expect(await openBlobFiles(dir)).toBe(0);
     });
 
-    linux("localFile reads the blob as it was when get() opened it, until the body is destroyed", async () => {
-      const dir = path.join(root, "local-file");
+    test("read() fills the caller's buffer with the blob as get() opened it, until the body is destroyed", async () => {
+      const dir = path.join(root, "positional");
       const store = new FilesystemBlobStore(dir);
       await store.put("originals/x", Buffer.from("version one"), "text/plain");
       const blob = (await store.get("originals/x"))!;
-      expect(blob.localFile).toMatch(/^\/proc\/self\/fd\/\d+$/);
+      const readAll = async () => {
+        const target = Buffer.alloc(blob.size);
+        expect(await blob.read!(target.subarray(0, 7), 0)).toBe(7);
+        expect(await blob.read!(target.subarray(7), 7)).toBe(4);
+        expect(await blob.read!(Buffer.alloc(4), blob.size)).toBe(0);
+        return target.toString();
+      };
       // Replaced, then deleted: the open blob still reads its own bytes.
       await store.put("originals/x", Buffer.from("version two"), "text/plain");
-      expect(await readFile(blob.localFile!, "utf8")).toBe("version one");
+      expect(await readAll()).toBe("version one");
       await store.delete("originals/x");
-      expect(await readFile(blob.localFile!, "utf8")).toBe("version one");
+      expect(await readAll()).toBe("version one");
       const done = closed(blob.body);
       blob.body.destroy();
       await done;
+      await expect(blob.read!(Buffer.alloc(4), 0)).rejects.toBeInstanceOf(StorageUnavailableError);
       expect(await openBlobFiles(dir)).toBe(0);
     });
   });
@@ -140,6 +147,9 @@ describe("FilesystemBlobStore specifics", () => {
     await writeFile(path.join(dir, "originals", "lost@meta.json"), JSON.stringify({ contentType: "image/png" }));
     expect(await store.removeIncompleteWrites(new Date(0))).toBe(0); // younger than the grace period: kept
     expect(await store.removeIncompleteWrites(new Date(Date.now() + 60_000))).toBe(1);
-    expect(await listFiles(dir)).toEqual([path.join("originals", "kept@blob"), path.join("originals", "kept@meta.json")]);
+    expect(await listFiles(dir)).toEqual([
+      path.join("originals", "kept@blob"),
+      path.join("originals", "kept@meta.json"),
+    ]);
   });
 });

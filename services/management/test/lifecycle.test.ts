@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { buffer } from "node:stream/consumers";
 import request from "supertest";
 import sharp from "sharp";
+import { storedOriginalHeader } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import { sweepTrash } from "../src/jobs/trash-retention";
 import { trashKey, versionKey } from "../src/lifecycle/blobs";
@@ -371,5 +372,47 @@ describe("collections", () => {
     expect(await t.db.prisma.webhookDelivery.count({ where: { eventType: "collection.created" } })).toBeGreaterThan(0);
     expect(await t.db.prisma.webhookDelivery.count({ where: { eventType: "asset.created" } })).toBeGreaterThan(0);
     expect(await t.db.prisma.webhookDelivery.count({ where: { eventType: "asset.updated" } })).toBeGreaterThan(0);
+  });
+});
+
+describe("header facts stored with the original (blob metadata the media service plans from)", () => {
+  const headerOf = async (key: string) => storedOriginalHeader((await t.blobStore.head(key))?.metadata);
+
+  it("upload stores them; trash and restore carry them; replace stores the new ones; a restored version gets its own back", async () => {
+    // EXIF orientation 6: stored 40x30, displayed 30x40; with alpha.
+    const rotated = await sharp({ create: { width: 40, height: 30, channels: 4, background: "#08f8" } })
+      .withMetadata({ orientation: 6 })
+      .png()
+      .toBuffer();
+    const asset = await uploadOne(WS, rotated);
+    const first = {
+      width: 40,
+      height: 30,
+      orientedWidth: 30,
+      orientedHeight: 40,
+      pages: 1,
+      hasAlpha: true,
+      channels: 4,
+      space: "srgb",
+      depth: "uchar",
+    };
+    expect(await headerOf(originalKey(asset.id))).toEqual(first);
+
+    expect((await t.as(WS).delete(`/v1/assets/${asset.id}`)).status).toBe(204);
+    expect(await headerOf(trashKey(asset.id))).toEqual(first);
+    expect((await t.as(WS).post(`/v1/assets/${asset.id}/restore`)).status).toBe(200);
+    expect(await headerOf(originalKey(asset.id))).toEqual(first);
+
+    const grey = await sharp({ create: { width: 64, height: 16, channels: 3, background: "#777" } })
+      .toColourspace("b-w")
+      .jpeg()
+      .toBuffer();
+    expect((await put(WS, `/v1/assets/${asset.id}/original`).attach("file", grey, "grey.jpg")).status).toBe(200);
+    const second = { ...first, width: 64, height: 16, orientedWidth: 64, orientedHeight: 16, hasAlpha: false };
+    expect(await headerOf(originalKey(asset.id))).toEqual({ ...second, channels: 1, space: "b-w" });
+    expect(await headerOf(versionKey(asset.id, 1))).toEqual(first);
+
+    expect((await t.as(WS).post(`/v1/assets/${asset.id}/versions/1/restore`)).status).toBe(200);
+    expect(await headerOf(originalKey(asset.id))).toEqual(first);
   });
 });

@@ -58,7 +58,11 @@ describe("UrlSigner with exp", () => {
     expect(capped.verify(at(inADay)).cacheControl).toBe("public, max-age=600");
     const versioned = signedMediaUrl(PATH, KEY, { version: 3, expiresAt: inADay });
     expect(versioned).toBe(`${PATH}?v=3&exp=${inADay}&sig=${hmac(`${PATH}?v=3&exp=${inADay}`)}`);
-    expect(capped.verify(versioned)).toEqual({ status: "ok", expiresAt: inADay, cacheControl: "public, max-age=86400" });
+    expect(capped.verify(versioned)).toEqual({
+      status: "ok",
+      expiresAt: inADay,
+      cacheControl: "public, max-age=86400",
+    });
   });
 
   it("v is covered by the signature: signed it verifies, changed or added afterwards it is invalid", () => {

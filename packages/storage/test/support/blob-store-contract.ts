@@ -111,6 +111,37 @@ export function describeBlobStoreContract(name: string, harness: () => ContractH
       expect((await readAll(got!.body)).equals(data)).toBe(true);
     });
 
+    test("metadata round-trips through get and head, streamed or buffered, and an overwrite replaces it", async () => {
+      const key = freshKey();
+      const metadata = { "image-header": '{"width":4000,"height":3000}', "x-1": "" };
+      await expect(store.put(key, createReadStream(ROCKET), "image/jpeg", metadata)).resolves.toEqual({
+        key,
+        contentType: "image/jpeg",
+        size: ROCKET_BYTES,
+        metadata,
+      });
+      const got = await store.get(key);
+      expect(got!.metadata).toEqual(metadata);
+      got!.body.destroy();
+      expect((await store.head(key))!.metadata).toEqual(metadata);
+      const buffered = freshKey();
+      await store.put(buffered, Buffer.from("b"), "text/plain", { a: "1" });
+      expect((await store.head(buffered))!.metadata).toEqual({ a: "1" });
+      // Written again without metadata: none is left of the old.
+      await store.put(key, Buffer.from("x"), "text/plain");
+      const after = await store.get(key);
+      expect(after!.metadata).toBeUndefined();
+      after!.body.destroy();
+    });
+
+    test("metadata that could not travel as S3 headers is rejected before anything is stored", async () => {
+      const key = freshKey();
+      await expect(store.put(key, rocket, "image/jpeg", { Upper: "x" })).rejects.toBeInstanceOf(TypeError);
+      await expect(store.put(key, rocket, "image/jpeg", { ok: "line\r\nX-Evil: 1" })).rejects.toBeInstanceOf(TypeError);
+      await expect(store.put(key, rocket, "image/jpeg", { big: "x".repeat(2048) })).rejects.toBeInstanceOf(TypeError);
+      expect(await store.head(key)).toBeNull();
+    });
+
     test("empty blob round-trips", async () => {
       const key = freshKey();
       await store.put(key, Readable.from([]), "application/octet-stream");

@@ -9,7 +9,7 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
 import multer from "multer";
 import sharp from "sharp";
 import phash from "sharp-phash";
-import { IMAGE_FORMATS, type AssetFormat } from "@media-platform/contracts";
+import { IMAGE_FORMATS, originalHeaderOf, type AssetFormat, type OriginalHeader } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ProblemError, badRequest } from "../problem";
 import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./image-errors";
@@ -242,6 +242,8 @@ export interface AnalysedImage {
   phash: bigint;
   /** Placeholder, dominant colour, alpha, frames and EXIF; null when not asked for (benchmark baseline). */
   metadata: ImageMetadata | null;
+  /** The header facts the media service plans from, stored with the blob (contracts' OriginalHeader). */
+  header: OriginalHeader | undefined;
 }
 
 export interface AnalyseOptions extends MetadataOptions {
@@ -314,6 +316,7 @@ export async function analyseImage(
     sha256: file.sha256,
     phash: phashToBigInt(hashBits),
     metadata,
+    header: originalHeaderOf(meta),
   };
 }
 

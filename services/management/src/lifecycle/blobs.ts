@@ -14,11 +14,12 @@ export const trashKey = (assetId: string): string => `trash/${assetId}`;
 export const versionKey = (assetId: string, version: number): string => `versions/${assetId}/v${version}`;
 export { attributesKey, originalKey };
 
-/** Copies `from` to `to`, then deletes `from`. False when `from` does not exist. */
+/** Copies `from` to `to` (bytes, content type and metadata), then deletes `from`. False when `from` does not exist. */
 export async function moveBlob(store: BlobStore, from: string, to: string): Promise<boolean> {
   const blob = await store.get(from);
   if (!blob) return false;
-  await store.put(to, blob.body, blob.contentType);
+  // With its metadata (the media service's header facts), so the blob reads the same where it lands.
+  await store.put(to, blob.body, blob.contentType, blob.metadata);
   await store.delete(from);
   return true;
 }

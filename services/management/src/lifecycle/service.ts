@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { buffer } from "node:stream/consumers";
 import {
   MAX_TAGS,
+  originalHeaderMetadata,
   type AssetDto,
   type AssetVersionDto,
   type AssetFormat,
@@ -9,6 +10,7 @@ import {
   type BatchResponse,
   type ListAssetVersionsResponse,
 } from "@media-platform/contracts";
+import type { BlobMetadata } from "@media-platform/storage";
 import type { Principal } from "../auth/keys";
 import type { AppContext } from "../context";
 import { Prisma, type Asset } from "../generated/prisma/client";
@@ -241,6 +243,8 @@ interface NewOriginal {
   originalFilename: string;
   /** Placeholder and metadata of the new original (image-metadata.ts). */
   metadata: ImageMetadata;
+  /** Blob metadata to store with it (the media service's header facts), when known. */
+  blobMetadata: BlobMetadata | undefined;
 }
 
 /**
@@ -259,7 +263,7 @@ async function swapOriginal(
   load: (tx: Tx, current: Asset) => Promise<NewOriginal>,
   extra: Record<string, unknown> = {},
 ): Promise<AssetDto> {
-  let previous: { bytes: Buffer; mimeType: string } | undefined;
+  let previous: { bytes: Buffer; mimeType: string; metadata: BlobMetadata | undefined } | undefined;
   let overwritten = false;
   let pruned: string[] = [];
   let updated: Asset;
@@ -275,8 +279,8 @@ async function swapOriginal(
       const blob = await ctx.blobStore.get(originalKey(id));
       if (!blob)
         throw new ProblemError(503, "service-unavailable", "The original of this asset is missing from the blob store");
-      previous = { bytes: await buffer(blob.body), mimeType: blob.contentType };
-      await ctx.blobStore.put(versionKey(id, current.version), previous.bytes, current.mimeType);
+      previous = { bytes: await buffer(blob.body), mimeType: blob.contentType, metadata: blob.metadata };
+      await ctx.blobStore.put(versionKey(id, current.version), previous.bytes, current.mimeType, previous.metadata);
       const lastVersion = await tx.assetVersion.findFirst({
         where: { assetId: id },
         orderBy: { version: "desc" },
@@ -299,7 +303,7 @@ async function swapOriginal(
         },
       });
       overwritten = true;
-      await ctx.blobStore.put(originalKey(id), next.bytes, next.mimeType);
+      await ctx.blobStore.put(originalKey(id), next.bytes, next.mimeType, next.blobMetadata);
       const row = await tx.asset.update({
         where: { id },
         data: {
@@ -337,9 +341,9 @@ async function swapOriginal(
     }, TX_OPTIONS);
   } catch (err) {
     if (overwritten && previous) {
-      const { bytes, mimeType } = previous;
+      const { bytes, mimeType, metadata } = previous;
       await ctx.blobStore
-        .put(originalKey(id), bytes, mimeType)
+        .put(originalKey(id), bytes, mimeType, metadata)
         .catch((putErr: unknown) => ctx.log.error({ err: putErr, id }, "could not put the previous original back"));
     }
     throw err;
@@ -377,6 +381,7 @@ export async function replaceOriginal(
     phash: image.phash,
     originalFilename: sanitizeFilename(file.originalname),
     metadata,
+    blobMetadata: originalHeaderMetadata(image.header),
   }));
 }
 
@@ -407,6 +412,8 @@ export async function restoreVersion(
       return {
         bytes,
         metadata,
+        // The version's blob kept the header facts it was stored with.
+        blobMetadata: blob.metadata,
         mimeType: v.mimeType,
         format: v.format,
         width: v.width,

@@ -1,7 +1,12 @@
 import { buffer } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@media-platform/observability";
-import { assetAttributesSchema, type FocalPoint, type MediaRequest } from "@media-platform/contracts";
+import {
+  assetAttributesSchema,
+  storedOriginalHeader,
+  type FocalPoint,
+  type MediaRequest,
+} from "@media-platform/contracts";
 import {
   attributesKey,
   originalKey,
@@ -274,7 +279,7 @@ export class RenditionService {
     lockToken: string | undefined,
     log: Logger,
   ): Promise<FlightResult> {
-    const { redis, metrics } = this.deps;
+    const { redis } = this.deps;
     const { key } = store;
     try {
       const rendition = await this.deps.limiter.run(async () => {
@@ -284,7 +289,7 @@ export class RenditionService {
         try {
           return await this.renderBlob(blob, focalPoint, key, request, signal, deadline, log);
         } finally {
-          // Whatever happened, the body (and the descriptor behind localFile) is released, once
+          // Whatever happened, the body (and the descriptor blob.read uses) is released, once
           // libvips is done with it; a body already read to its end is released already.
           blob.body.destroy();
         }
@@ -315,16 +320,24 @@ export class RenditionService {
     log: Logger,
   ): Promise<Rendition> {
     const { metrics } = this.deps;
-    // A local file is read by libvips itself: no copy through the JS heap, whose external memory
-    // churn (megabytes per MISS) forced a major GC every few renders. Otherwise streamed. Either
-    // way the pipeline reads the header first and the rest only for work it admits.
-    const original = blob.localFile
-      ? { file: blob.localFile }
-      : bodyChunks(blob.body, () => {
-          // The store answered but the body broke off (connection reset, file vanished).
-          metrics.dependencyError("storage");
-          return `reading ${originalKey(request.assetId)} failed`;
-        });
+    // A store with positional reads (a local disk) fills a reused buffer (pipeline/original.ts);
+    // any other is streamed. Either way the pipeline reads the header first and the rest only
+    // for work it admits.
+    const failed = () => {
+      // The store answered but the body broke off (connection reset, file vanished).
+      metrics.dependencyError("storage");
+      return `reading ${originalKey(request.assetId)} failed`;
+    };
+    const read = blob.read;
+    const original = read
+      ? {
+          size: blob.size,
+          read: (target: Buffer, position: number) =>
+            read(target, position).catch((err: unknown) => {
+              throw new StorageUnavailableError(failed(), { cause: err });
+            }),
+        }
+      : bodyChunks(blob.body, failed);
     signal.throwIfAborted();
     metrics.count("transformations");
     const steps = request.steps.map((s) => s.name);
@@ -334,6 +347,7 @@ export class RenditionService {
     const result = await this.deps.render(
       {
         original,
+        header: storedOriginalHeader(blob.metadata),
         contentType: blob.contentType,
         steps: request.steps,
         cacheKey: key,

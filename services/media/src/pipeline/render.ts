@@ -3,6 +3,8 @@ import {
   formatOfMimeType,
   type FocalPoint,
   type MediaLimits,
+  originalHeaderFields,
+  type OriginalHeader,
   type TransformationName,
   type TransformationStep,
 } from "@media-platform/contracts";
@@ -21,7 +23,7 @@ import {
 } from "./errors";
 import { isConvertible, type AutoFormat } from "../negotiation";
 import { planRender, type PlannedStep, type RenderPlan } from "./plan";
-import { OriginalSource, type OriginalFile } from "./original";
+import { OriginalSource, type OriginalReader } from "./original";
 import { fromRaw, toRaw, type RawImage } from "./raw";
 
 export interface RenderDeps {
@@ -41,13 +43,17 @@ export interface ConvertTo {
 
 export interface RenderInput {
   /**
-   * The stored original: its bytes, a stream of them (only the header is read before the plan
-   * passes, so a refused request never reads a large original to the end), or a local file that
-   * libvips reads itself (header first, likewise).
+   * The stored original: its bytes, or a stream of them or a reader of them (only the header is
+   * read before the plan passes, so a refused request never reads a large original to the end).
    */
-  original: Buffer | AsyncIterable<Buffer> | OriginalFile;
+  original: Buffer | AsyncIterable<Buffer> | OriginalReader;
   /** Encode a still JPEG/PNG original in this format instead of its own (format negotiation). */
   convertTo?: ConvertTo;
+  /**
+   * The original's header facts stored with its blob (contracts' OriginalHeader, written at
+   * upload); without them the pipeline reads the header from the bytes first.
+   */
+  header?: OriginalHeader;
   /** Content type of the stored original: the output keeps this format. */
   contentType: string;
   steps: TransformationStep[];
@@ -145,6 +151,9 @@ export async function render(input: RenderInput, deps: RenderDeps, options: Rend
   }
 }
 
+/** The header facts of sharp metadata; sharp gives every one of them for a header it could read. */
+const headerOf = (meta: sharp.Metadata) => originalHeaderFields(meta) as OriginalHeader;
+
 /** What flows between steps: a pending sharp pipeline (the original, first) or decoded pixels. */
 type Pixels = { pipeline: sharp.Sharp; srgb: boolean } | { raw: RawImage };
 
@@ -163,13 +172,14 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
   let release: (() => void) | undefined;
   try {
     // The header only: sizes, bands, colour space. No pixel is decoded before the plan passes.
-    const meta = await source.metadata(sharpOptions);
-    const oriented = meta.autoOrient ?? { width: meta.width, height: meta.height };
+    // Stored with the blob at upload when present (no second header parse), else read here.
+    const meta = input.header ?? headerOf(await source.metadata(sharpOptions));
+    const oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
     if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
     const plan = planRender(input.steps, oriented, deps.limits);
     if (plan.workPixels < LIBVIPS_TIMEOUT_MIN_WORK_PIXELS) deadline = undefined;
     // Negotiated format: still JPEG/PNG only; GIFs and anything animated keep their format.
-    const convert = input.convertTo && isConvertible(input.contentType) && (meta.pages ?? 1) === 1;
+    const convert = input.convertTo && isConvertible(input.contentType) && meta.pages === 1;
     signal?.throwIfAborted();
     release = await options.admit?.(plan);
     signal?.throwIfAborted();
