@@ -391,36 +391,37 @@ interface ListArgs {
 }
 
 /**
- * listAssets (sort -createdAt) as plain SQL: the count capped at LIST_EXACT_COUNT_LIMIT + 1, the
- * page of limit + 1 and the planner's estimate (used above the cap) run together.
+ * listAssets (sort -createdAt) as plain SQL: the page of limit + 1 with the count capped at
+ * LIST_EXACT_COUNT_LIMIT + 1 in the same statement, and the planner's estimate (used above the
+ * cap) alongside.
  */
 async function rawList(raw: RawDb, args: ListArgs): Promise<{ ids: string[]; count: number; estimate: boolean }> {
-  const where = ["workspace_id = $1"];
+  const where = ["workspace_id = $1", "deleted_at IS NULL"];
   const params: unknown[] = [WORKSPACE];
   if (args.search !== undefined) {
     params.push(`%${args.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
     where.push(`search_text LIKE $${params.length}`);
   }
-  const countParams = [...params, LIST_EXACT_COUNT_LIMIT + 1];
-  const countSql = `SELECT count(*)::int AS count FROM (SELECT id FROM assets WHERE ${where.join(" AND ")} LIMIT $${countParams.length} OFFSET 0) AS sub`;
   const estimateSql = `EXPLAIN (FORMAT JSON) SELECT 1 FROM assets WHERE ${where.join(" AND ")}`;
   const estimateParams = [...params];
+  params.push(LIST_EXACT_COUNT_LIMIT + 1);
+  const countSql = `SELECT count(*)::int FROM (SELECT 1 FROM assets WHERE ${where.join(" AND ")} LIMIT $${params.length}) AS sub`;
+  const page = [...where];
   if (args.after) {
     params.push(args.after.createdAt, args.after.id);
     const c = `$${params.length - 1}::timestamptz`;
     const i = `$${params.length}::uuid`;
-    where.push(`(created_at < ${c} OR (created_at = ${c} AND id < ${i}))`);
+    page.push(`(created_at < ${c} OR (created_at = ${c} AND id < ${i}))`);
   }
   params.push(LIMIT + 1);
-  const [[counted], rows, [plan]] = await Promise.all([
-    raw.query<{ count: number }>(countSql, countParams),
-    raw.query<{ id: string }>(
-      `SELECT ${ASSET_COLUMNS} FROM assets WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+  const [rows, [plan]] = await Promise.all([
+    raw.query<{ id: string; listCapped: number }>(
+      `SELECT ${ASSET_COLUMNS}, (${countSql}) AS "listCapped" FROM assets WHERE ${page.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
       params,
     ),
     raw.query<{ "QUERY PLAN": unknown }>(estimateSql, estimateParams),
   ]);
-  let count = counted!.count;
+  let count = rows[0]!.listCapped;
   const estimate = count > LIST_EXACT_COUNT_LIMIT;
   if (estimate) {
     const json = plan!["QUERY PLAN"];
@@ -696,23 +697,23 @@ async function benchSearchOn(
     }
     cases[6]!.plan = await explainIndexes(raw, [
       {
-        text: `SELECT count(*) FROM (SELECT id FROM assets WHERE workspace_id = $1 AND search_text LIKE $2 LIMIT ${LIST_EXACT_COUNT_LIMIT + 1}) AS sub`,
+        text: `SELECT count(*) FROM (SELECT id FROM assets WHERE workspace_id = $1 AND deleted_at IS NULL AND search_text LIKE $2 LIMIT ${LIST_EXACT_COUNT_LIMIT + 1}) AS sub`,
         values: [WORKSPACE, `%${substring}%`],
       },
     ]);
     cases[7]!.plan = await explainIndexes(raw, [
       {
-        text: `SELECT ${ASSET_COLUMNS} FROM assets WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT 26`,
+        text: `SELECT ${ASSET_COLUMNS} FROM assets WHERE workspace_id = $1 AND deleted_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 26`,
         values: [WORKSPACE],
       },
       {
-        text: `SELECT count(*) FROM (SELECT id FROM assets WHERE workspace_id = $1 LIMIT ${LIST_EXACT_COUNT_LIMIT + 1}) AS sub`,
+        text: `SELECT count(*) FROM (SELECT id FROM assets WHERE workspace_id = $1 AND deleted_at IS NULL LIMIT ${LIST_EXACT_COUNT_LIMIT + 1}) AS sub`,
         values: [WORKSPACE],
       },
     ]);
     cases[8]!.plan = await explainIndexes(raw, [
       {
-        text: `SELECT ${ASSET_COLUMNS} FROM assets WHERE workspace_id = $1 AND (created_at < $2::timestamptz OR (created_at = $2::timestamptz AND id < $3::uuid)) ORDER BY created_at DESC, id DESC LIMIT 26`,
+        text: `SELECT ${ASSET_COLUMNS} FROM assets WHERE workspace_id = $1 AND deleted_at IS NULL AND (created_at < $2::timestamptz OR (created_at = $2::timestamptz AND id < $3::uuid)) ORDER BY created_at DESC, id DESC LIMIT 26`,
         values: [WORKSPACE, after!.created_at, after!.id],
       },
     ]);

@@ -1,6 +1,8 @@
 import sharp from "sharp";
 import { liveAssetsByIds } from "../src/assets/rows";
-import { createTestApp, fixture, upload, type TestApp } from "./helpers";
+import { fullTextSearch } from "../src/assets/search";
+import { serializeAsset } from "../src/assets/serializer";
+import { createTestApp, fixture, PHOTOS, upload, type TestApp } from "./helpers";
 
 const WS = "ws-rows";
 const OTHER = "ws-rows-other";
@@ -67,5 +69,47 @@ describe("liveAssetsByIds (the full-text page's row fetch)", () => {
     ]);
     expect(typeof rocket.bytes).toBe("bigint");
     expect(await liveAssetsByIds(t.db.prisma, WS, [])).toEqual([]);
+  });
+});
+
+describe("the full-text page's rows", () => {
+  const FTS = "ws-rows-fts";
+
+  it("are the live rows of the workspace's hits, served exactly as findMany's rows serialize, on every path", async () => {
+    const titles = ["Harbour crane at dusk", "Harbour lights", "Crane nest", "Harbour ghost"];
+    const ids: string[] = [];
+    for (const [i, userTitle] of titles.entries()) {
+      const name = PHOTOS[i]!;
+      const id = (await upload(t.as(FTS), fixture(name), name)).body.id as string;
+      await t.as(FTS).patch(`/v1/assets/${id}`).send({ userTitle, userTags: ["quay"] }).expect(200);
+      ids.push(id);
+    }
+    await t.as(FTS).delete(`/v1/assets/${ids[3]}`).expect(204);
+    const foreign = (await upload(t.as(OTHER), fixture("chelsea.png"), "chelsea.png")).body.id as string;
+    await t.as(OTHER).patch(`/v1/assets/${foreign}`).send({ userTitle: "Harbour elsewhere" }).expect(200);
+
+    const expected: Record<string, string[]> = {
+      harbour: [ids[0]!, ids[1]!], // one word: the bounded ranking answers
+      "harbour crane": [ids[0]!], // AND: the exact ranking, then the row fetch
+      habour: [ids[0]!, ids[1]!], // typo: corrected, ranked again
+      "crane or lights": [ids[0]!, ids[1]!, ids[2]!],
+    };
+    for (const [q, want] of Object.entries(expected)) {
+      const hits = await fullTextSearch(t.db.prisma, FTS, q, 25);
+      expect([q, hits.map((h) => h.id).sort()]).toEqual([q, [...want].sort()]);
+      const orm = await t.db.prisma.asset.findMany({ where: { id: { in: want } } });
+      const res = await t.as(FTS).get("/v1/assets/search/full-text").query({ q });
+      expect(res.status).toBe(200);
+      const rowOf = new Map(orm.map((r) => [r.id, r]));
+      expect(res.body).toEqual({
+        count: hits.length,
+        assets: hits.map((h) => ({
+          ...JSON.parse(JSON.stringify(serializeAsset(rowOf.get(h.id)!, "http://media.test"))),
+          score: h.score,
+        })),
+      });
+    }
+    const none = await t.as(FTS).get("/v1/assets/search/full-text").query({ q: "zzzqqq" });
+    expect(none.body).toEqual({ count: 0, assets: [] });
   });
 });

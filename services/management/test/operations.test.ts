@@ -139,13 +139,16 @@ describe("GET /metrics", () => {
       .attach("file", fixture("rocket.jpg"), "rocket.jpg");
     expect(up.status).toBe(503);
 
+    const refused = async () => {
+      throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+    };
+    // The database is gone for model queries and raw SQL alike (the listing is plain SQL).
     const throwing = new Proxy(t.deps.prisma, {
       get(target, prop, receiver) {
+        if (prop === "$queryRaw") return refused;
         if (prop === "asset") {
           return new Proxy(Reflect.get(target, prop, receiver) as object, {
-            get: () => async () => {
-              throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
-            },
+            get: () => refused,
           });
         }
         return Reflect.get(target, prop, receiver) as unknown;

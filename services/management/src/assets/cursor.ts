@@ -1,6 +1,6 @@
 /**
  * The keyset-pagination cursor of the asset listing: an opaque base64url JSON of the sort, the
- * last row's sort value and its id, and the Prisma filter for "rows after it".
+ * last row's sort value and its id, and the SQL order and filter for "rows after it".
  */
 import { MAX_TITLE_LENGTH, type AssetSort } from "@media-platform/contracts";
 import { Prisma, type Asset } from "../generated/prisma/client";
@@ -67,22 +67,29 @@ export function cursorValue(asset: Asset, field: SortField): string | null {
   }
 }
 
-function typedValue(field: SortField, v: string): Date | bigint | string {
-  if (field === "createdAt" || field === "updatedAt") return new Date(v);
-  if (field === "bytes") return BigInt(v);
-  return v;
+/** The column of each sort field and the SQL type its cursor value (text) is read as. */
+const SORT_COLUMNS: Record<SortField, { column: string; type: string }> = {
+  createdAt: { column: "created_at", type: "timestamptz" },
+  updatedAt: { column: "updated_at", type: "timestamptz" },
+  userTitle: { column: "user_title", type: "text" },
+  bytes: { column: "bytes", type: "bigint" },
+};
+
+/** The listing's order: the sort field, then id in the same direction; titles sort nulls last. */
+export function listOrder(field: SortField, desc: boolean): Prisma.Sql {
+  const dir = desc ? "DESC" : "ASC";
+  const nulls = field === "userTitle" ? " NULLS LAST" : "";
+  return Prisma.raw(`${SORT_COLUMNS[field].column} ${dir}${nulls}, id ${dir}`);
 }
 
-/** Rows strictly after the cursor in (field dir, id dir) order; userTitle sorts nulls last. */
-export function afterCursor(field: SortField, desc: boolean, cursor: Cursor): Prisma.AssetWhereInput {
-  const cmp = desc ? "lt" : "gt";
-  const idAfter = { id: { [cmp]: cursor.id } };
-  if (cursor.v === null) return { AND: [{ userTitle: null }, idAfter] };
-  const value = typedValue(field, cursor.v);
-  const or: Prisma.AssetWhereInput[] = [
-    { [field]: { [cmp]: value } },
-    { AND: [{ [field]: { equals: value } }, idAfter] },
-  ];
-  if (field === "userTitle") or.push({ userTitle: null });
-  return { OR: or };
+/** Rows strictly after the cursor in listOrder(field, desc); userTitle sorts nulls last. */
+export function afterCursor(field: SortField, desc: boolean, cursor: Cursor): Prisma.Sql {
+  const cmp = Prisma.raw(desc ? "<" : ">");
+  const idAfter = Prisma.sql`id ${cmp} ${cursor.id}::uuid`;
+  if (cursor.v === null) return Prisma.sql`(user_title IS NULL AND ${idAfter})`;
+  const { column, type } = SORT_COLUMNS[field];
+  const col = Prisma.raw(column);
+  const value = Prisma.sql`${cursor.v}::${Prisma.raw(type)}`;
+  const nullsAfter = field === "userTitle" ? Prisma.sql` OR user_title IS NULL` : Prisma.empty;
+  return Prisma.sql`(${col} ${cmp} ${value} OR (${col} = ${value} AND ${idAfter})${nullsAfter})`;
 }

@@ -22,12 +22,12 @@ import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
 import { Prisma, type Asset } from "../generated/prisma/client";
 import { badRequest, notFound, parseOr400 } from "../problem";
-import { afterCursor, cursorValue, decodeCursor, encodeCursor, type SortField } from "./cursor";
+import { afterCursor, cursorValue, decodeCursor, encodeCursor, listOrder, type SortField } from "./cursor";
 import { attributesOf, focalPointOf, sameFocalPoint, storeAssetAttributes } from "./attributes";
 import { findDuplicates } from "./duplicates";
 import { isDatabaseUnavailable } from "../db/availability";
 import { fullTextSearch } from "./search";
-import { liveAssetsByIds } from "./rows";
+import { ASSET_COLUMNS, liveAssetsByIds } from "./rows";
 import { serializeAsset } from "./serializer";
 import { metadataColumns } from "./image-metadata";
 import { analyseImage, type SpooledFile } from "./upload";
@@ -258,45 +258,19 @@ export async function listAssets(
   principal: Principal,
   query: ListAssetsQuery,
 ): Promise<ListAssetsResponse> {
-  // Live assets, or with ?trashed=true the trash (same filters and cursor).
-  const where: Prisma.AssetWhereInput = {
-    workspaceId: principal.workspaceId,
-    deletedAt: query.trashed ? { not: null } : null,
-  };
-  const and: Prisma.AssetWhereInput[] = [];
-  if (query.collectionId) and.push({ collectionId: query.collectionId });
-  if (query.tag) and.push({ userTags: { has: query.tag } });
-  if (query.format) and.push({ format: query.format });
-  if (query.createdAfter) and.push({ createdAt: { gte: query.createdAfter } });
-  if (query.createdBefore) and.push({ createdAt: { lt: query.createdBefore } });
-  if (query.search) {
-    // search_text is the lower-cased concatenation of title, tags, caption, description and
-    // filename (trigram GIN index, so LIKE '%term%' does not scan).
-    and.push({ searchText: { contains: escapeLike(query.search.toLowerCase()) } });
-  }
-  if (and.length > 0) where.AND = and;
-
   const desc = query.sort.startsWith("-");
   const field = query.sort.replace(/^-/, "") as SortField;
-  const pageWhere: Prisma.AssetWhereInput = query.cursor
-    ? { AND: [where, afterCursor(field, desc, decodeCursor(query.cursor, query.sort))] }
-    : where;
-  const dir = desc ? "desc" : "asc";
-  const orderBy: Prisma.AssetOrderByWithRelationInput[] =
-    field === "userTitle"
-      ? [{ userTitle: { sort: dir, nulls: "last" } }, { id: dir }]
-      : [{ [field]: dir }, { id: dir }];
-
-  // The count stops after LIST_EXACT_COUNT_LIMIT + 1 matches; the planner's estimate (EXPLAIN, no
-  // execution) is asked alongside, used only above the limit. Both are SQL written from the same
-  // filters (listConditions), not Prisma's count({ take }): that one orders its subquery by id,
-  // which makes Postgres walk the primary key (13 ms at 1M rows instead of under 2 ms).
+  const cursor = query.cursor ? decodeCursor(query.cursor, query.sort) : undefined;
   const conditions = Prisma.join(listConditions(principal.workspaceId, query), " AND ");
-  const [capped, rows, estimate] = await Promise.all([
-    countCapped(ctx, conditions),
-    ctx.prisma.asset.findMany({ where: pageWhere, orderBy, take: query.limit + 1 }),
+  // The capped count rides along with the page (one statement, one round trip; PGlite runs
+  // statements one at a time); the planner's estimate (EXPLAIN, no execution) is asked alongside,
+  // used only above the limit. Both are SQL from the same filters, not Prisma's count({ take }):
+  // that one orders its subquery by id, which makes Postgres walk the primary key (13 ms at 1M).
+  const [listed, estimate] = await Promise.all([
+    listPage(ctx, conditions, cursor && afterCursor(field, desc, cursor), listOrder(field, desc), query.limit + 1),
     estimateListCount(ctx, conditions),
   ]);
+  const { rows } = listed;
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
   const nextCursor =
@@ -304,6 +278,7 @@ export async function listAssets(
       ? encodeCursor({ s: query.sort, v: cursorValue(last, field), id: last.id })
       : null;
   const assets = page.map((a) => serializeAsset(a, ctx.mediaPublicUrl));
+  const capped = listed.capped ?? (await countCapped(ctx, conditions));
   if (capped <= LIST_EXACT_COUNT_LIMIT) return { count: capped, assets, nextCursor };
   return { count: Math.max(estimate, LIST_EXACT_COUNT_LIMIT + 1), countIsEstimate: true, assets, nextCursor };
 }
@@ -328,11 +303,34 @@ function listConditions(workspaceId: string, query: ListAssetsQuery): Prisma.Sql
   return conditions;
 }
 
-/** How many assets match, counting no further than LIST_EXACT_COUNT_LIMIT + 1. */
+/** How many assets match `conditions`, counting no further than LIST_EXACT_COUNT_LIMIT + 1. */
+const cappedCountSql = (conditions: Prisma.Sql): Prisma.Sql =>
+  Prisma.sql`SELECT count(*)::int FROM (SELECT 1 FROM assets WHERE ${conditions} LIMIT ${LIST_EXACT_COUNT_LIMIT + 1}) AS sub`;
+
 async function countCapped(ctx: AppContext, conditions: Prisma.Sql): Promise<number> {
-  const rows = await ctx.prisma.$queryRaw<Array<{ n: number }>>`
-    SELECT count(*)::int AS n FROM (SELECT 1 FROM assets WHERE ${conditions} LIMIT ${LIST_EXACT_COUNT_LIMIT + 1}) AS sub`;
+  const rows = await ctx.prisma.$queryRaw<Array<{ n: number }>>`SELECT (${cappedCountSql(conditions)}) AS n`;
   return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * The page's rows (as findMany returns them: ASSET_COLUMNS) in `order` after the cursor, with the
+ * capped count of every row matching `conditions` on each row (an uncorrelated subquery: counted
+ * once). An empty page carries no count: null, then counted on its own (without a cursor it is 0,
+ * but a cursor may point past the last row).
+ */
+async function listPage(
+  ctx: AppContext,
+  conditions: Prisma.Sql,
+  after: Prisma.Sql | undefined,
+  order: Prisma.Sql,
+  take: number,
+): Promise<{ rows: Asset[]; capped: number | null }> {
+  const rows = await ctx.prisma.$queryRaw<Array<Asset & { listCapped: number }>>`
+    SELECT ${Prisma.raw(ASSET_COLUMNS)}, (${cappedCountSql(conditions)}) AS "listCapped"
+      FROM assets WHERE ${conditions}${after ? Prisma.sql` AND ${after}` : Prisma.empty}
+     ORDER BY ${order} LIMIT ${take}`;
+  const capped = rows[0] ? Number(rows[0].listCapped) : after ? null : 0;
+  return { rows: rows.map(({ listCapped: _, ...asset }) => asset), capped };
 }
 
 /**
