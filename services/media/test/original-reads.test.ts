@@ -6,7 +6,7 @@ import sharp from "sharp";
 import { ORIGINAL_HEADER_METADATA, originalHeaderMetadata, originalHeaderOf } from "@media-platform/contracts";
 import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
 import { createMediaServer, type MediaServer } from "../src/server";
-import { OriginalBufferPool } from "../src/pipeline/original";
+import { OriginalBufferPool, OriginalSource } from "../src/pipeline/original";
 import { pipelineRender } from "./support/media-server";
 import { FIXTURES_DIR } from "./support/memory-store";
 
@@ -99,6 +99,51 @@ describe("originals read from the filesystem store", () => {
     const fds = await readdir("/proc/self/fd");
     const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => "")));
     expect(targets.filter((t) => t.startsWith(dir))).toEqual([]);
+  });
+});
+
+describe("OriginalSource over positional reads", () => {
+  it("reads a large original header first: the header from a prefix, the rest only when asked", async () => {
+    const jpeg = await readFile(path.join(FIXTURES_DIR, "rocket.jpg"));
+    // 6 MiB: the fixture's bytes first (its header parses from them), the rest never decoded here.
+    const bytes = Buffer.concat([jpeg, Buffer.alloc(6 * 1024 * 1024 - jpeg.length)]);
+    const reads: Array<[number, number]> = [];
+    const reader = {
+      size: bytes.length,
+      read: async (target: Buffer, position: number) => {
+        reads.push([position, target.length]);
+        return bytes.copy(target, 0, position, position + target.length);
+      },
+    };
+    const pool = new OriginalBufferPool(64 * 1024 * 1024, 32 * 1024 * 1024);
+    const source = new OriginalSource(reader, pool);
+    const meta = await source.metadata({});
+    expect([meta.width, meta.height, meta.format]).toEqual([640, 427, "jpeg"]);
+    expect(reads).toEqual([[0, 64 * 1024]]);
+    const all = await source.all();
+    expect(all.equals(bytes)).toBe(true);
+    expect(reads).toEqual([
+      [0, 64 * 1024],
+      [64 * 1024, bytes.length - 64 * 1024],
+    ]);
+    await source.close();
+    expect(pool.idleBytes).toBe(8 * 1024 * 1024);
+  });
+
+  it("reads an original up to 4 MiB whole, in one read", async () => {
+    const jpeg = await readFile(path.join(FIXTURES_DIR, "rocket.jpg"));
+    const reads: number[] = [];
+    const source = new OriginalSource({
+      size: jpeg.length,
+      read: async (target: Buffer, position: number) => {
+        reads.push(target.length);
+        return jpeg.copy(target, 0, position, position + target.length);
+      },
+    });
+    expect((await source.metadata({})).width).toBe(640);
+    expect((await source.all()).equals(jpeg)).toBe(true);
+    expect(reads).toEqual([jpeg.length]);
+    await source.close();
   });
 });
 

@@ -150,7 +150,8 @@ export class OriginalSource {
   private async readerUntil(reader: OriginalReader, buffer: Buffer, size: number): Promise<void> {
     const end = Math.min(size, reader.size);
     while (!this.done && this.length < end) {
-      const read = await reader.read(buffer.subarray(this.length, reader.size), this.length);
+      // No further than asked: a header read must not pull the whole of a large original.
+      const read = await reader.read(buffer.subarray(this.length, end), this.length);
       // A blob shorter than its stated size ends here; libvips then reports what is missing.
       if (read === 0) this.done = true;
       this.length += read;
