@@ -13,7 +13,7 @@
  * See bench/README.md for the settings (BENCH_* variables) and how to read the tables.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
@@ -88,8 +88,12 @@ class Originals {
     );
   }
 
+  /** Copies of each source made when its file reached the filesystem's link limit. */
+  private readonly copies = new Map<number, number>();
+
   private source(image: BenchImage, suffix: string): string {
-    return path.join(this.dir, `..`, `source-${image.tag}@${suffix}`);
+    const copy = this.copies.get(image.tag) ?? 0;
+    return path.join(this.dir, `..`, `source-${image.tag}${copy > 0 ? `-${copy}` : ""}@${suffix}`);
   }
 
   /** Reserves `count` fresh ids of `image` (never used before) and links their files; returns the first. */
@@ -98,8 +102,20 @@ class Originals {
     this.next += count;
     for (let n = first; n < first + count; n++) {
       const id = assetId(n, image);
-      linkSync(this.source(image, "blob"), path.join(this.dir, `${id}@blob`));
-      linkSync(this.source(image, "meta.json"), path.join(this.dir, `${id}@meta.json`));
+      for (const suffix of ["blob", "meta.json"]) {
+        const target = path.join(this.dir, `${id}@${suffix}`);
+        try {
+          linkSync(this.source(image, suffix), target);
+        } catch (err) {
+          // ext4 allows 65,000 links to one file (a long or repeated run makes more): link on from a copy.
+          if ((err as NodeJS.ErrnoException).code !== "EMLINK") throw err;
+          const full = { blob: this.source(image, "blob"), meta: this.source(image, "meta.json") };
+          this.copies.set(image.tag, (this.copies.get(image.tag) ?? 0) + 1);
+          copyFileSync(full.blob, this.source(image, "blob"));
+          copyFileSync(full.meta, this.source(image, "meta.json"));
+          linkSync(this.source(image, suffix), target);
+        }
+      }
     }
     return first;
   }
