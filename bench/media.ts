@@ -264,7 +264,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             const guess = rateGuess.get(work)!;
             const seconds = Math.min(MISS_SECONDS * 5, Math.max(MISS_SECONDS, Math.ceil(40 / guess)));
             // Generous: a fast reference or a quieter moment can beat the guess several times over.
-            const need = Math.ceil(Math.max(guess, 50) * 4 * seconds) + c + 16;
+            const need = Math.ceil(Math.max(guess, 100) * 6 * seconds) + c + 16;
             const order = r % 2 === 0 ? ["sharp", "floor", "ipx", "service"] : ["service", "ipx", "floor", "sharp"];
             for (const who of order) {
               if (who === "sharp") {
