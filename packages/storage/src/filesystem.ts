@@ -193,7 +193,7 @@ export class FilesystemBlobStore implements BlobStore {
         await handle.sync();
         await handle.close();
         handle = undefined;
-        const meta: MetaFile = metadata ? { contentType, metadata } : { contentType };
+        const meta: MetaFile = { contentType, ...(metadata && { metadata }) };
         const metaHandle = await fs.open(tmpMeta, "wx");
         try {
           await metaHandle.writeFile(JSON.stringify(meta));
@@ -208,7 +208,7 @@ export class FilesystemBlobStore implements BlobStore {
         throw this.unavailable("put", key, err);
       }
       await fsyncDir(p.dir);
-      return metadata ? { key, contentType, size, metadata } : { key, contentType, size };
+      return { key, contentType, size, ...(metadata && { metadata }) };
     } catch (err) {
       await handle?.close().catch(() => undefined);
       await Promise.all([fs.rm(tmpData, { force: true }), fs.rm(tmpMeta, { force: true })]).catch(() => undefined);

@@ -139,7 +139,7 @@ export class S3BlobStore implements BlobStore {
     assertValidBlobKey(key);
     assertValidContentType(contentType);
     assertValidBlobMetadata(metadata);
-    const info: BlobInfo = { key, contentType, size: 0, ...(metadata && { metadata }) };
+    const stored = (size: number): BlobInfo => ({ key, contentType, size, ...(metadata && { metadata }) });
     if (Buffer.isBuffer(body)) {
       try {
         await this.client.send(
@@ -155,7 +155,7 @@ export class S3BlobStore implements BlobStore {
       } catch (err) {
         throw this.unavailable("put", key, err);
       }
-      return { ...info, size: body.length };
+      return stored(body.length);
     }
 
     // Count bytes and tell the caller's own stream errors apart from S3 failures:
@@ -200,7 +200,7 @@ export class S3BlobStore implements BlobStore {
       if (sourceFailed) throw sourceError;
       throw this.unavailable("put", key, err);
     }
-    return { ...info, size };
+    return stored(size);
   }
 
   async get(key: string): Promise<BlobObject | null> {
