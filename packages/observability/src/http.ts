@@ -49,51 +49,81 @@ export function routePattern(req: Request, fallback: string = ROUTE_UNMATCHED): 
 /** Status recorded for requests whose client went away before the response finished. */
 export const STATUS_CLIENT_CLOSED = 499;
 
+/** What trackRequest gives the handler: the request id and a child logger bound to it. */
+export interface TrackedRequest {
+  requestId: string;
+  log: Logger;
+}
+
+export interface TrackRequestOptions {
+  logger: Logger;
+  metrics?: Pick<Metrics, "observeHttp">;
+  /** The route label, read once the response has finished (Express sets req.route while routing). */
+  route: () => string;
+  /** Log the access line at debug level (probes, scrapes). */
+  quiet?: boolean;
+}
+
 /**
- * Express middleware (mount first): request id (sane incoming `X-Request-Id` or a new UUID, echoed
- * in the response), `req.requestId`/`res.locals.requestId`, a child logger `req.log`/`res.locals.log`,
- * one access line per request (method, route, redacted url, status, duration, request id; no
- * headers) and the latency histogram.
+ * The per-request context of a node:http handler, Express or bare: request id (sane incoming
+ * `X-Request-Id`, one already set on the response, or a new UUID; echoed in the response), a
+ * child logger, and once the response ends (or the client goes) one access line (method, route,
+ * redacted url, status, duration, request id; no headers) and the latency histogram sample.
+ */
+export function trackRequest(req: IncomingMessage, res: ServerResponse, options: TrackRequestOptions): TrackedRequest {
+  const { logger, metrics } = options;
+  const start = performance.now();
+  const requestId = applyRequestId(req, res);
+  const log = logger.child({ requestId });
+  const url = req.url ?? "/";
+
+  let done = false;
+  const finish = (): void => {
+    if (done) return;
+    done = true;
+    const aborted = !res.writableFinished;
+    const status = aborted ? STATUS_CLIENT_CLOSED : res.statusCode;
+    const seconds = (performance.now() - start) / 1000;
+    const route = options.route();
+    metrics?.observeHttp(route, req.method ?? "GET", status, seconds);
+    const level = status >= 500 ? "error" : status >= 400 ? "warn" : options.quiet ? "debug" : "info";
+    if (!log.isLevelEnabled(level)) return;
+    const line: Record<string, unknown> = {
+      method: req.method,
+      route,
+      url: redactUrl(url),
+      status,
+      durationMs: Math.round(seconds * 1e6) / 1e3,
+    };
+    if (aborted) line.aborted = true;
+    const length = res.getHeader("content-length");
+    if (length !== undefined) line.responseBytes = Number(length);
+    log[level](line, aborted ? "request aborted" : "request completed");
+  };
+  res.once("finish", finish);
+  res.once("close", finish);
+  return { requestId, log };
+}
+
+/**
+ * Express middleware (mount first): trackRequest for every request, with the route pattern
+ * Express matched as the label; `req.requestId`/`res.locals.requestId` and the child logger
+ * `req.log`/`res.locals.log`.
  */
 export function requestContext(options: RequestContextOptions): RequestHandler {
   const { logger, metrics } = options;
   const quiet = new Set(options.quietPaths ?? ["/healthz", "/readyz", "/metrics"]);
   return function requestContextMiddleware(req: Request, res: Response, next: NextFunction): void {
-    const start = performance.now();
-    const requestId = applyRequestId(req, res);
-    const log = logger.child({ requestId });
+    const { requestId, log } = trackRequest(req, res, {
+      logger,
+      metrics,
+      route: () => routePattern(req, options.routeLabel?.(req, res) ?? ROUTE_UNMATCHED),
+      quiet: quiet.has(req.path),
+    });
     req.requestId = requestId;
     req.log = log;
     res.locals.requestId = requestId;
     res.locals.log = log;
-    const url = req.originalUrl;
-    const path = req.path;
-
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      const aborted = !res.writableFinished;
-      const status = aborted ? STATUS_CLIENT_CLOSED : res.statusCode;
-      const seconds = (performance.now() - start) / 1000;
-      const route = routePattern(req, options.routeLabel?.(req, res) ?? ROUTE_UNMATCHED);
-      metrics?.observeHttp(route, req.method, status, seconds);
-      const level = status >= 500 ? "error" : status >= 400 ? "warn" : quiet.has(path) ? "debug" : "info";
-      if (!log.isLevelEnabled(level)) return;
-      const line: Record<string, unknown> = {
-        method: req.method,
-        route,
-        url: redactUrl(url),
-        status,
-        durationMs: Math.round(seconds * 1e6) / 1e3,
-      };
-      if (aborted) line.aborted = true;
-      const length = res.getHeader("content-length");
-      if (length !== undefined) line.responseBytes = Number(length);
-      log[level](line, aborted ? "request aborted" : "request completed");
-    };
-    res.once("finish", finish);
-    res.once("close", finish);
     next();
   };
 }

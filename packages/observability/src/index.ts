@@ -34,7 +34,10 @@ export {
   requestContext,
   routePattern,
   STATUS_CLIENT_CLOSED,
+  trackRequest,
   type RequestContextOptions,
+  type TrackedRequest,
+  type TrackRequestOptions,
 } from "./http";
 export {
   checkReadiness,

@@ -17,11 +17,18 @@ export interface BlobInfo {
 }
 
 export interface BlobObject extends BlobInfo {
+  /** The bytes as a stream; the filesystem driver opens it on first access. */
   body: Readable;
   /**
+   * Frees what get() holds, whatever the reader did: the body if it was not read to its end, the
+   * descriptor `read` uses. Idempotent. A reader that used `read` and never touched `body` calls
+   * this instead of `body.destroy()`, which would open a stream only to close it.
+   */
+  release(): void;
+  /**
    * Positional reads of the blob as get() opened it, as fs.read: fills `target` with the bytes
-   * from `position` on and resolves with how many it read (0 past the end). Valid until `body`
-   * is destroyed, which the reader must still do. Offered by the filesystem driver, so a reader
+   * from `position` on and resolves with how many it read (0 past the end). Valid until
+   * release(), which the reader must still call. Offered by the filesystem driver, so a reader
    * can fill a buffer of its own (reused across reads) instead of receiving freshly allocated
    * chunks; it still sees the blob as it was when get() opened it if it is replaced or deleted
    * meanwhile. Failures reject with StorageUnavailableError.

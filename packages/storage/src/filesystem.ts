@@ -8,10 +8,12 @@ import {
   promises as fs,
   read as readFd,
   readFileSync,
+  statSync,
+  type ReadStream,
 } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import {
   type BlobInfo,
   type BlobMetadata,
@@ -231,13 +233,18 @@ export class FilesystemBlobStore implements BlobStore {
    * disk each takes microseconds, while each hop through libuv's pool (which image work keeps
    * busy) costs a thread hand-off both ways; a MISS made eight such hops before any byte of the
    * body arrived. Only the body itself is read asynchronously. (Shared storage belongs on S3.)
+   * A missing blob is found with a stat that does not throw: the media service asks for the
+   * attributes of every asset whose steps use a focal point, and most have none, so an ENOENT
+   * exception (a stack trace captured) per MISS was the common case.
    */
   async get(key: string): Promise<BlobObject | null> {
     const p = this.paths(key);
     let fd: number;
     try {
+      if (statSync(p.data, { throwIfNoEntry: false }) === undefined) return null;
       fd = openSync(p.data, "r");
     } catch (err) {
+      // Deleted between the stat and the open.
       if (isNotFound(err)) return null;
       throw this.unavailable("get", key, err);
     }
@@ -246,12 +253,29 @@ export class FilesystemBlobStore implements BlobStore {
       // the key is replaced or deleted meanwhile.
       const { size } = fstatSync(fd);
       const sidecar = this.readSidecarSync(p, key);
+      return this.opened(fd, { key, ...sidecar, size });
+    } catch (err) {
+      closeQuietly(fd);
+      throw this.unavailable("get", key, err);
+    }
+  }
+
+  /**
+   * The three ways to the bytes of an open descriptor. The stream is created on first access of
+   * `body`: a reader that only uses `read` (the media service) never builds one, and release()
+   * then closes the descriptor right away instead of through a stream's asynchronous close.
+   */
+  private opened(fd: number, info: BlobInfo): BlobObject {
+    const { key, size } = info;
+    let stream: ReadStream | undefined;
+    let released = false;
+    const open = (): ReadStream => {
       // Blobs up to READ_CHUNK_MAX are read in one read() instead of 64 KiB chunks: a reader
-      // collecting the whole body (the media service decoding an original) then waits for one
-      // pool slot, not for dozens. `end` stops at the size read from the descriptor (blobs are
-      // never written in place), which saves the extra read that would only find the end.
+      // collecting the whole body then waits for one pool slot, not for dozens. `end` stops at
+      // the size read from the descriptor (blobs are never written in place), which saves the
+      // extra read that would only find the end.
       const highWaterMark = Math.min(Math.max(size, 64 * 1024), READ_CHUNK_MAX);
-      const body = createReadStream("", {
+      return createReadStream("", {
         fd,
         highWaterMark,
         start: 0,
@@ -262,17 +286,37 @@ export class FilesystemBlobStore implements BlobStore {
         // which could close a descriptor another request had just been given.)
         autoClose: true,
       });
-      const read = (target: Buffer, position: number) =>
+    };
+    // Not spread anywhere: spreading would call the getter and open the stream.
+    return {
+      ...info,
+      get body(): Readable {
+        if (stream) return stream;
+        // Released before anyone asked for the stream: the descriptor is closed (and its number
+        // may belong to another file by now), so the body is an already destroyed stream, as
+        // on every driver after release().
+        if (released) return Readable.from([]).destroy();
+        stream = open();
+        // Once the stream has closed the descriptor, positional reads must not use its number.
+        stream.once("close", () => {
+          released = true;
+        });
+        return stream;
+      },
+      read: (target: Buffer, position: number) =>
         new Promise<number>((resolve, reject) => {
+          if (released) return reject(this.unavailable("read", key, new Error("blob already released")));
           readFd(fd, target, 0, target.length, position, (err, bytesRead) =>
             err ? reject(this.unavailable("read", key, err)) : resolve(bytesRead),
           );
-        });
-      return { key, ...sidecar, size, body, read };
-    } catch (err) {
-      closeQuietly(fd);
-      throw this.unavailable("get", key, err);
-    }
+        }),
+      release: () => {
+        if (released) return;
+        released = true;
+        if (stream) stream.destroy();
+        else closeQuietly(fd);
+      },
+    };
   }
 
   async head(key: string): Promise<BlobInfo | null> {

@@ -217,6 +217,7 @@ export class S3BlobStore implements BlobStore {
         size: res.ContentLength ?? 0,
         ...metadataOf(res.Metadata),
         body,
+        release: () => body.destroy(),
       };
     } catch (err) {
       if (isMissingObject(err)) return null;

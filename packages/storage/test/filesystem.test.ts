@@ -69,6 +69,25 @@ describe("FilesystemBlobStore specifics", () => {
       expect(await openBlobFiles(dir)).toBe(0);
     });
 
+    linux("release() without touching the body closes the descriptor at once; the body is then destroyed", async () => {
+      const dir = path.join(root, "released");
+      const store = new FilesystemBlobStore(dir);
+      await store.put("originals/r", Buffer.alloc(5000, 3), "image/png");
+      const blob = (await store.get("originals/r"))!;
+      const target = Buffer.alloc(5000);
+      expect(await blob.read!(target, 0)).toBe(5000);
+      expect(target.equals(Buffer.alloc(5000, 3))).toBe(true);
+      expect(await openBlobFiles(dir)).toBe(1);
+      blob.release();
+      // Synchronous: no stream was opened, so nothing is left to close later.
+      expect(await openBlobFiles(dir)).toBe(0);
+      blob.release();
+      await expect(blob.read!(Buffer.alloc(4), 0)).rejects.toBeInstanceOf(StorageUnavailableError);
+      // As on every driver, the body of a released blob is destroyed (and opens no descriptor).
+      expect(blob.body.destroyed).toBe(true);
+      expect(await openBlobFiles(dir)).toBe(0);
+    });
+
     test("read() fills the caller's buffer with the blob as get() opened it, until the body is destroyed", async () => {
       const dir = path.join(root, "positional");
       const store = new FilesystemBlobStore(dir);

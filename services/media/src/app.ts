@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response, type Router } from "express";
 import {
   healthRouter,
@@ -94,21 +95,15 @@ export const ROUTE_MEDIA = "/:steps/:assetId.:ext";
 export const RETRY_AFTER = { queueFull: 1, timeout: 2, storage: 5, faceDetection: 2 } as const;
 
 export interface MediaAppDeps {
-  service: RenditionService;
+  /** The media URL space (createMediaRoute); the app answers what the direct entry does not take. */
+  route: MediaRoute;
   /** GET /original/<id>.<ext> (the blob store is the rendition service's). */
   originals: OriginalsDeps;
   /** MEDIA_PRESETS_FILE, validated (default: none). */
   presets?: PresetTable;
   /** MEDIA_PRESETS_ONLY: 403 for every media URL that is not made of presets. */
   presetsOnly?: boolean;
-  /** MEDIA_AUTO_FORMAT on: the Accept bucket is part of the cache key; responses Vary: Accept. */
-  negotiator?: FormatNegotiator;
-  /** AVIF encoder effort for negotiated AVIF. */
-  avifEffort?: number;
-  signer: UrlSigner | undefined;
   limits: MediaLimits;
-  /** MEDIA_ALLOW_QUERY: false refuses every query string except a signature (400). Default true. */
-  allowQuery?: boolean;
   limitInputPixels: number;
   metrics: MediaMetrics;
   logger: Logger;
@@ -122,6 +117,22 @@ export interface MediaAppDeps {
   purgeRouter?: Router;
 }
 
+export interface MediaRouteDeps {
+  service: RenditionService;
+  /** MEDIA_PRESETS_FILE, validated (default: none). */
+  presets?: PresetTable;
+  /** MEDIA_PRESETS_ONLY: 403 for every media URL that is not made of presets. */
+  presetsOnly?: boolean;
+  /** MEDIA_AUTO_FORMAT on: the Accept bucket is part of the cache key; responses Vary: Accept. */
+  negotiator?: FormatNegotiator;
+  /** AVIF encoder effort for negotiated AVIF. */
+  avifEffort?: number;
+  signer: UrlSigner | undefined;
+  limits: MediaLimits;
+  /** MEDIA_ALLOW_QUERY: false refuses every query string except a signature (400). Default true. */
+  allowQuery?: boolean;
+}
+
 /** A media URL has at least one step segment before the file: `/<step>/<id>.<ext>`. */
 const looksLikeMediaPath = (path: string): boolean => /^\/[^/]*\/./.test(path);
 
@@ -130,7 +141,7 @@ const looksLikeMediaPath = (path: string): boolean => /^\/[^/]*\/./.test(path);
  * HITs that need the signature refused, errors, health and unknown routes.
  */
 export function createMediaApp(deps: MediaAppDeps): Express {
-  const { service, signer, limits, metrics, logger } = deps;
+  const { limits, metrics, logger, route } = deps;
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -167,8 +178,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
 
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     // req.url is the raw request-target; Express does not rewrite it for app-level middleware.
-    const target = req.url;
-    const path = instanceOf(target);
+    const path = instanceOf(req.url);
     if (!looksLikeMediaPath(path)) return next();
     if (req.method !== "GET" && req.method !== "HEAD") {
       return next(
@@ -177,26 +187,79 @@ export function createMediaApp(deps: MediaAppDeps): Express {
         }),
       );
     }
-    // First, so that every answer for the URL, problems included, says it depends on Accept.
-    if (deps.negotiator) res.setHeader("Vary", "Accept");
     try {
+      await route.serve(req, res, req.log);
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    next(new ProblemError(404, "not-found", `No route for ${req.method} ${instanceOf(req.url)}`));
+  });
+
+  // Express recognises error handlers by their four parameters.
+  app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(err);
+    answerFailure(err, req, res, req.log ?? deps.logger, deps);
+  });
+
+  return app;
+}
+
+/** The media URL space: GET/HEAD of `/<step>[/<step>...]/<assetId>.<ext>`. */
+export interface MediaRoute {
+  /**
+   * The parsed request when `req` is a GET or HEAD of a valid media URL, else undefined. Only
+   * these take the direct entry (server.ts): every other request, an invalid media URL included,
+   * goes through the Express app, whose routes (`/original/...`, `/internal/...`) and problem
+   * answers come first.
+   */
+  match(req: IncomingMessage): MediaRequest | undefined;
+  /**
+   * Answers a media URL: presets-only gate, signature, parse (unless `parsed` is given), canonical
+   * spelling, then the rendition (cache tiers, single-flight, render) or 304. Throws what it
+   * refuses; answerFailure turns that into the problem.
+   */
+  serve(req: IncomingMessage, res: ServerResponse, log: Logger, parsed?: MediaRequest): Promise<void>;
+}
+
+export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
+  const { service, signer, limits, negotiator } = deps;
+  const presets = deps.presets ?? {};
+  const allowQuery = deps.allowQuery ?? true;
+  return {
+    match(req) {
+      const method = req.method;
+      if (method !== "GET" && method !== "HEAD") return undefined;
+      const path = instanceOf(req.url);
+      if (!looksLikeMediaPath(path)) return undefined;
+      try {
+        return parseMediaPathWithPresets(path, presets, limits);
+      } catch {
+        return undefined;
+      }
+    },
+    async serve(req, res, log, parsed) {
+      const target = req.url ?? "/";
+      const path = instanceOf(target);
+      // First, so that every answer for the URL, problems included, says it depends on Accept.
+      if (negotiator) res.setHeader("Vary", "Accept");
       const refused = deps.presetsOnly ? presetsOnlyGate(target) : undefined;
       if (refused) throw refused;
       const cacheControl = signer ? requireSignature(signer, target) : undefined;
-      const request = parseMediaPathWithPresets(path, presets, limits);
-      refuseOtherSpellings(path, target, request, presets, signer !== undefined, deps.allowQuery ?? true);
-      const negotiator = deps.negotiator;
+      const request = parsed ?? parseMediaPathWithPresets(path, presets, limits);
+      refuseOtherSpellings(path, target, request, presets, signer !== undefined, allowQuery);
       const bucket = negotiator?.bucket(req.headers.accept);
       // A client that disconnects cancels its wait; the render stops when no other client waits.
       const cancel = new AbortController();
-      const onClose = () => {
+      res.once("close", () => {
         if (!res.writableFinished) cancel.abort(new RequestCancelledError());
-      };
-      res.once("close", onClose);
+      });
       const { entry, xCache } = await service.deliver(
         bucket ? `${target}#${bucket}` : target,
         bucket ? { ...request, convertTo: { format: bucket, avifEffort: deps.avifEffort } } : request,
-        req.log,
+        log,
         cancel.signal,
       );
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
@@ -212,27 +275,31 @@ export function createMediaApp(deps: MediaAppDeps): Express {
       if (cacheControl) headers["Cache-Control"] = cacheControl;
       res.writeHead(200, headers);
       res.end(req.method === "HEAD" ? undefined : entry.body);
-    } catch (err) {
-      next(err);
-    }
-  });
+    },
+  };
+}
 
-  app.use((req: Request, _res: Response, next: NextFunction) => {
-    next(new ProblemError(404, "not-found", `No route for ${req.method} ${instanceOf(req.url)}`));
-  });
-
-  // Express recognises error handlers by their four parameters.
-  app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
-    if (res.headersSent) return next(err);
-    countFailure(err, deps);
-    const problem = toProblem(err, deps);
-    if (problem.slug === "internal-error") {
-      (req.log ?? logger).error({ err, method: req.method, path: instanceOf(req.url) }, "unhandled error");
-    }
-    writeProblem(res, problem, instanceOf(req.url), req.method === "HEAD");
-  });
-
-  return app;
+/**
+ * The one answer to a failure, for the Express app and the direct media entry alike: counted
+ * (countFailure), mapped to its problem (toProblem), logged when unexpected, written. A response
+ * whose head is already out cannot carry a problem: its connection is cut.
+ */
+export function answerFailure(
+  err: unknown,
+  req: IncomingMessage,
+  res: ServerResponse,
+  log: Logger,
+  deps: Pick<MediaAppDeps, "metrics" | "limitInputPixels">,
+): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  countFailure(err, deps);
+  const problem = toProblem(err, deps);
+  const path = instanceOf(req.url);
+  if (problem.slug === "internal-error") log.error({ err, method: req.method, path }, "unhandled error");
+  writeProblem(res, problem, path, req.method === "HEAD");
 }
 
 /**

@@ -1,10 +1,10 @@
 import http from "node:http";
 import type { Express } from "express";
 import { PURGE_SECRET_FILE, type MediaLimits, type PresetTable } from "@media-platform/contracts";
-import { createLogger, type CloseHook, type Logger } from "@media-platform/observability";
+import { createLogger, trackRequest, type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createBlobStore, embeddedSharedSecret, type BlobStore } from "@media-platform/storage";
-import { createMediaApp } from "./app";
+import { answerFailure, createMediaApp, createMediaRoute, ROUTE_MEDIA } from "./app";
 import { NOSNIFF, NOSNIFF_HEADER, type CachePolicy } from "./cache/entry";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
@@ -137,8 +137,18 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     requestTimeoutMs: options.requestTimeoutMs,
     maxEntryBytes: options.cache.maxEntryBytes,
   });
-  const app = createMediaApp({
+  const route = createMediaRoute({
     service,
+    presets: options.presets,
+    presetsOnly: options.presetsOnly,
+    negotiator,
+    avifEffort: options.avifEffort,
+    signer,
+    allowQuery: options.allowQuery,
+    limits: options.limits,
+  });
+  const app = createMediaApp({
+    route,
     originals: {
       store: deps.store,
       signer,
@@ -147,10 +157,6 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     },
     presets: options.presets,
     presetsOnly: options.presetsOnly,
-    negotiator,
-    avifEffort: options.avifEffort,
-    signer,
-    allowQuery: options.allowQuery,
     limits: options.limits,
     limitInputPixels: options.limitInputPixels,
     metrics,
@@ -171,13 +177,20 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       ? { service, ready: () => redis.ready, presetsOnly: options.presetsOnly, allowQuery: options.allowQuery }
       : undefined,
   });
-  const toApp = (req: http.IncomingMessage, res: http.ServerResponse) => {
+  const failureDeps = { metrics, limitInputPixels: options.limitInputPixels };
+  const afterHotPath = (req: http.IncomingMessage, res: http.ServerResponse) => {
     // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
     // so even its final error handler's answer has it.
     res.setHeader(NOSNIFF_HEADER, NOSNIFF);
-    app(req, res);
+    // A valid media URL (a MISS, mostly) skips Express: routing it through the app's middleware
+    // stack cost about as much main-thread time as the rest of the request. Same request
+    // context, same handler, same failure answer as inside the app.
+    const parsed = route.match(req);
+    if (parsed === undefined) return app(req, res);
+    const { log } = trackRequest(req, res, { logger, metrics, route: () => ROUTE_MEDIA });
+    route.serve(req, res, log, parsed).catch((err: unknown) => answerFailure(err, req, res, log, failureDeps));
   };
-  const server = http.createServer((req, res) => hotPath(req, res, toApp));
+  const server = http.createServer((req, res) => hotPath(req, res, afterHotPath));
 
   const closeHooks: CloseHook[] = [
     ...(redis ? [{ name: "redis", close: () => redis.close() }] : []),

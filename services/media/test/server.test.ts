@@ -4,6 +4,7 @@ import path from "node:path";
 import sharp from "sharp";
 import request from "supertest";
 import { originalKey } from "@media-platform/storage";
+import { ROUTE_MEDIA } from "../src/app";
 import { countingRender, metricValue, pipelineRender, startTestMedia, type TestMedia } from "./support/media-server";
 import { FIXTURES_DIR } from "./support/memory-store";
 
@@ -117,6 +118,48 @@ describe("media delivery over real HTTP", () => {
     expect(hit.body.length).toBe(0);
     expect(Number(hit.res.headers.get("content-length"))).toBe(full.body.length);
     expect(headersOf(hit.res)).toEqual(headersOf(full.res));
+  });
+
+  it("takes valid media URLs past the Express app, with the same request context; everything else goes through it", async () => {
+    const express = jest.spyOn(media.app, "handle");
+    try {
+      const miss = await fetch(`${media.url}/thumbnail:size=77/${astronaut}.png`, {
+        headers: { "X-Request-Id": "direct-entry-1" },
+      });
+      expect([miss.status, miss.headers.get("x-cache")]).toEqual([200, "MISS"]);
+      expect(miss.headers.get("x-request-id")).toBe("direct-entry-1");
+      expect(miss.headers.get("x-content-type-options")).toBe("nosniff");
+      await miss.arrayBuffer();
+      // A failure on the direct entry is the same problem the app would answer.
+      const unknown = await fetch(`${media.url}/thumbnail:size=77/${randomUUID()}.png`);
+      expect([unknown.status, unknown.headers.get("content-type")]).toEqual([404, "application/problem+json"]);
+      expect(unknown.headers.get("cache-control")).toBe("no-store");
+      expect(unknown.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(unknown.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      expect(((await unknown.json()) as { type: string }).type).toMatch(/asset-not-found$/);
+      // Recorded under the media route label, as the app records it.
+      const { values } = await media.metrics.registry.getSingleMetric("http_request_duration_seconds")!.get();
+      const counted = values.find(
+        (v) =>
+          v.metricName === "http_request_duration_seconds_count" &&
+          v.labels.route === ROUTE_MEDIA &&
+          String(v.labels.status_code) === "404",
+      );
+      expect(counted?.value).toBe(1);
+      expect(express).not.toHaveBeenCalled();
+
+      // An invalid media URL, the originals route and other methods are the app's.
+      const invalid = await fetch(`${media.url}/thumbnail:size=0/${astronaut}.png`);
+      expect(invalid.status).toBe(400);
+      const original = await fetch(`${media.url}/original/${astronaut}.png`);
+      expect(original.status).toBe(200);
+      await original.arrayBuffer();
+      const post = await fetch(`${media.url}/thumbnail:size=77/${astronaut}.png`, { method: "POST" });
+      expect(post.status).toBe(405);
+      expect(express).toHaveBeenCalledTimes(3);
+    } finally {
+      express.mockRestore();
+    }
   });
 
   it("answers GET /healthz and GET /transformations", async () => {

@@ -111,6 +111,22 @@ export function describeBlobStoreContract(name: string, harness: () => ContractH
       expect((await readAll(got!.body)).equals(data)).toBe(true);
     });
 
+    test("release() frees a blob read part way or not at all, and may be called again", async () => {
+      const key = freshKey();
+      await store.put(key, rocket, "image/jpeg");
+      const partly = (await store.get(key))!;
+      const first = await new Promise<Buffer>((resolve) => partly.body.once("data", resolve));
+      expect(first.length).toBeGreaterThan(0);
+      partly.release();
+      partly.release();
+      expect(partly.body.destroyed).toBe(true);
+      const unread = (await store.get(key))!;
+      unread.release();
+      expect(unread.body.destroyed).toBe(true);
+      // The blob itself is untouched.
+      expect(sha256(await readAll((await store.get(key))!.body))).toBe(sha256(rocket));
+    });
+
     test("metadata round-trips through get and head, streamed or buffered, and an overwrite replaces it", async () => {
       const key = freshKey();
       const metadata = { "image-header": '{"width":4000,"height":3000}', "x-1": "" };

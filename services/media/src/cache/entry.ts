@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /** Cache-Control of a versioned media URL (`?v=<version>`): what it names never changes. */
 export const IMMUTABLE = "public, max-age=31536000, immutable";
@@ -66,7 +66,7 @@ export interface CacheEntry {
   notModifiedHeaderList: readonly string[];
 }
 
-export const etagOf = (body: Buffer): string => `"${createHash("sha256").update(body).digest("base64url")}"`;
+export const etagOf = (body: Buffer): string => `"${hash("sha256", body, "base64url")}"`;
 
 /** The one place where the headers of a cached result's responses are built. */
 export function makeEntry(body: Buffer, contentType: string, etag = etagOf(body), meta: EntryMeta = {}): CacheEntry {

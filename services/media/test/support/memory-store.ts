@@ -54,7 +54,8 @@ export class MemoryBlobStore implements BlobStore {
     else this.gets++;
     const blob = this.blobs.get(key);
     if (!blob) return null;
-    return { key, contentType: blob.contentType, size: blob.data.length, body: Readable.from([blob.data]) };
+    const body = Readable.from([blob.data]);
+    return { key, contentType: blob.contentType, size: blob.data.length, body, release: () => body.destroy() };
   }
 
   async head(key: string): Promise<BlobInfo | null> {
