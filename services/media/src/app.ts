@@ -21,7 +21,7 @@ import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
 import { queryRefused } from "./delivery/query-policy";
 import { QueueFullError } from "./delivery/limiter";
 import { AssetNotFoundError } from "./delivery/asset-not-found";
-import type { RenditionService } from "./delivery/rendition-service";
+import type { RenditionService, SharedMiss } from "./delivery/rendition-service";
 import { requireSignature, type UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
 import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
@@ -221,7 +221,13 @@ export interface MediaRoute {
    * spelling, then the rendition (cache tiers, single-flight, render) or 304. Throws what it
    * refuses; answerFailure turns that into the problem.
    */
-  serve(req: IncomingMessage, res: ServerResponse, log: Logger, parsed?: MediaRequest): Promise<void>;
+  serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    log: Logger,
+    parsed?: MediaRequest,
+    sharedMiss?: SharedMiss,
+  ): Promise<void>;
 }
 
 export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
@@ -240,7 +246,7 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
         return undefined;
       }
     },
-    async serve(req, res, log, parsed) {
+    async serve(req, res, log, parsed, sharedMiss) {
       const target = req.url ?? "/";
       const path = instanceOf(target);
       // First, so that every answer for the URL, problems included, says it depends on Accept.
@@ -261,6 +267,7 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
         bucket ? { ...request, convertTo: { format: bucket, avifEffort: deps.avifEffort } } : request,
         log,
         cancel.signal,
+        sharedMiss,
       );
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
         res.writeHead(304, {

@@ -9,7 +9,7 @@ import { NOSNIFF, NOSNIFF_HEADER, type CachePolicy } from "./cache/entry";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
-import { createHotPath } from "./delivery/hot-path";
+import { createHotPath, type HotPathNext } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
@@ -178,7 +178,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       : undefined,
   });
   const failureDeps = { metrics, limitInputPixels: options.limitInputPixels };
-  const afterHotPath = (req: http.IncomingMessage, res: http.ServerResponse) => {
+  const afterHotPath: HotPathNext = (req, res, sharedMiss) => {
     // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
     // so even its final error handler's answer has it.
     res.setHeader(NOSNIFF_HEADER, NOSNIFF);
@@ -188,7 +188,9 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     const parsed = route.match(req);
     if (parsed === undefined) return app(req, res);
     const { log } = trackRequest(req, res, { logger, metrics, route: () => ROUTE_MEDIA });
-    route.serve(req, res, log, parsed).catch((err: unknown) => answerFailure(err, req, res, log, failureDeps));
+    route
+      .serve(req, res, log, parsed, sharedMiss)
+      .catch((err: unknown) => answerFailure(err, req, res, log, failureDeps));
   };
   const server = http.createServer((req, res) => hotPath(req, res, afterHotPath));
 

@@ -96,6 +96,30 @@ describeWithRedis("Redis result tier", () => {
     expect(raw!.subarray(10 + etag.length + 1).equals(miss.body)).toBe(true);
   });
 
+  it("asks Redis once per MISS: the hot path's lookup is handed to the flight, which then locks and stores", async () => {
+    const id = await store.putFixture("astronaut.png");
+    const path = `/thumbnail:size=154/${id}.png`;
+    const media = await start({ render: countingRender().render });
+    const lookups = jest.spyOn(media.redis!, "lookup");
+    const locks = jest.spyOn(media.redis!, "tryLock");
+    try {
+      const miss = await fetchBytes(`${media.url}${path}`);
+      expect([miss.res.status, miss.res.headers.get("x-cache")]).toEqual([200, "MISS"]);
+      expect(lookups).toHaveBeenCalledTimes(1);
+      expect(locks).toHaveBeenCalledTimes(1);
+      // Counted once, by the flight, as before.
+      expect(await metricValue(media, "media_cache_lookups_total", { tier: "redis", result: "miss" })).toBe(1);
+      // Stored under the generation that one lookup read.
+      expect((await redis.getBuffer(`${prefix}r:0:${path}`))!.subarray(10 + 1 + 45).equals(miss.body)).toBe(true);
+      // An invalid URL is the Express app's: no Redis lookup hands anything on, and none is needed.
+      const invalid = await fetch(`${media.url}/thumbnail:size=0/${id}.png`);
+      expect(invalid.status).toBe(400);
+    } finally {
+      lookups.mockRestore();
+      locks.mockRestore();
+    }
+  });
+
   it("reads values stored before the ETag line (<content type>\\n<bytes>) with the ETag computed from the bytes", async () => {
     const id = await store.putFixture("astronaut.png");
     const path = `/thumbnail:size=152/${id}.png`;

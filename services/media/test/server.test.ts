@@ -121,7 +121,8 @@ describe("media delivery over real HTTP", () => {
   });
 
   it("takes valid media URLs past the Express app, with the same request context; everything else goes through it", async () => {
-    const express = jest.spyOn(media.app, "handle");
+    // Express's app function hands every request to app.handle (not in its published types).
+    const express = jest.spyOn(media.app as unknown as { handle: (...args: unknown[]) => void }, "handle");
     try {
       const miss = await fetch(`${media.url}/thumbnail:size=77/${astronaut}.png`, {
         headers: { "X-Request-Id": "direct-entry-1" },
@@ -139,7 +140,7 @@ describe("media delivery over real HTTP", () => {
       expect(((await unknown.json()) as { type: string }).type).toMatch(/asset-not-found$/);
       // Recorded under the media route label, as the app records it.
       const { values } = await media.metrics.registry.getSingleMetric("http_request_duration_seconds")!.get();
-      const counted = values.find(
+      const counted = (values as Array<(typeof values)[number] & { metricName?: string }>).find(
         (v) =>
           v.metricName === "http_request_duration_seconds_count" &&
           v.labels.route === ROUTE_MEDIA &&

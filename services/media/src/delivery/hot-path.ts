@@ -7,15 +7,17 @@ import type { MediaMetrics } from "../metrics";
 import type { FormatNegotiator } from "../negotiation";
 import { presetsOnlyGate } from "../presets";
 import { queryRefused } from "./query-policy";
-import type { RenditionService } from "./rendition-service";
+import type { RenditionService, SharedMiss } from "./rendition-service";
 import type { UrlSigner } from "./signing";
 
-/** Answers the request, or hands it to `next` (the Express app). */
-export type HotPath = (
-  req: IncomingMessage,
-  res: ServerResponse,
-  next: (req: IncomingMessage, res: ServerResponse) => void,
-) => void;
+/**
+ * What the hot path does not answer goes on here, with its Redis-tier miss when it looked the
+ * target up in Redis and found nothing (so the MISS path does not ask again).
+ */
+export type HotPathNext = (req: IncomingMessage, res: ServerResponse, sharedMiss?: SharedMiss) => void;
+
+/** Answers the request, or hands it to `next` (the media route or the Express app). */
+export type HotPath = (req: IncomingMessage, res: ServerResponse, next: HotPathNext) => void;
 
 /**
  * The HIT path: a bare node:http handler that runs before Express. For a GET/HEAD whose
@@ -91,7 +93,7 @@ export function createHotPath(deps: {
   const fromShared = (
     req: IncomingMessage,
     res: ServerResponse,
-    next: (req: IncomingMessage, res: ServerResponse) => void,
+    next: HotPathNext,
     target: string,
     cacheKey: string,
     start: number,
@@ -104,11 +106,12 @@ export function createHotPath(deps: {
     const verdict = signer?.verify(target);
     if (verdict && verdict.status !== "ok") return next(req, res);
     shared.service.lookupShared(cacheKey, assetId).then(
-      (entry) => {
-        if (entry === undefined) return next(req, res);
+      (found) => {
+        if (found === undefined) return next(req, res);
+        if ("miss" in found) return next(req, res, found.miss);
         memoryMiss.inc();
         redisHit.inc();
-        send(req, res, entry, verdict?.cacheControl, start);
+        send(req, res, found.entry, verdict?.cacheControl, start);
       },
       () => next(req, res),
     );

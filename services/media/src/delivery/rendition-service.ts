@@ -70,6 +70,16 @@ export interface RenditionServiceDeps {
 /** A parsed media URL, plus the negotiated output format when MEDIA_AUTO_FORMAT chose one. */
 export type DeliveryRequest = MediaRequest & { convertTo?: ConvertTo };
 
+/**
+ * A Redis-tier lookup that found no result for `key`: the generation it read. The hot path hands
+ * it on with the request, so the flight it leads does not ask Redis the same question again
+ * microseconds later (the lock's double-check still catches a result stored meanwhile).
+ */
+export interface SharedMiss {
+  key: string;
+  generation: string;
+}
+
 export interface Delivery {
   entry: CacheEntry;
   /** MISS only for the request that ran the transformation (the single-flight leader). */
@@ -126,6 +136,8 @@ export class RenditionService {
     log: Logger = this.deps.logger,
     /** The client's signal (aborted when it disconnects): the flight stops once no client waits. */
     signal?: AbortSignal,
+    /** The hot path's Redis-tier lookup of `key`, when it found nothing. */
+    sharedMiss?: SharedMiss,
   ): Promise<Delivery> {
     const { metrics } = this.deps;
     // The memory-tier lookup of every valid media request that the hot path did not answer.
@@ -137,7 +149,8 @@ export class RenditionService {
     const generation = this.deps.purger?.localGeneration(request.assetId) ?? "";
     const { promise, leader } = this.flights.run(
       `${generation}|${key}`,
-      (flightSignal) => this.flight(key, request, log, generation, flightSignal),
+      (flightSignal) =>
+        this.flight(key, request, log, generation, flightSignal, sharedMiss?.key === key ? sharedMiss : undefined),
       signal,
     );
     if (!leader) metrics.singleFlightJoin();
@@ -149,16 +162,19 @@ export class RenditionService {
 
   /**
    * The Redis tier alone, for the hot path: the result stored for `key` under the asset's current
-   * generation, kept in the memory tier as a Redis hit of `deliver` would be. Undefined on a miss
-   * or while Redis is down; counts nothing (the hot path counts what it answers).
+   * generation, kept in the memory tier as a Redis hit of `deliver` would be; or, when Redis has
+   * none, the miss to hand to deliver. Undefined while Redis is down. Counts nothing (the hot path
+   * counts what it answers, the flight the lookup it was handed).
    */
-  async lookupShared(key: string, assetId: string): Promise<CacheEntry | undefined> {
+  async lookupShared(key: string, assetId: string): Promise<{ entry: CacheEntry } | { miss: SharedMiss } | undefined> {
     const { redis } = this.deps;
     if (!redis) return undefined;
     const generation = this.deps.purger?.localGeneration(assetId) ?? "";
     const found = await redis.lookup(assetId, key);
-    if (found?.result === undefined) return undefined;
-    return this.fromRedis({ key, assetId, generation, redisKey: `${found.generation}:${key}` }, found.result).entry;
+    if (found === undefined) return undefined;
+    if (found.result === undefined) return { miss: { key, generation: found.generation } };
+    const store = { key, assetId, generation, redisKey: `${found.generation}:${key}` };
+    return { entry: this.fromRedis(store, found.result).entry };
   }
 
   private async flight(
@@ -167,6 +183,7 @@ export class RenditionService {
     log: Logger,
     generation: string,
     cancelled: AbortSignal,
+    sharedMiss: SharedMiss | undefined,
   ): Promise<FlightResult> {
     const { requestTimeoutMs } = this.deps;
     const deadline = Date.now() + requestTimeoutMs;
@@ -181,7 +198,7 @@ export class RenditionService {
     if (cancelled.aborted) onCancel();
     else cancelled.addEventListener("abort", onCancel, { once: true });
     try {
-      return await raceAbort(this.resolve(key, request, signal, deadline, log, generation), signal);
+      return await raceAbort(this.resolve(key, request, signal, deadline, log, generation, sharedMiss), signal);
     } finally {
       clearTimeout(timer);
       cancelled.removeEventListener("abort", onCancel);
@@ -195,13 +212,16 @@ export class RenditionService {
     deadline: number,
     log: Logger,
     generation: string,
+    sharedMiss: SharedMiss | undefined,
   ): Promise<FlightResult> {
     const store: Store = { key, assetId: request.assetId, generation, redisKey: key };
     const { redis } = this.deps;
     if (!redis) return this.compute(store, request, signal, deadline, undefined, log);
     // The asset's shared generation is part of the Redis key: a purge (INCR) orphans old results.
-    // One round trip reads it and the result stored under it.
-    const found = await redis.lookup(request.assetId, key);
+    // One round trip reads it and the result stored under it, unless the hot path just did.
+    const found = sharedMiss
+      ? { generation: sharedMiss.generation, result: undefined }
+      : await redis.lookup(request.assetId, key);
     if (found === undefined) return this.compute(store, request, signal, deadline, undefined, log);
     store.redisKey = `${found.generation}:${key}`;
     return this.resolveShared(store, request, signal, deadline, log, redis, found.result);
