@@ -137,8 +137,9 @@ export interface MediaRouteDeps {
 const looksLikeMediaPath = (path: string): boolean => /^\/[^/]*\/./.test(path);
 
 /**
- * Everything the hot path does not answer: MISSes (parse, Redis tier, single-flight, render),
- * HITs that need the signature refused, errors, health and unknown routes.
+ * Everything neither the hot path nor the direct media entry (server.ts, MediaRoute.match)
+ * answers: invalid media URLs and other methods on them, health, metrics, catalog, presets,
+ * originals, purge and unknown routes. Its media middleware calls the same MediaRoute.serve.
  */
 export function createMediaApp(deps: MediaAppDeps): Express {
   const { limits, metrics, logger, route } = deps;
