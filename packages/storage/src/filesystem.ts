@@ -241,7 +241,10 @@ export class FilesystemBlobStore implements BlobStore {
     const p = this.paths(key);
     let fd: number;
     try {
-      if (statSync(p.data, { throwIfNoEntry: false }) === undefined) return null;
+      if (statSync(p.data, { throwIfNoEntry: false }) === undefined) {
+        this.assertDirectories(p.dir, key);
+        return null;
+      }
       fd = openSync(p.data, "r");
     } catch (err) {
       // Deleted between the stat and the open.
@@ -257,6 +260,25 @@ export class FilesystemBlobStore implements BlobStore {
     } catch (err) {
       closeQuietly(fd);
       throw this.unavailable("get", key, err);
+    }
+  }
+
+  /**
+   * For a key statSync found no entry for: its directory, or the nearest ancestor that exists,
+   * must be a directory. From Node 22 on, `throwIfNoEntry: false` answers ENOTDIR (a path
+   * component that is a file: an unusable root) as "no entry" too, and that is a 503, not a
+   * missing key. Misses are common (most assets have no attributes), so this costs one stat
+   * where the key's directory exists, never an exception.
+   */
+  private assertDirectories(dir: string, key: string): void {
+    for (let d = dir; ; d = path.dirname(d)) {
+      const stat = statSync(d, { throwIfNoEntry: false });
+      if (stat) {
+        if (!stat.isDirectory()) throw this.unavailable("get", key, new Error(`${d} is not a directory`));
+        return;
+      }
+      // Nothing exists up to the root (nothing stored yet): a plain miss, as an open's ENOENT was.
+      if (d === this.rootDir || path.dirname(d) === d) return;
     }
   }
 

@@ -148,6 +148,19 @@ describe("FilesystemBlobStore specifics", () => {
     await expect(store.delete("originals/a")).rejects.toBeInstanceOf(StorageUnavailableError);
   });
 
+  test("a key below a path component that is a file is StorageUnavailableError, a key below a missing directory null", async () => {
+    const dir = path.join(root, "component-file");
+    const store = new FilesystemBlobStore(dir);
+    await store.put("originals/a", Buffer.from("x"), "text/plain");
+    // `attributes` is a file where the store expects a directory (ENOTDIR on open).
+    await writeFile(path.join(dir, "attributes"), "not a directory");
+    await expect(store.get("attributes/a")).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(store.get("attributes/deeper/a")).rejects.toBeInstanceOf(StorageUnavailableError);
+    // Missing directories, or a missing root, are plain misses.
+    await expect(store.get("versions/a/1")).resolves.toBeNull();
+    await expect(new FilesystemBlobStore(path.join(dir, "absent")).get("originals/a")).resolves.toBeNull();
+  });
+
   test("ping creates a missing root", async () => {
     const dir = path.join(root, "fresh", "nested");
     await new FilesystemBlobStore(dir).ping();
