@@ -182,9 +182,9 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
     // so even its final error handler's answer has it.
     res.setHeader(NOSNIFF_HEADER, NOSNIFF);
-    // A valid media URL (a MISS, mostly) skips Express: routing it through the app's middleware
-    // stack cost about as much main-thread time as the rest of the request. Same request
-    // context, same handler, same failure answer as inside the app.
+    // A valid media URL (a MISS, mostly) skips Express: its middleware stack was about a third
+    // of the main-thread time a MISS spent above a bare node:http server. Same request context,
+    // same handler, same failure answer as inside the app.
     const parsed = route.match(req);
     if (parsed === undefined) return app(req, res);
     const { log } = trackRequest(req, res, { logger, metrics, route: () => ROUTE_MEDIA });
