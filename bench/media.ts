@@ -43,6 +43,7 @@ const REDIS_CONNECTIONS = [8, 32];
 
 interface Proc {
   stop(): Promise<void>;
+  pid?: number;
 }
 
 export async function benchMedia(): Promise<string> {
@@ -395,7 +396,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
       process.exitCode = 1;
     }
   };
-  if (PARTS.includes("hit")) await part("HIT throughput", () => measureHit(wrk, base, originals, dir, started));
+  if (PARTS.includes("hit"))
+    await part("HIT throughput", () => measureHit(wrk, base, media.pid, originals, dir, started));
   if (PARTS.includes("redis")) await part("Redis-tier HIT", () => measureRedis(wrk, originals, serviceEnv, started));
   out.push("", `End: ${loadNote()}.`);
   return out.join("\n");
@@ -446,6 +448,7 @@ async function warmUp(wrk: string, urls: string[]): Promise<void> {
 async function measureHit(
   wrk: string,
   base: string,
+  servicePid: number | undefined,
   originals: Originals,
   dir: string,
   started: Proc[],
@@ -471,10 +474,10 @@ async function measureHit(
   const nginx = await startNginx(dir, bodyFile);
   if (nginx) started.push(nginx.proc);
 
-  const servers: { name: string; url: string }[] = [
-    { name: "bare", url: bareUrl },
-    { name: "service", url },
-    ...(nginx ? [{ name: "nginx", url: nginx.url }] : []),
+  const servers: { name: string; url: string; pid: number | undefined }[] = [
+    { name: "bare", url: bareUrl, pid: bare.pid },
+    { name: "service", url, pid: servicePid },
+    ...(nginx ? [{ name: "nginx", url: nginx.url, pid: nginx.proc.pid }] : []),
   ];
   await warmUp(
     wrk,
@@ -482,19 +485,26 @@ async function measureHit(
   );
   const rows: string[][] = [];
   const results = new Map<string, number[]>();
+  /** CPU time of the whole server process (all threads) per request of the cell, in microseconds. */
+  const cpuUs = new Map<string, number[]>();
   for (const c of HIT_CONNECTIONS) {
     for (let r = 0; r < HIT_REPEAT; r++) {
       const order = r % 2 === 0 ? servers : [...servers].reverse();
       for (const s of order) {
+        const before = processCpuMs(s.pid);
         const res = checkWrk(
           `HIT ${s.name} c=${c}`,
           await runWrk({ wrk, url: s.url, connections: c, seconds: HIT_SECONDS }),
         );
+        const after = processCpuMs(s.pid);
         const key = `${s.name} ${c}`;
         results.set(key, [...(results.get(key) ?? []), res.rps]);
+        if (before !== undefined && after !== undefined)
+          cpuUs.set(key, [...(cpuUs.get(key) ?? []), ((after - before) * 1000) / res.requests]);
       }
     }
     const get = (n: string) => median(results.get(`${n} ${c}`) ?? [NaN]);
+    const cpu = (n: string) => median(cpuUs.get(`${n} ${c}`) ?? [NaN]);
     const svc = get("service");
     rows.push([
       String(c),
@@ -503,6 +513,10 @@ async function measureHit(
       ratio(svc, get("bare")),
       nginx ? fmt(get("nginx")) : "not installed",
       nginx ? ratio(svc, get("nginx")) : "",
+      `${cpu("service").toFixed(1)} / ${cpu("bare").toFixed(1)}${nginx ? ` / ${cpu("nginx").toFixed(1)}` : ""}`,
+      // Requests per CPU second, service against bare: the throughput ratio where the server's
+      // own CPU is the bound, whatever wrk or the VM's scheduling did to this cell's req/s.
+      ratio(cpu("bare"), cpu("service")),
     ]);
     process.stderr.write(`[bench media] HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
   }
@@ -513,16 +527,30 @@ async function measureHit(
   for (const c of [32]) {
     const svc: number[] = [];
     const ref: number[] = [];
+    const svcCpu: number[] = [];
+    const refCpu: number[] = [];
+    const measure = async (name: string, target: string, pid: number | undefined, rps: number[], cpus: number[]) => {
+      const before = processCpuMs(pid);
+      const res = checkWrk(
+        `304 ${name}`,
+        await runWrk({ wrk, url: target, connections: c, seconds: HIT_SECONDS, headers: { "If-None-Match": etag } }),
+      );
+      const after = processCpuMs(pid);
+      rps.push(res.rps);
+      if (before !== undefined && after !== undefined) cpus.push(((after - before) * 1000) / res.requests);
+    };
     for (let r = 0; r < HIT_REPEAT; r++) {
-      const h = { "If-None-Match": etag };
-      ref.push(
-        checkWrk("304 bare", await runWrk({ wrk, url: bareUrl, connections: c, seconds: HIT_SECONDS, headers: h })).rps,
-      );
-      svc.push(
-        checkWrk("304 service", await runWrk({ wrk, url, connections: c, seconds: HIT_SECONDS, headers: h })).rps,
-      );
+      await measure("bare", bareUrl, bare.pid, ref, refCpu);
+      await measure("service", url, servicePid, svc, svcCpu);
     }
-    revalidation.push([String(c), fmt(median(svc)), fmt(median(ref)), ratio(median(svc), median(ref))]);
+    revalidation.push([
+      String(c),
+      fmt(median(svc)),
+      fmt(median(ref)),
+      ratio(median(svc), median(ref)),
+      `${median(svcCpu).toFixed(1)} / ${median(refCpu).toFixed(1)}`,
+      ratio(median(refCpu), median(svcCpu)),
+    ]);
   }
   await bare.stop();
   if (nginx) await nginx.proc.stop();
@@ -545,12 +573,38 @@ async function measureHit(
       `the same bytes and response headers (${Object.keys(headers).join(", ")}, plus a fresh X-Request-Id), one process. ` +
       "nginx: 1 worker, static file, the ceiling.",
     "",
-    table(["conns", "service req/s", "bare node:http", "service / bare", "nginx", "service / nginx"], rows),
+    table(
+      [
+        "conns",
+        "service req/s",
+        "bare node:http",
+        "service / bare",
+        "nginx",
+        "service / nginx",
+        `CPU µs/req: service / bare${nginx ? " / nginx" : ""}`,
+        "service / bare, per CPU second",
+      ],
+      rows,
+    ),
     ...boundNote,
+    "",
+    "CPU µs/req: user + system time of the server's whole process (all threads, from /proc) over the wrk run, per request answered (median of the runs). " +
+      "Its ratio is the service's requests per CPU second against bare node:http's: what the throughput ratio is where the server, " +
+      "not the load generator or the VM's scheduling, sets the pace.",
     "",
     "304 revalidation (`If-None-Match: <etag>` on the cached URL):",
     "",
-    table(["conns", "service 304/s", "bare node:http 304/s", "service / bare"], revalidation),
+    table(
+      [
+        "conns",
+        "service 304/s",
+        "bare node:http 304/s",
+        "service / bare",
+        "CPU µs/req: service / bare",
+        "service / bare, per CPU second",
+      ],
+      revalidation,
+    ),
   ];
 }
 
