@@ -494,8 +494,6 @@ interface SearchRun {
   label: string;
   kind: "postgres" | "pglite";
   assets: number;
-  /** query name -> [service p50, service p95] */
-  byQuery: Map<string, [number, number]>;
   text: string;
   /**
    * Left running when the setup was asked to keep it (the PGlite comparison): the service, the
@@ -807,7 +805,6 @@ async function benchSearchOn(
       return (await res.json()) as Body;
     };
     const rows: string[][] = [];
-    const byQuery = new Map<string, [number, number]>();
     let live: SearchRun["live"];
     let load: LoadResult | null = null;
     const loadStart = os.loadavg()[0]!;
@@ -845,7 +842,6 @@ async function benchSearchOn(
         const s95 = percentile(lat, 0.95);
         const r50 = median(c.rawLat!);
         const r95 = percentile(c.rawLat!, 0.95);
-        byQuery.set(c.name, [s50, s95]);
         rows.push([
           c.name,
           c.hits.toLocaleString("en"),
@@ -935,7 +931,7 @@ async function benchSearchOn(
         ],
       ),
     ].join("\n");
-    return { label, kind: db.kind, assets, byQuery, text, live };
+    return { label, kind: db.kind, assets, text, live };
   } finally {
     if (rawOpen) await raw.close();
   }
