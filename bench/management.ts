@@ -947,7 +947,10 @@ async function tsqText(raw: RawDb, tsq: Prisma.Sql): Promise<string> {
  * PGlite against Postgres, same corpus and queries: both services running, sequential requests
  * alternating between them per query (Postgres, PGlite, Postgres, ...), after a warm-up of each.
  */
-async function comparePGlite(pg: NonNullable<SearchRun["live"]>, lite: NonNullable<SearchRun["live"]>): Promise<string> {
+async function comparePGlite(
+  pg: NonNullable<SearchRun["live"]>,
+  lite: NonNullable<SearchRun["live"]>,
+): Promise<string> {
   progress("PGlite against Postgres: alternating requests");
   const rows: string[][] = [];
   let within = 0;
@@ -960,14 +963,26 @@ async function comparePGlite(pg: NonNullable<SearchRun["live"]>, lite: NonNullab
     );
     const [p50, p95, l50, l95] = [median(pgLat), percentile(pgLat, 0.95), median(liteLat), percentile(liteLat, 0.95)];
     if (l50 <= 2 * p50) within++;
-    rows.push([name, ms(p50), ms(l50), ratio(l50, p50), ms(p95), ms(l95), ratio(l95, p95), l50 <= 2 * p50 ? "yes" : "NO"]);
+    rows.push([
+      name,
+      ms(p50),
+      ms(l50),
+      ratio(l50, p50),
+      ms(p95),
+      ms(l95),
+      ratio(l95, p95),
+      l50 <= 2 * p50 ? "yes" : "NO",
+    ]);
   }
   return [
     `### PGlite against Postgres at ${ASSETS.toLocaleString("en")} assets (same corpus, same queries; target: within 2x)`,
     "",
     `Both services running, sequential requests alternating between them per query (${REQUESTS} or ${CASE_SECONDS} s each, after 3 warm-up requests each); ${within} of ${rows.length} queries within 2x at p50:`,
     "",
-    table(["query", "Postgres p50", "PGlite p50", "p50 ratio", "Postgres p95", "PGlite p95", "p95 ratio", "within 2x"], rows),
+    table(
+      ["query", "Postgres p50", "PGlite p50", "p50 ratio", "Postgres p95", "PGlite p95", "p95 ratio", "within 2x"],
+      rows,
+    ),
   ].join("\n");
 }
 
@@ -988,7 +1003,9 @@ async function benchSearch(): Promise<string> {
   // not from two runs minutes apart.
   const compare = adminUrl() !== undefined && process.env.BENCH_SKIP_PGLITE !== "1";
   let comparison: string | undefined;
-  const pgRun = adminUrl() ? await benchSearchSetup("Postgres", fresh("search"), ASSETS, otherAssets, compare) : undefined;
+  const pgRun = adminUrl()
+    ? await benchSearchSetup("Postgres", fresh("search"), ASSETS, otherAssets, compare)
+    : undefined;
   if (pgRun) runs.push(pgRun);
   try {
     if (process.env.BENCH_SKIP_PGLITE !== "1") {
