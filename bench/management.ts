@@ -491,9 +491,6 @@ const idsOf = (result: unknown): string[] | undefined =>
   Array.isArray(result) ? (result as string[]) : (result as { ids?: string[] } | undefined)?.ids;
 
 interface SearchRun {
-  label: string;
-  kind: "postgres" | "pglite";
-  assets: number;
   text: string;
   /**
    * Left running when the setup was asked to keep it (the PGlite comparison): the service, the
@@ -931,7 +928,7 @@ async function benchSearchOn(
         ],
       ),
     ].join("\n");
-    return { label, kind: db.kind, assets, text, live };
+    return { text, live };
   } finally {
     if (rawOpen) await raw.close();
   }

@@ -444,6 +444,24 @@ function replayHeaders(res: Response): Record<string, string> {
   return h;
 }
 
+/**
+ * One checked wrk run against a server, with that server's CPU time (user + system, whole
+ * process) per request answered, in microseconds (undefined off Linux).
+ */
+async function runWrkWithCpu(
+  label: string,
+  pid: number | undefined,
+  options: Parameters<typeof runWrk>[0],
+): Promise<{ rps: number; cpuUs: number | undefined }> {
+  const before = processCpuMs(pid);
+  const res = checkWrk(label, await runWrk(options));
+  const after = processCpuMs(pid);
+  return {
+    rps: res.rps,
+    cpuUs: before !== undefined && after !== undefined ? ((after - before) * 1000) / res.requests : undefined,
+  };
+}
+
 /** Two seconds of load on each server before its first measured cell (JIT, connection pools). */
 async function warmUp(wrk: string, urls: string[]): Promise<void> {
   for (const url of urls) checkWrk(`warm-up ${url}`, await runWrk({ wrk, url, connections: 8, seconds: 2 }));
@@ -495,16 +513,15 @@ async function measureHit(
     for (let r = 0; r < HIT_REPEAT; r++) {
       const order = r % 2 === 0 ? servers : [...servers].reverse();
       for (const s of order) {
-        const before = processCpuMs(s.pid);
-        const res = checkWrk(
-          `HIT ${s.name} c=${c}`,
-          await runWrk({ wrk, url: s.url, connections: c, seconds: HIT_SECONDS }),
-        );
-        const after = processCpuMs(s.pid);
+        const { rps, cpuUs: used } = await runWrkWithCpu(`HIT ${s.name} c=${c}`, s.pid, {
+          wrk,
+          url: s.url,
+          connections: c,
+          seconds: HIT_SECONDS,
+        });
         const key = `${s.name} ${c}`;
-        results.set(key, [...(results.get(key) ?? []), res.rps]);
-        if (before !== undefined && after !== undefined)
-          cpuUs.set(key, [...(cpuUs.get(key) ?? []), ((after - before) * 1000) / res.requests]);
+        results.set(key, [...(results.get(key) ?? []), rps]);
+        if (used !== undefined) cpuUs.set(key, [...(cpuUs.get(key) ?? []), used]);
       }
     }
     const get = (n: string) => median(results.get(`${n} ${c}`) ?? [NaN]);
@@ -534,14 +551,16 @@ async function measureHit(
     const svcCpu: number[] = [];
     const refCpu: number[] = [];
     const measure = async (name: string, target: string, pid: number | undefined, rps: number[], cpus: number[]) => {
-      const before = processCpuMs(pid);
-      const res = checkWrk(
-        `304 ${name}`,
-        await runWrk({ wrk, url: target, connections: c, seconds: HIT_SECONDS, headers: { "If-None-Match": etag } }),
-      );
-      const after = processCpuMs(pid);
+      const h = { "If-None-Match": etag };
+      const res = await runWrkWithCpu(`304 ${name}`, pid, {
+        wrk,
+        url: target,
+        connections: c,
+        seconds: HIT_SECONDS,
+        headers: h,
+      });
       rps.push(res.rps);
-      if (before !== undefined && after !== undefined) cpus.push(((after - before) * 1000) / res.requests);
+      if (res.cpuUs !== undefined) cpus.push(res.cpuUs);
     };
     for (let r = 0; r < HIT_REPEAT; r++) {
       await measure("bare", bareUrl, bare.pid, ref, refCpu);
