@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { Router } from "express";
 import type { Logger } from "./logger";
 import { scrubString } from "./redact";
@@ -81,36 +82,54 @@ export async function checkReadiness(checks: HealthOptions["checks"], timeoutMs 
   return report;
 }
 
+/** A GET/HEAD handler usable from Express or a bare node:http server (HEAD: Node sends no body). */
+export type OperationHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+/** The probes' answer: JSON, never cached. */
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const json = JSON.stringify(body);
+  res.writeHead(status, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": Buffer.byteLength(json),
+    "Cache-Control": "no-store",
+  });
+  res.end(json);
+}
+
 /**
  * `GET /healthz`: 200 while the process can answer (no dependency checks).
  * `GET /readyz`: 200 `{ status: "ok", failing: [], checks: { name: { status, durationMs } } }` when every
  * check passes within the timeout; else 503 with `failing` naming the dependencies (and each
- * check's error). Both `Cache-Control: no-store`.
+ * check's error). Both `Cache-Control: no-store`. Framework-free, so a service can answer its
+ * probes before its Express app (media does: see services/media/src/server.ts).
  */
-export function healthRouter(options: HealthOptions): Router {
+export function healthHandlers(options: HealthOptions): { healthz: OperationHandler; readyz: OperationHandler } {
   const timeoutMs = options.timeoutMs ?? 2000;
+  return {
+    healthz: async (_req, res) => sendJson(res, 200, { status: "ok", uptimeSeconds: Math.round(process.uptime()) }),
+    readyz: async (_req, res) => {
+      if (options.isDraining?.()) {
+        sendJson(res, 503, { status: "draining", failing: [], checks: {} } satisfies ReadinessReport);
+        return;
+      }
+      const report = await checkReadiness(options.checks, timeoutMs);
+      if (report.failing.length > 0) {
+        options.logger?.warn(
+          { failing: report.failing, checks: report.checks },
+          `readiness check failed: ${report.failing.join(", ")}`,
+        );
+        if (options.exposeErrors === false) for (const name of report.failing) delete report.checks[name].error;
+      }
+      sendJson(res, report.failing.length > 0 ? 503 : 200, report);
+    },
+  };
+}
+
+/** `GET /healthz` and `GET /readyz` (healthHandlers) as an Express router. */
+export function healthRouter(options: HealthOptions): Router {
+  const { healthz, readyz } = healthHandlers(options);
   const router = Router();
-  router.get("/healthz", (_req, res) => {
-    res
-      .set("Cache-Control", "no-store")
-      .status(200)
-      .json({ status: "ok", uptimeSeconds: Math.round(process.uptime()) });
-  });
-  router.get("/readyz", async (_req, res) => {
-    res.set("Cache-Control", "no-store");
-    if (options.isDraining?.()) {
-      res.status(503).json({ status: "draining", failing: [], checks: {} } satisfies ReadinessReport);
-      return;
-    }
-    const report = await checkReadiness(options.checks, timeoutMs);
-    if (report.failing.length > 0) {
-      options.logger?.warn(
-        { failing: report.failing, checks: report.checks },
-        `readiness check failed: ${report.failing.join(", ")}`,
-      );
-      if (options.exposeErrors === false) for (const name of report.failing) delete report.checks[name].error;
-    }
-    res.status(report.failing.length > 0 ? 503 : 200).json(report);
-  });
+  router.get("/healthz", (req, res, next) => healthz(req, res).catch(next));
+  router.get("/readyz", (req, res, next) => readyz(req, res).catch(next));
   return router;
 }

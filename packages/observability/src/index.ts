@@ -41,10 +41,12 @@ export {
 } from "./http";
 export {
   checkReadiness,
+  healthHandlers,
   healthRouter,
   type DependencyStatus,
   type HealthCheck,
   type HealthOptions,
+  type OperationHandler,
   type ReadinessReport,
 } from "./health";
 export {

@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import express, { type Express, type NextFunction, type Request, type Response, type Router } from "express";
 import {
-  healthRouter,
-  metricsRouter,
+  healthHandlers,
+  metricsHandler,
   requestContext,
   type HealthCheck,
   type Logger,
+  type OperationHandler,
 } from "@media-platform/observability";
 import {
   canonicalMediaPathWithPresets,
@@ -107,12 +108,8 @@ export interface MediaAppDeps {
   limitInputPixels: number;
   metrics: MediaMetrics;
   logger: Logger;
-  /** /readyz checks by dependency name (`storage`, `redis`); unset entries are skipped. */
-  readiness: Record<string, HealthCheck | undefined>;
-  /** Per-check timeout of /readyz (ms). */
-  readinessTimeoutMs?: number;
-  /** True while shutting down: /readyz answers 503 `draining`. */
-  isDraining?: () => boolean;
+  /** GET /healthz, /readyz and /metrics (createOperationRoutes), mounted first. */
+  operations: OperationRoutes;
   /** POST /internal/purge (purge/router.ts), mounted before the media URL space. */
   purgeRouter?: Router;
 }
@@ -131,6 +128,39 @@ export interface MediaRouteDeps {
   limits: MediaLimits;
   /** MEDIA_ALLOW_QUERY: false refuses every query string except a signature (400). Default true. */
   allowQuery?: boolean;
+}
+
+/** The operations endpoints by path (GET/HEAD): same handler before Express (server.ts) and inside it. */
+export type OperationRoutes = ReadonlyMap<string, OperationHandler>;
+
+/**
+ * GET /healthz, /readyz and /metrics. server.ts answers them before the Express app: every
+ * request Express routes gets its prototypes swapped in, which gives the request and response
+ * new hidden classes, and Node's own stream and event code (which every request, cache HITs
+ * included, runs through) goes megamorphic on them. Probes and scrapes are the steady non-media
+ * traffic of a CDN origin; through Express they made each later HIT 10-20% dearer (bench/README.md).
+ */
+export function createOperationRoutes(deps: {
+  metrics: MediaMetrics;
+  logger: Logger;
+  /** /readyz checks by dependency name (`storage`, `redis`); unset entries are skipped. */
+  readiness: Record<string, HealthCheck | undefined>;
+  /** Per-check timeout of /readyz (ms). */
+  readinessTimeoutMs?: number;
+  /** True while shutting down: /readyz answers 503 `draining`. */
+  isDraining?: () => boolean;
+}): OperationRoutes {
+  const health = healthHandlers({
+    checks: deps.readiness,
+    timeoutMs: deps.readinessTimeoutMs,
+    logger: deps.logger,
+    isDraining: deps.isDraining,
+  });
+  return new Map([
+    ["/healthz", health.healthz],
+    ["/readyz", health.readyz],
+    ["/metrics", metricsHandler(deps.metrics)],
+  ]);
 }
 
 /** A media URL has at least one step segment before the file: `/<step>/<id>.<ext>`. */
@@ -159,15 +189,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
       },
     }),
   );
-  app.use(metricsRouter(metrics));
-  app.use(
-    healthRouter({
-      checks: deps.readiness,
-      timeoutMs: deps.readinessTimeoutMs,
-      logger,
-      isDraining: deps.isDraining,
-    }),
-  );
+  for (const [path, handler] of deps.operations) app.get(path, (req, res, next) => handler(req, res).catch(next));
   // GET /transformations: the parameter table with the caps in force.
   app.use(catalogRouter(limits));
   if (deps.purgeRouter) app.use(deps.purgeRouter);

@@ -4,7 +4,7 @@ import { PURGE_SECRET_FILE, type MediaLimits, type PresetTable } from "@media-pl
 import { createLogger, trackRequest, type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createBlobStore, embeddedSharedSecret, type BlobStore } from "@media-platform/storage";
-import { answerFailure, createMediaApp, createMediaRoute, ROUTE_MEDIA } from "./app";
+import { answerFailure, createMediaApp, createMediaRoute, createOperationRoutes, ROUTE_MEDIA } from "./app";
 import { NOSNIFF, NOSNIFF_HEADER, type CachePolicy } from "./cache/entry";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
@@ -147,6 +147,15 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     allowQuery: options.allowQuery,
     limits: options.limits,
   });
+  const operations = createOperationRoutes({
+    metrics,
+    logger,
+    readiness: {
+      storage: () => deps.store.ping(),
+      redis: redis ? () => redis.ping() : undefined,
+    },
+    isDraining: deps.isDraining,
+  });
   const app = createMediaApp({
     route,
     originals: {
@@ -161,11 +170,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     limitInputPixels: options.limitInputPixels,
     metrics,
     logger,
-    readiness: {
-      storage: () => deps.store.ping(),
-      redis: redis ? () => redis.ping() : undefined,
-    },
-    isDraining: deps.isDraining,
+    operations,
     purgeRouter: options.purgeSecret ? purgeRouter(purger, options.purgeSecret) : undefined,
   });
   const hotPath = createHotPath({
@@ -177,6 +182,14 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       ? { service, ready: () => redis.ready, presetsOnly: options.presetsOnly, allowQuery: options.allowQuery }
       : undefined,
   });
+  const operationOf = (req: http.IncomingMessage) => {
+    if (req.method !== "GET" && req.method !== "HEAD") return undefined;
+    const url = req.url ?? "";
+    const query = url.indexOf("?");
+    const path = query === -1 ? url : url.slice(0, query);
+    const handler = operations.get(path);
+    return handler && { path, handler };
+  };
   const failureDeps = { metrics, limitInputPixels: options.limitInputPixels };
   const afterHotPath: HotPathNext = (req, res, sharedMiss) => {
     // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
@@ -186,7 +199,14 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     // of the main-thread time a MISS spent above a bare node:http server. Same request context,
     // same handler, same failure answer as inside the app.
     const parsed = route.match(req);
-    if (parsed === undefined) return app(req, res);
+    if (parsed === undefined) {
+      // Probes and scrapes skip Express too (createOperationRoutes says why); same handlers.
+      const operation = operationOf(req);
+      if (operation === undefined) return app(req, res);
+      const tracked = trackRequest(req, res, { logger, metrics, route: () => operation.path, quiet: true });
+      operation.handler(req, res).catch((err: unknown) => answerFailure(err, req, res, tracked.log, failureDeps));
+      return;
+    }
     const { log } = trackRequest(req, res, { logger, metrics, route: () => ROUTE_MEDIA });
     route
       .serve(req, res, log, parsed, sharedMiss)

@@ -163,6 +163,42 @@ describe("media delivery over real HTTP", () => {
     }
   });
 
+  it("answers /healthz, /readyz and /metrics before the Express app, with the same headers, labels and bodies", async () => {
+    const express = jest.spyOn(media.app as unknown as { handle: (...args: unknown[]) => void }, "handle");
+    try {
+      const health = await fetch(`${media.url}/healthz?probe=1`, { headers: { "X-Request-Id": "probe-1" } });
+      expect(health.status).toBe(200);
+      expect(health.headers.get("content-type")).toBe("application/json; charset=utf-8");
+      expect(health.headers.get("cache-control")).toBe("no-store");
+      expect(health.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(health.headers.get("x-request-id")).toBe("probe-1");
+      const body = (await health.json()) as { status: string; uptimeSeconds: number };
+      expect(body.status).toBe("ok");
+      expect(Number.isInteger(body.uptimeSeconds)).toBe(true);
+      const ready = await fetch(`${media.url}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ status: "ok", failing: [], checks: { storage: { status: "ok" } } });
+      const head = await fetch(`${media.url}/healthz`, { method: "HEAD" });
+      expect([head.status, (await head.arrayBuffer()).byteLength]).toEqual([200, 0]);
+      const scrape = await fetch(`${media.url}/metrics`);
+      expect(scrape.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+      const text = await scrape.text();
+      // The probes, each under its path as the route label (as Express labelled them).
+      const count = (route: string, method: string) =>
+        new RegExp(
+          `http_request_duration_seconds_count\\{route="${route}",method="${method}",status_code="200"[^}]*\\} (\\d+)`,
+        ).exec(text)?.[1];
+      expect([count("/healthz", "GET"), count("/healthz", "HEAD"), count("/readyz", "GET")]).toEqual(["1", "1", "1"]);
+      expect(express).not.toHaveBeenCalled();
+      // Other methods are the app's, as before.
+      const post = await fetch(`${media.url}/healthz`, { method: "POST" });
+      expect([post.status, post.headers.get("content-type")]).toEqual([404, "application/problem+json"]);
+      expect(express).toHaveBeenCalledTimes(1);
+    } finally {
+      express.mockRestore();
+    }
+  });
+
   it("answers GET /healthz and GET /transformations", async () => {
     const health = await request(media.server).get("/healthz");
     expect(health.status).toBe(200);
