@@ -138,7 +138,7 @@ export type OperationRoutes = ReadonlyMap<string, OperationHandler>;
  * request Express routes gets its prototypes swapped in, which gives the request and response
  * new hidden classes, and Node's own stream and event code (which every request, cache HITs
  * included, runs through) goes megamorphic on them. Probes and scrapes are the steady non-media
- * traffic of a CDN origin; through Express they made each later HIT 10-20% dearer (bench/README.md).
+ * traffic of a CDN origin; through Express they made each later HIT 10-20% dearer (README.md, Media performance).
  */
 export function createOperationRoutes(deps: {
   metrics: MediaMetrics;
