@@ -16,6 +16,7 @@ import { UrlSigner } from "./delivery/signing";
 import { createMediaMetrics, type MediaCounters, type MediaMetrics } from "./metrics";
 import { FormatNegotiator, type AutoFormat } from "./negotiation";
 import { presetsOnlyGate } from "./presets";
+import { instanceOf } from "./problem";
 import { AssetPurger } from "./purge/asset-purger";
 import { purgeRouter } from "./purge/router";
 
@@ -184,9 +185,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   });
   const operationOf = (req: http.IncomingMessage) => {
     if (req.method !== "GET" && req.method !== "HEAD") return undefined;
-    const url = req.url ?? "";
-    const query = url.indexOf("?");
-    const path = query === -1 ? url : url.slice(0, query);
+    const path = instanceOf(req.url);
     const handler = operations.get(path);
     return handler && { path, handler };
   };
