@@ -140,6 +140,9 @@ export const mediaEnvSchema = z.object({
   MEDIA_VIPS_CONCURRENCY: int(0, 64, 1, "a whole number from 0 (one per CPU core) to 64").describe(
     "libvips threads per image (sharp.concurrency). 1: requests run in parallel across MEDIA_CONCURRENCY slots instead, which costs less CPU per image than splitting each one",
   ),
+  MEDIA_HEAP_GROWING_PERCENT: int(0, 1000, 300, "a whole number from 0 (V8's own heuristics) to 1000").describe(
+    "How far V8's old generation may grow past its live size before the next full collection (V8's --heap-growing-percent). Large result buffers make V8 run full collections every few renders under its own heuristics; 300 lets the JS heap (about 25 MB live) reach about 100 MB first",
+  ),
   MEDIA_WORKERS: int(0, 256, 0, "a whole number from 0 (one per CPU core) to 256").describe(
     "Pixel worker threads (0 = one per CPU core)",
   ),
@@ -195,6 +198,8 @@ export interface MediaConfig {
   queueLimit: number;
   /** libvips threads per image; 0 = one per CPU core. */
   vipsConcurrency: number;
+  /** V8's --heap-growing-percent for this process; 0 leaves V8's heuristics alone. */
+  heapGrowingPercent: number;
   /** 0 = one per CPU core. */
   workers: number;
   logLevel: MediaEnv["LOG_LEVEL"];
@@ -264,6 +269,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     concurrency: e.MEDIA_CONCURRENCY,
     queueLimit: e.MEDIA_QUEUE_LIMIT,
     vipsConcurrency: e.MEDIA_VIPS_CONCURRENCY,
+    heapGrowingPercent: e.MEDIA_HEAP_GROWING_PERCENT,
     workers: e.MEDIA_WORKERS,
     logLevel: e.LOG_LEVEL,
     storage,

@@ -1,5 +1,6 @@
 import { runService } from "@media-platform/runtime";
 import { loadMediaConfig } from "./config";
+import { configureHeapGrowth } from "./heap";
 import { startMedia } from "./server";
 
 export { mediaEnvSchema, loadMediaConfig, MediaConfigError, type MediaConfig, type MediaEnv } from "./config";
@@ -27,6 +28,7 @@ if (require.main === module) {
       // wait for a whole render; room for 4 more threads keeps reads flowing. libuv reads the
       // variable when the pool first starts, which is after this line.
       process.env.UV_THREADPOOL_SIZE ??= String(config.concurrency + 4);
+      configureHeapGrowth(config.heapGrowingPercent);
       return startMedia(config, { isDraining });
     },
     // Drain: in-flight requests get MEDIA_REQUEST_TIMEOUT_MS (the longest a transformation

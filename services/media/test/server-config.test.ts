@@ -20,6 +20,7 @@ describe("media configuration", () => {
       concurrency: 4,
       queueLimit: 64,
       workers: 0,
+      heapGrowingPercent: 300,
       logLevel: "info",
     });
     expect(config.storage.STORAGE_DRIVER).toBe("fs");
@@ -50,6 +51,7 @@ describe("media configuration", () => {
       MEDIA_CONCURRENCY: "2",
       MEDIA_QUEUE_LIMIT: "0",
       MEDIA_WORKERS: "3",
+      MEDIA_HEAP_GROWING_PERCENT: "0",
       LOG_LEVEL: "warn",
     });
     expect(config).toMatchObject({
@@ -72,6 +74,7 @@ describe("media configuration", () => {
       concurrency: 2,
       queueLimit: 0,
       workers: 3,
+      heapGrowingPercent: 0,
       logLevel: "warn",
     });
     expect(config.storage.STORAGE_DIR).toBe(path.join("/tmp/media-data", "blobs"));
@@ -96,6 +99,8 @@ describe("media configuration", () => {
     ["MEDIA_CONCURRENCY", "0"],
     ["MEDIA_QUEUE_LIMIT", "many"],
     ["MEDIA_REQUEST_TIMEOUT_MS", "5"],
+    ["MEDIA_HEAP_GROWING_PERCENT", "-1"],
+    ["MEDIA_HEAP_GROWING_PERCENT", "1001"],
     ["LOG_LEVEL", "loud"],
     ["STORAGE_DRIVER", "ftp"],
   ])("a bad %s (%s) fails naming the variable", (variable, value) => {
@@ -124,6 +129,7 @@ describe("media configuration", () => {
         "MEDIA_CONCURRENCY",
         "MEDIA_QUEUE_LIMIT",
         "MEDIA_WORKERS",
+        "MEDIA_HEAP_GROWING_PERCENT",
         "LOG_LEVEL",
         "STORAGE_DRIVER",
         "STORAGE_DIR",
