@@ -575,6 +575,10 @@ async function measureHit(
       ratio(median(refCpu), median(svcCpu)),
     ]);
   }
+  const paired = await measureHitPaired(wrk, { url, pid: servicePid }, { url: bareUrl, pid: bare.pid }, HIT_CONNECTIONS, {
+    BODY_FILE: bodyFile,
+    BARE_HEADERS: JSON.stringify(headers),
+  });
   await bare.stop();
   if (nginx) await nginx.proc.stop();
   // nginx (C, one worker) is far faster than any Node server where the load generator keeps up;
@@ -615,6 +619,8 @@ async function measureHit(
       "Its ratio is the service's requests per CPU second against bare node:http's: what the throughput ratio is where the server, " +
       "not the load generator or the VM's scheduling, sets the pace.",
     "",
+    ...paired,
+    "",
     "304 revalidation (`If-None-Match: <etag>` on the cached URL):",
     "",
     table(
@@ -629,6 +635,84 @@ async function measureHit(
       revalidation,
     ),
   ];
+}
+
+/**
+ * HIT cells with both servers loaded at the same moment, each by its own `wrk -t1` (c connections
+ * each): whatever the VM or the other processes do during a run falls on both, where one after
+ * the other the same process drifted by 20-40% between runs. Calibration in the same run: the
+ * bare server against an identical twin process, measured the same way (A/A); its spread is the
+ * method's own.
+ */
+async function measureHitPaired(
+  wrk: string,
+  service: { url: string; pid: number | undefined },
+  bare: { url: string; pid: number | undefined },
+  connections: number[],
+  /** The bare server's environment (bench/bare-server.ts), for its twin. */
+  bareEnv: Record<string, string>,
+): Promise<string[]> {
+  const twinPort = await freePort();
+  const twin = await startProcess("bench/bare-server.ts", { ...bareEnv, PORT: String(twinPort) }, `http://127.0.0.1:${twinPort}/`);
+  const twinServer = { url: `http://127.0.0.1:${twinPort}${new URL(bare.url).pathname}`, pid: twin.pid };
+  try {
+    await warmUp(wrk, [twinServer.url]);
+    const rows: string[][] = [];
+    for (const c of connections) {
+      const pair = async (a: typeof service, b: typeof service, label: string) => {
+        const rps: [number[], number[]] = [[], []];
+        const cpu: [number[], number[]] = [[], []];
+        const perRound: number[] = [];
+        for (let r = 0; r < HIT_REPEAT; r++) {
+          const [ra, rb] = await Promise.all(
+            [a, b].map((s, i) =>
+              runWrkWithCpu(`paired ${label} ${i} c=${c}`, s.pid, { wrk, url: s.url, connections: c, seconds: HIT_SECONDS }),
+            ),
+          );
+          rps[0].push(ra!.rps);
+          rps[1].push(rb!.rps);
+          if (ra!.cpuUs !== undefined && rb!.cpuUs !== undefined) {
+            cpu[0].push(ra!.cpuUs);
+            cpu[1].push(rb!.cpuUs);
+            perRound.push(rb!.cpuUs / ra!.cpuUs);
+          }
+        }
+        return { rps: rps.map(median), cpu: cpu.map(median), perCpu: median(perRound), spread: perRound };
+      };
+      const sb = await pair(service, bare, "service/bare");
+      const aa = await pair(twinServer, bare, "twin/bare");
+      const range = (v: number[]) => `${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)}`;
+      rows.push([
+        String(c),
+        fmt(sb.rps[0]!),
+        fmt(sb.rps[1]!),
+        ratio(sb.rps[0]!, sb.rps[1]!),
+        `${sb.cpu[0]!.toFixed(1)} / ${sb.cpu[1]!.toFixed(1)}`,
+        `${sb.perCpu.toFixed(2)}x (${range(sb.spread)})`,
+        `${ratio(aa.rps[0]!, aa.rps[1]!)}, ${aa.perCpu.toFixed(2)}x (${range(aa.spread)})`,
+      ]);
+      process.stderr.write(`[bench media] paired HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
+    }
+    return [
+      "",
+      `Paired (both loaded at the same moment, each by its own \`wrk -t1\` with c connections; ${HIT_REPEAT} runs of ${HIT_SECONDS} s per cell, medians; per CPU second: the median over runs of bare's CPU per request / the service's). Calibration: a second, identical bare server against the first, measured the same way right after (A/A):`,
+      "",
+      table(
+        [
+          "conns",
+          "service req/s",
+          "bare req/s",
+          "service / bare",
+          "CPU µs/req: service / bare",
+          "service / bare, per CPU second (range)",
+          "A/A: twin / bare req/s, per CPU second (range)",
+        ],
+        rows,
+      ),
+    ];
+  } finally {
+    await twin.stop();
+  }
 }
 
 async function startNginx(dir: string, bodyFile: string): Promise<{ proc: Proc; url: string } | undefined> {
@@ -713,16 +797,16 @@ async function measureRedis(
   const hit = await fetchOk(`${base}${pathname}`);
   if (hit.headers.get("x-cache") !== "HIT") throw new Error("expected a Redis-tier HIT");
   const size = (await hit.arrayBuffer()).byteLength;
+  // The service's key: prefix, "r:", the asset's purge generation ("0" until its first purge), the URL.
+  const bareEnv = {
+    BARE_REDIS_URL: redisUrl,
+    BARE_REDIS_KEY: `bench:r:0:${pathname}`,
+    BARE_HEADERS: JSON.stringify(replayHeaders(hit)),
+  };
   const barePort = await freePort();
   const bare = await startProcess(
     "bench/bare-server.ts",
-    {
-      PORT: String(barePort),
-      BARE_REDIS_URL: redisUrl,
-      // The service's key: prefix, "r:", the asset's purge generation ("0" until its first purge), the URL.
-      BARE_REDIS_KEY: `bench:r:0:${pathname}`,
-      BARE_HEADERS: JSON.stringify(replayHeaders(hit)),
-    },
+    { PORT: String(barePort), ...bareEnv },
     `http://127.0.0.1:${barePort}/`,
   );
   started.push(bare);
@@ -752,6 +836,13 @@ async function measureRedis(
     rows.push([String(c), fmt(median(svc)), fmt(median(ref)), ratio(median(svc), median(ref))]);
     process.stderr.write(`[bench media] Redis HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
   }
+  const paired = await measureHitPaired(
+    wrk,
+    { url: `${base}${pathname}`, pid: media.pid },
+    { url: `http://127.0.0.1:${barePort}${pathname}`, pid: bare.pid },
+    REDIS_CONNECTIONS,
+    bareEnv,
+  );
   await bare.stop();
   await media.stop();
   await redisProc.stop();
@@ -762,5 +853,6 @@ async function measureRedis(
       "Reference: bare node:http doing one Redis GET (ioredis) per request, then sending the bytes with the same headers.",
     "",
     table(["conns", "service req/s", "bare node:http + GET", "service / bare"], rows),
+    ...paired,
   ];
 }
