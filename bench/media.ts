@@ -575,10 +575,16 @@ async function measureHit(
       ratio(median(refCpu), median(svcCpu)),
     ]);
   }
-  const paired = await measureHitPaired(wrk, { url, pid: servicePid }, { url: bareUrl, pid: bare.pid }, HIT_CONNECTIONS, {
-    BODY_FILE: bodyFile,
-    BARE_HEADERS: JSON.stringify(headers),
-  });
+  const paired = await measureHitPaired(
+    wrk,
+    { url, pid: servicePid },
+    { url: bareUrl, pid: bare.pid },
+    HIT_CONNECTIONS,
+    {
+      BODY_FILE: bodyFile,
+      BARE_HEADERS: JSON.stringify(headers),
+    },
+  );
   await bare.stop();
   if (nginx) await nginx.proc.stop();
   // nginx (C, one worker) is far faster than any Node server where the load generator keeps up;
@@ -653,7 +659,11 @@ async function measureHitPaired(
   bareEnv: Record<string, string>,
 ): Promise<string[]> {
   const twinPort = await freePort();
-  const twin = await startProcess("bench/bare-server.ts", { ...bareEnv, PORT: String(twinPort) }, `http://127.0.0.1:${twinPort}/`);
+  const twin = await startProcess(
+    "bench/bare-server.ts",
+    { ...bareEnv, PORT: String(twinPort) },
+    `http://127.0.0.1:${twinPort}/`,
+  );
   const twinServer = { url: `http://127.0.0.1:${twinPort}${new URL(bare.url).pathname}`, pid: twin.pid };
   try {
     await warmUp(wrk, [twinServer.url]);
@@ -666,7 +676,12 @@ async function measureHitPaired(
         for (let r = 0; r < HIT_REPEAT; r++) {
           const [ra, rb] = await Promise.all(
             [a, b].map((s, i) =>
-              runWrkWithCpu(`paired ${label} ${i} c=${c}`, s.pid, { wrk, url: s.url, connections: c, seconds: HIT_SECONDS }),
+              runWrkWithCpu(`paired ${label} ${i} c=${c}`, s.pid, {
+                wrk,
+                url: s.url,
+                connections: c,
+                seconds: HIT_SECONDS,
+              }),
             ),
           );
           rps[0].push(ra!.rps);
