@@ -696,15 +696,19 @@ async function measureHitPaired(
       };
       const sb = await pair(service, bare, "service/bare");
       const aa = await pair(twinServer, bare, "twin/bare");
-      const range = (v: number[]) => `${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)}`;
+      // Per-CPU figures need /proc (Linux); elsewhere only the req/s ratios are printed.
+      const perCpu = (p: { perCpu: number; spread: number[] }) =>
+        p.spread.length
+          ? `${p.perCpu.toFixed(2)}x (${Math.min(...p.spread).toFixed(2)}-${Math.max(...p.spread).toFixed(2)})`
+          : "n/a";
       rows.push([
         String(c),
         fmt(sb.rps[0]!),
         fmt(sb.rps[1]!),
         ratio(sb.rps[0]!, sb.rps[1]!),
-        `${sb.cpu[0]!.toFixed(1)} / ${sb.cpu[1]!.toFixed(1)}`,
-        `${sb.perCpu.toFixed(2)}x (${range(sb.spread)})`,
-        `${ratio(aa.rps[0]!, aa.rps[1]!)}, ${aa.perCpu.toFixed(2)}x (${range(aa.spread)})`,
+        sb.spread.length ? `${sb.cpu[0]!.toFixed(1)} / ${sb.cpu[1]!.toFixed(1)}` : "n/a",
+        perCpu(sb),
+        `${ratio(aa.rps[0]!, aa.rps[1]!)}, ${perCpu(aa)}`,
       ]);
       process.stderr.write(`[bench media] paired HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
     }
