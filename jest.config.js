@@ -24,6 +24,7 @@ module.exports = {
     "services/management",
     "services/media",
     "infra",
+    "bench",
   ]
     .filter((d) => require("node:fs").existsSync(`${__dirname}/${d}/test`))
     .map(project),

@@ -21,6 +21,7 @@ import { originalHeaderMetadata, originalHeaderOf } from "@media-platform/contra
 import { FilesystemBlobStore } from "@media-platform/storage";
 import { findWrk, freePort, median, ratio, runWrk, startProcess, table, type WrkResult } from "./harness";
 import { assetId, benchImages, benchSteps, type BenchImage, type BenchStep } from "./media-cases";
+import { calibrationProblem, judge, TARGET_HEADER, targetRows, type Judgement, type Measurement } from "./targets";
 
 const ROOT = path.resolve(__dirname, "..");
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -208,6 +209,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
   const steps = benchSteps.filter((s) => !STEP_FILTER || STEP_FILTER.some((f) => s.name.toLowerCase().includes(f)));
   for (const image of benchImages) await originals.add(image);
 
+  const judgements: Judgement[] = [];
   const serviceEnv = {
     HOST: "127.0.0.1",
     STORAGE_DRIVER: "fs",
@@ -253,6 +255,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     // ids per cell, and cells long enough for ~40 requests (slow work gets up to 5x MISS_SECONDS).
     const rateGuess = new Map<string, number>();
     const rows: string[][] = [];
+    const vsSharp: Measurement[] = [];
+    const vsIpx: Measurement[] = [];
     for (const image of images) {
       for (const step of steps) {
         const { same, ms } = await checkSameOutput(base, ipxBase, originals, image, step);
@@ -336,6 +340,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           log(
             `${cell}: service ${s.toFixed(1)}, sharp ${rs.toFixed(1)}, floor ${fl.toFixed(1)}, ipx ${ip.toFixed(1)} req/s (${loadNote()})`,
           );
+          vsSharp.push({ label: cell, ratio: s / rs });
+          vsIpx.push({ label: cell, ratio: s / ip });
           const ms = (v: number[]) => (v.length > 0 ? median(v).toFixed(1) : "?");
           rows.push([
             image.name,
@@ -356,6 +362,10 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
       }
     }
     await ipx.stop();
+    judgements.push(
+      judge("MISS: service / raw sharp, every image, step and connection count", 0.95, vsSharp),
+      judge("MISS: service / IPX 3.1.1, every image, step and connection count", 1.0, vsIpx),
+    );
     out.push(
       "",
       "### MISS throughput (every request a fresh asset id)",
@@ -401,9 +411,23 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     }
   };
   if (PARTS.includes("hit"))
-    await part("HIT throughput", () => measureHit(wrk, base, media.pid, originals, dir, started));
-  if (PARTS.includes("redis")) await part("Redis-tier HIT", () => measureRedis(wrk, originals, serviceEnv, started));
+    await part("HIT throughput", () => measureHit(wrk, base, media.pid, originals, dir, started, judgements));
+  if (PARTS.includes("redis"))
+    await part("Redis-tier HIT", () => measureRedis(wrk, originals, serviceEnv, started, judgements));
   out.push("", `End: ${loadNote()}.`);
+  // The verdicts go first, under the run's header: what a reader wants before the 60 ratios.
+  out.splice(
+    1,
+    0,
+    "",
+    "### Targets",
+    "",
+    "Judged from this run's own cells (`bench/targets.ts`). A sequential HIT cell counts only when nginx cleared the bare server by 1.25x " +
+      "(else wrk set the pace); a paired cell only when its A/A calibration is within 1.00x ± 0.05. " +
+      "NOT MEASURED: nothing counted fell short, but something could not be counted on this machine. Parts not run are not listed.",
+    "",
+    table(TARGET_HEADER, targetRows(judgements)),
+  );
   return out.join("\n");
 }
 
@@ -474,6 +498,7 @@ async function measureHit(
   originals: Originals,
   dir: string,
   started: Proc[],
+  judgements: Judgement[],
 ): Promise<string[]> {
   const image = benchImages.find((i) => i.tag === 2)!;
   const id = assetId(originals.reserve(image, 1), image);
@@ -592,6 +617,25 @@ async function measureHit(
   const bound = nginx
     ? HIT_CONNECTIONS.filter((c) => median(results.get(`nginx ${c}`)!) < 1.25 * median(results.get(`bare ${c}`)!))
     : [];
+  const sequential = HIT_CONNECTIONS.flatMap((c): Measurement[] => {
+    const excluded = !nginx
+      ? "no nginx to tell whether wrk set the pace"
+      : bound.includes(c)
+        ? "load-generator bound"
+        : undefined;
+    const rps = (n: string) => median(results.get(`${n} ${c}`) ?? [NaN]);
+    const cpu = (n: string) => median(cpuUs.get(`${n} ${c}`) ?? [NaN]);
+    return [
+      { label: `c=${c} sequential req/s`, ratio: rps("service") / rps("bare"), excluded },
+      { label: `c=${c} sequential per CPU second`, ratio: cpu("bare") / cpu("service"), excluded },
+    ];
+  });
+  judgements.push(
+    judge("HIT (memory tier): service / bare node:http at 8, 32, 128 connections", 0.85, [
+      ...sequential,
+      ...paired.measurements,
+    ]),
+  );
   const boundNote = bound.length
     ? [
         "",
@@ -625,7 +669,7 @@ async function measureHit(
       "Its ratio is the service's requests per CPU second against bare node:http's: what the throughput ratio is where the server, " +
       "not the load generator or the VM's scheduling, sets the pace.",
     "",
-    ...paired,
+    ...paired.lines,
     "",
     "304 revalidation (`If-None-Match: <etag>` on the cached URL):",
     "",
@@ -657,7 +701,7 @@ async function measureHitPaired(
   connections: number[],
   /** The bare server's environment (bench/bare-server.ts), for its twin. */
   bareEnv: Record<string, string>,
-): Promise<string[]> {
+): Promise<{ lines: string[]; measurements: Measurement[] }> {
   const twinPort = await freePort();
   const twin = await startProcess(
     "bench/bare-server.ts",
@@ -668,6 +712,7 @@ async function measureHitPaired(
   try {
     await warmUp(wrk, [twinServer.url]);
     const rows: string[][] = [];
+    const measurements: Measurement[] = [];
     for (const c of connections) {
       const pair = async (a: typeof service, b: typeof service, label: string) => {
         const rps: [number[], number[]] = [[], []];
@@ -696,6 +741,15 @@ async function measureHitPaired(
       };
       const sb = await pair(service, bare, "service/bare");
       const aa = await pair(twinServer, bare, "twin/bare");
+      measurements.push(
+        {
+          label: `c=${c} paired req/s`,
+          ratio: sb.rps[0]! / sb.rps[1]!,
+          excluded: calibrationProblem(aa.rps[0]! / aa.rps[1]!),
+        },
+        // Without /proc there is no per-CPU figure (NaN): not counted.
+        { label: `c=${c} paired per CPU second`, ratio: sb.perCpu, excluded: calibrationProblem(aa.perCpu) },
+      );
       // Per-CPU figures need /proc (Linux); elsewhere only the req/s ratios are printed.
       const perCpu = (p: { perCpu: number; spread: number[] }) =>
         p.spread.length
@@ -712,7 +766,7 @@ async function measureHitPaired(
       ]);
       process.stderr.write(`[bench media] paired HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
     }
-    return [
+    const lines = [
       "",
       `Paired (both loaded at the same moment, each by its own \`wrk -t1\` with c connections; ${HIT_REPEAT} runs of ${HIT_SECONDS} s per cell, medians; per CPU second: the median over runs of bare's CPU per request / the service's). Calibration: a second, identical bare server against the first, measured the same way right after (A/A):`,
       "",
@@ -729,6 +783,7 @@ async function measureHitPaired(
         rows,
       ),
     ];
+    return { lines, measurements };
   } finally {
     await twin.stop();
   }
@@ -771,6 +826,7 @@ async function measureRedis(
   originals: Originals,
   serviceEnv: Record<string, string>,
   started: Proc[],
+  judgements: Judgement[],
 ): Promise<string[]> {
   const title = "### Redis-tier HIT (memory tier off)";
   const redisBin = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find(
@@ -831,6 +887,7 @@ async function measureRedis(
   started.push(bare);
   await warmUp(wrk, [`http://127.0.0.1:${barePort}${pathname}`, `${base}${pathname}`]);
   const rows: string[][] = [];
+  const sequential: number[] = [];
   for (const c of REDIS_CONNECTIONS) {
     const svc: number[] = [];
     const ref: number[] = [];
@@ -853,6 +910,7 @@ async function measureRedis(
       for (const run of r % 2 === 0 ? [bareRun, serviceRun] : [serviceRun, bareRun]) await run();
     }
     rows.push([String(c), fmt(median(svc)), fmt(median(ref)), ratio(median(svc), median(ref))]);
+    sequential.push(median(svc) / median(ref));
     process.stderr.write(`[bench media] Redis HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
   }
   const paired = await measureHitPaired(
@@ -865,6 +923,12 @@ async function measureRedis(
   await bare.stop();
   await media.stop();
   await redisProc.stop();
+  judgements.push(
+    judge("Redis-tier HIT (aim): service / bare node:http + one GET at 8, 32 connections", 0.8, [
+      ...REDIS_CONNECTIONS.map((c, i) => ({ label: `c=${c} sequential req/s`, ratio: sequential[i]! })),
+      ...paired.measurements,
+    ]),
+  );
   return [
     title,
     "",
@@ -872,6 +936,6 @@ async function measureRedis(
       "Reference: bare node:http doing one Redis GET (ioredis) per request, then sending the bytes with the same headers.",
     "",
     table(["conns", "service req/s", "bare node:http + GET", "service / bare"], rows),
-    ...paired,
+    ...paired.lines,
   ];
 }
