@@ -21,7 +21,15 @@ import { originalHeaderMetadata, originalHeaderOf } from "@media-platform/contra
 import { FilesystemBlobStore } from "@media-platform/storage";
 import { findWrk, freePort, median, ratio, runWrk, startProcess, table, type WrkResult } from "./harness";
 import { assetId, benchImages, benchSteps, type BenchImage, type BenchStep } from "./media-cases";
-import { calibrationProblem, judge, TARGET_HEADER, targetRows, type Judgement, type Measurement } from "./targets";
+import {
+  calibrationProblem,
+  judge,
+  TARGET_HEADER,
+  targetRows,
+  unmeasured,
+  type Judgement,
+  type Measurement,
+} from "./targets";
 
 const ROOT = path.resolve(__dirname, "..");
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -45,6 +53,11 @@ const STEP_FILTER = list("BENCH_MEDIA_STEPS");
 const MISS_CONNECTIONS = [2, 8];
 const HIT_CONNECTIONS = [8, 32, 128];
 const REDIS_CONNECTIONS = [8, 32];
+const HIT_TARGET = { name: "HIT (memory tier): service / bare node:http at 8, 32, 128 connections", minimum: 0.85 };
+const REDIS_TARGET = {
+  name: "Redis-tier HIT (aim): service / bare node:http + one GET at 8, 32 connections",
+  minimum: 0.8,
+};
 
 interface Proc {
   stop(): Promise<void>;
@@ -401,19 +414,22 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
   }
 
   // A part that fails is reported in place; the parts measured before it are kept.
-  const part = async (name: string, run: () => Promise<string[]>) => {
+  const part = async (name: string, target: { name: string; minimum: number }, run: () => Promise<string[]>) => {
     try {
       out.push("", ...(await run()));
     } catch (err) {
       log(`${name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
       out.push("", `### ${name}`, "", `FAILED: ${err instanceof Error ? err.message : String(err)}`);
+      judgements.push(unmeasured(target.name, target.minimum, "the part FAILED"));
       process.exitCode = 1;
     }
   };
   if (PARTS.includes("hit"))
-    await part("HIT throughput", () => measureHit(wrk, base, media.pid, originals, dir, started, judgements));
+    await part("HIT throughput", HIT_TARGET, () =>
+      measureHit(wrk, base, media.pid, originals, dir, started, judgements),
+    );
   if (PARTS.includes("redis"))
-    await part("Redis-tier HIT", () => measureRedis(wrk, originals, serviceEnv, started, judgements));
+    await part("Redis-tier HIT", REDIS_TARGET, () => measureRedis(wrk, originals, serviceEnv, started, judgements));
   out.push("", `End: ${loadNote()}.`);
   // The verdicts go first, under the run's header: what a reader wants before the 60 ratios.
   out.splice(
@@ -630,12 +646,7 @@ async function measureHit(
       { label: `c=${c} sequential per CPU second`, ratio: cpu("bare") / cpu("service"), excluded },
     ];
   });
-  judgements.push(
-    judge("HIT (memory tier): service / bare node:http at 8, 32, 128 connections", 0.85, [
-      ...sequential,
-      ...paired.measurements,
-    ]),
-  );
+  judgements.push(judge(HIT_TARGET.name, HIT_TARGET.minimum, [...sequential, ...paired.measurements]));
   const boundNote = bound.length
     ? [
         "",
@@ -832,7 +843,10 @@ async function measureRedis(
   const redisBin = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].find(
     (p) => spawnSync(p, ["--version"]).status === 0,
   );
-  if (!redisBin) return [title, "", "SKIPPED: redis-server is not installed."];
+  if (!redisBin) {
+    judgements.push(unmeasured(REDIS_TARGET.name, REDIS_TARGET.minimum, "redis-server is not installed"));
+    return [title, "", "SKIPPED: redis-server is not installed."];
+  }
   const redisPort = await freePort();
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
   const redis = spawn(
@@ -924,7 +938,7 @@ async function measureRedis(
   await media.stop();
   await redisProc.stop();
   judgements.push(
-    judge("Redis-tier HIT (aim): service / bare node:http + one GET at 8, 32 connections", 0.8, [
+    judge(REDIS_TARGET.name, REDIS_TARGET.minimum, [
       ...REDIS_CONNECTIONS.map((c, i) => ({ label: `c=${c} sequential req/s`, ratio: sequential[i]! })),
       ...paired.measurements,
     ]),

@@ -51,6 +51,11 @@ export function judge(target: string, minimum: number, measurements: Measurement
   return { target, minimum, verdict, counted, short, excluded };
 }
 
+/** A target whose part of the run did not produce figures (it failed, or a tool is missing): not measured. */
+export function unmeasured(target: string, minimum: number, why: string): Judgement {
+  return judge(target, minimum, [{ label: "the whole part", ratio: Number.NaN, excluded: why }]);
+}
+
 const x = (r: number) => `${r.toFixed(2)}x`;
 
 /** One row per target: verdict, what counted, the lowest counted ratio, what fell short or did not count. */

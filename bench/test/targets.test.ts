@@ -1,4 +1,4 @@
-import { calibrationProblem, judge, targetRows } from "../targets";
+import { calibrationProblem, judge, targetRows, unmeasured } from "../targets";
 
 describe("judge", () => {
   it("is met when every measurement counts and reaches the minimum", () => {
@@ -48,6 +48,21 @@ describe("judge", () => {
       Array.from({ length: 9 }, (_, i) => ({ label: `m${i}`, ratio: 0.5 + i / 100 })),
     );
     expect(targetRows([j])[0]![5]).toBe("m0 0.50x; m1 0.51x; m2 0.52x; m3 0.53x; m4 0.54x; m5 0.55x; 3 more below");
+  });
+});
+
+describe("unmeasured", () => {
+  it("reports a part that produced no figures as not measured, with the reason", () => {
+    const j = unmeasured("Redis", 0.8, "redis-server is not installed");
+    expect(j.verdict).toBe("not measured");
+    expect(targetRows([j])[0]).toEqual([
+      "Redis",
+      ">= 0.80x",
+      "NOT MEASURED",
+      "0 of 1",
+      "-",
+      "not counted: the whole part (redis-server is not installed)",
+    ]);
   });
 });
 
