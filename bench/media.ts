@@ -24,11 +24,15 @@ import { assetId, benchImages, benchSteps, type BenchImage, type BenchStep } fro
 import {
   calibrationProblem,
   judge,
+  LOAD_BOUND_FACTOR,
+  MEDIA_TARGETS,
   TARGET_HEADER,
+  TARGET_RULES,
   targetRows,
   unmeasured,
   type Judgement,
   type Measurement,
+  type Target,
 } from "./targets";
 
 const ROOT = path.resolve(__dirname, "..");
@@ -53,11 +57,6 @@ const STEP_FILTER = list("BENCH_MEDIA_STEPS");
 const MISS_CONNECTIONS = [2, 8];
 const HIT_CONNECTIONS = [8, 32, 128];
 const REDIS_CONNECTIONS = [8, 32];
-const HIT_TARGET = { name: "HIT (memory tier): service / bare node:http at 8, 32, 128 connections", minimum: 0.85 };
-const REDIS_TARGET = {
-  name: "Redis-tier HIT (aim): service / bare node:http + one GET at 8, 32 connections",
-  minimum: 0.8,
-};
 
 interface Proc {
   stop(): Promise<void>;
@@ -375,10 +374,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
       }
     }
     await ipx.stop();
-    judgements.push(
-      judge("MISS: service / raw sharp, every image, step and connection count", 0.95, vsSharp),
-      judge("MISS: service / IPX 3.1.1, every image, step and connection count", 1.0, vsIpx),
-    );
+    judgements.push(judge(MEDIA_TARGETS.missVsSharp, vsSharp), judge(MEDIA_TARGETS.missVsIpx, vsIpx));
     out.push(
       "",
       "### MISS throughput (every request a fresh asset id)",
@@ -414,36 +410,27 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
   }
 
   // A part that fails is reported in place; the parts measured before it are kept.
-  const part = async (name: string, target: { name: string; minimum: number }, run: () => Promise<string[]>) => {
+  const part = async (name: string, target: Target, run: () => Promise<string[]>) => {
     try {
       out.push("", ...(await run()));
     } catch (err) {
       log(`${name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
       out.push("", `### ${name}`, "", `FAILED: ${err instanceof Error ? err.message : String(err)}`);
-      judgements.push(unmeasured(target.name, target.minimum, "the part FAILED"));
+      judgements.push(unmeasured(target, "the part FAILED"));
       process.exitCode = 1;
     }
   };
   if (PARTS.includes("hit"))
-    await part("HIT throughput", HIT_TARGET, () =>
+    await part("HIT throughput", MEDIA_TARGETS.hit, () =>
       measureHit(wrk, base, media.pid, originals, dir, started, judgements),
     );
   if (PARTS.includes("redis"))
-    await part("Redis-tier HIT", REDIS_TARGET, () => measureRedis(wrk, originals, serviceEnv, started, judgements));
+    await part("Redis-tier HIT", MEDIA_TARGETS.redis, () =>
+      measureRedis(wrk, originals, serviceEnv, started, judgements),
+    );
   out.push("", `End: ${loadNote()}.`);
   // The verdicts go first, under the run's header: what a reader wants before the 60 ratios.
-  out.splice(
-    1,
-    0,
-    "",
-    "### Targets",
-    "",
-    "Judged from this run's own cells (`bench/targets.ts`). A sequential HIT cell counts only when nginx cleared the bare server by 1.25x " +
-      "(else wrk set the pace); a paired cell only when its A/A calibration is within 1.00x ± 0.05. " +
-      "NOT MEASURED: nothing counted fell short, but something could not be counted on this machine. Parts not run are not listed.",
-    "",
-    table(TARGET_HEADER, targetRows(judgements)),
-  );
+  out.splice(1, 0, "", "### Targets", "", TARGET_RULES, "", table(TARGET_HEADER, targetRows(judgements)));
   return out.join("\n");
 }
 
@@ -631,7 +618,9 @@ async function measureHit(
   // nginx (C, one worker) is far faster than any Node server where the load generator keeps up;
   // when it is not, wrk (or the machine's loopback) is the limit and the ratios say little.
   const bound = nginx
-    ? HIT_CONNECTIONS.filter((c) => median(results.get(`nginx ${c}`)!) < 1.25 * median(results.get(`bare ${c}`)!))
+    ? HIT_CONNECTIONS.filter(
+        (c) => median(results.get(`nginx ${c}`)!) < LOAD_BOUND_FACTOR * median(results.get(`bare ${c}`)!),
+      )
     : [];
   const sequential = HIT_CONNECTIONS.flatMap((c): Measurement[] => {
     const excluded = !nginx
@@ -646,11 +635,11 @@ async function measureHit(
       { label: `c=${c} sequential per CPU second`, ratio: cpu("bare") / cpu("service"), excluded },
     ];
   });
-  judgements.push(judge(HIT_TARGET.name, HIT_TARGET.minimum, [...sequential, ...paired.measurements]));
+  judgements.push(judge(MEDIA_TARGETS.hit, [...sequential, ...paired.measurements]));
   const boundNote = bound.length
     ? [
         "",
-        `**Load-generator bound** at ${bound.join(", ")} connections: nginx reached less than 1.25x the bare node:http server, ` +
+        `**Load-generator bound** at ${bound.join(", ")} connections: nginx reached less than ${LOAD_BOUND_FACTOR}x the bare node:http server, ` +
           "so wrk (one thread) or the machine's loopback, not the servers, set those figures; their ratios are not a measurement of the service.",
       ]
     : [];
@@ -844,7 +833,7 @@ async function measureRedis(
     (p) => spawnSync(p, ["--version"]).status === 0,
   );
   if (!redisBin) {
-    judgements.push(unmeasured(REDIS_TARGET.name, REDIS_TARGET.minimum, "redis-server is not installed"));
+    judgements.push(unmeasured(MEDIA_TARGETS.redis, "redis-server is not installed"));
     return [title, "", "SKIPPED: redis-server is not installed."];
   }
   const redisPort = await freePort();
@@ -938,7 +927,7 @@ async function measureRedis(
   await media.stop();
   await redisProc.stop();
   judgements.push(
-    judge(REDIS_TARGET.name, REDIS_TARGET.minimum, [
+    judge(MEDIA_TARGETS.redis, [
       ...REDIS_CONNECTIONS.map((c, i) => ({ label: `c=${c} sequential req/s`, ratio: sequential[i]! })),
       ...paired.measurements,
     ]),

@@ -14,6 +14,32 @@
 /** How far an A/A pair (identical processes) may stray from 1.00x before its cell stops counting. */
 export const CALIBRATION_TOLERANCE = 0.05;
 
+/**
+ * nginx must serve at least this many times the bare server's req/s in a sequential HIT cell;
+ * below it, wrk (one thread) or the loopback set the pace, not the servers.
+ */
+export const LOAD_BOUND_FACTOR = 1.25;
+
+/** Issue 7's media targets: what each row judges and its minimum ratio. */
+export interface Target {
+  name: string;
+  minimum: number;
+}
+
+export const MEDIA_TARGETS = {
+  missVsSharp: { name: "MISS: service / raw sharp, every image, step and connection count", minimum: 0.95 },
+  missVsIpx: { name: "MISS: service / IPX 3.1.1, every image, step and connection count", minimum: 1.0 },
+  hit: { name: "HIT (memory tier): service / bare node:http at 8, 32, 128 connections", minimum: 0.85 },
+  redis: { name: "Redis-tier HIT (aim): service / bare node:http + one GET at 8, 32 connections", minimum: 0.8 },
+} satisfies Record<string, Target>;
+
+/** How the Targets section says which cells count (from the constants above, so text and rule agree). */
+export const TARGET_RULES =
+  "Judged from this run's own cells (`bench/targets.ts`). " +
+  `A sequential HIT cell counts only when nginx cleared the bare server by ${LOAD_BOUND_FACTOR}x (else wrk set the pace); ` +
+  `a paired cell only when its A/A calibration is within 1.00x ± ${CALIBRATION_TOLERANCE.toFixed(2)}. ` +
+  "NOT MEASURED: nothing counted fell short, but something could not be counted on this machine. Parts not run are not listed.";
+
 export interface Measurement {
   /** Where it was measured, e.g. "12 MP JPEG fit c=2" or "c=32 paired per CPU second". */
   label: string;
@@ -42,7 +68,7 @@ export function calibrationProblem(aa: number): string | undefined {
   return Math.abs(aa - 1) > CALIBRATION_TOLERANCE + 1e-9 ? `A/A ${aa.toFixed(2)}x` : undefined;
 }
 
-export function judge(target: string, minimum: number, measurements: Measurement[]): Judgement {
+export function judge({ name: target, minimum }: Target, measurements: Measurement[]): Judgement {
   const excluded = measurements.filter((m) => m.excluded !== undefined || !Number.isFinite(m.ratio));
   const counted = measurements.filter((m) => !excluded.includes(m));
   const short = counted.filter((m) => m.ratio < minimum).sort((a, b) => a.ratio - b.ratio);
@@ -52,8 +78,8 @@ export function judge(target: string, minimum: number, measurements: Measurement
 }
 
 /** A target whose part of the run did not produce figures (it failed, or a tool is missing): not measured. */
-export function unmeasured(target: string, minimum: number, why: string): Judgement {
-  return judge(target, minimum, [{ label: "the whole part", ratio: Number.NaN, excluded: why }]);
+export function unmeasured(target: Target, why: string): Judgement {
+  return judge(target, [{ label: "the whole part", ratio: Number.NaN, excluded: why }]);
 }
 
 const x = (r: number) => `${r.toFixed(2)}x`;

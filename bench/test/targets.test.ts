@@ -2,7 +2,7 @@ import { calibrationProblem, judge, targetRows, unmeasured } from "../targets";
 
 describe("judge", () => {
   it("is met when every measurement counts and reaches the minimum", () => {
-    const j = judge("t", 0.95, [
+    const j = judge({ name: "t", minimum: 0.95 }, [
       { label: "a", ratio: 0.95 },
       { label: "b", ratio: 1.3 },
     ]);
@@ -12,7 +12,7 @@ describe("judge", () => {
   });
 
   it("is not met when a counted measurement falls short, and lists the shortfalls lowest first", () => {
-    const j = judge("t", 0.95, [
+    const j = judge({ name: "t", minimum: 0.95 }, [
       { label: "a", ratio: 0.94 },
       { label: "b", ratio: 1.1 },
       { label: "c", ratio: 0.85 },
@@ -26,7 +26,7 @@ describe("judge", () => {
   });
 
   it("is not measured when nothing counted fell short but something could not be counted", () => {
-    const j = judge("t", 0.85, [
+    const j = judge({ name: "t", minimum: 0.85 }, [
       { label: "seq", ratio: 1.01, excluded: "load-generator bound" },
       { label: "paired", ratio: 0.99 },
       { label: "per cpu", ratio: Number.NaN },
@@ -37,14 +37,13 @@ describe("judge", () => {
   });
 
   it("is not measured with no measurement at all", () => {
-    expect(judge("t", 0.85, []).verdict).toBe("not measured");
-    expect(targetRows([judge("t", 0.85, [])])[0]![4]).toBe("-");
+    expect(judge({ name: "t", minimum: 0.85 }, []).verdict).toBe("not measured");
+    expect(targetRows([judge({ name: "t", minimum: 0.85 }, [])])[0]![4]).toBe("-");
   });
 
   it("names at most six shortfalls and counts the rest", () => {
     const j = judge(
-      "t",
-      1,
+      { name: "t", minimum: 1 },
       Array.from({ length: 9 }, (_, i) => ({ label: `m${i}`, ratio: 0.5 + i / 100 })),
     );
     expect(targetRows([j])[0]![5]).toBe("m0 0.50x; m1 0.51x; m2 0.52x; m3 0.53x; m4 0.54x; m5 0.55x; 3 more below");
@@ -53,7 +52,7 @@ describe("judge", () => {
 
 describe("unmeasured", () => {
   it("reports a part that produced no figures as not measured, with the reason", () => {
-    const j = unmeasured("Redis", 0.8, "redis-server is not installed");
+    const j = unmeasured({ name: "Redis", minimum: 0.8 }, "redis-server is not installed");
     expect(j.verdict).toBe("not measured");
     expect(targetRows([j])[0]).toEqual([
       "Redis",
