@@ -130,25 +130,25 @@ async function fsyncDir(dir: string): Promise<void> {
 export class FilesystemBlobStore implements BlobStore {
   readonly rootDir: string;
 
+  /** rootDir with a trailing separator: every blob path starts with it. */
+  private readonly rootPrefix: string;
+
   constructor(rootDir: string) {
     this.rootDir = path.resolve(rootDir);
+    this.rootPrefix = this.rootDir.endsWith(path.sep) ? this.rootDir : this.rootDir + path.sep;
   }
 
   private paths(key: string): BlobPaths {
     assertValidBlobKey(key);
-    const segments = key.split("/");
-    const last = segments.pop() as string;
-    const dir = path.resolve(this.rootDir, ...segments);
+    // One join (a normalisation) per key: this runs on every read of a MISS.
+    const file = path.join(this.rootDir, key);
     // Defence in depth: the grammar already excludes traversal, but never trust one check.
-    const rel = path.relative(this.rootDir, path.join(dir, last));
-    if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) {
-      throw new InvalidBlobKeyError(key);
-    }
+    if (!file.startsWith(this.rootPrefix)) throw new InvalidBlobKeyError(key);
     return {
-      dir,
-      data: path.join(dir, last + DATA_SUFFIX),
-      meta: path.join(dir, last + META_SUFFIX),
-      tmp: () => path.join(dir, `${last}${TMP_INFIX}${randomUUID()}`),
+      dir: path.dirname(file),
+      data: file + DATA_SUFFIX,
+      meta: file + META_SUFFIX,
+      tmp: () => `${file}${TMP_INFIX}${randomUUID()}`,
     };
   }
 

@@ -8,14 +8,7 @@ import {
   type Logger,
   type OperationHandler,
 } from "@media-platform/observability";
-import {
-  canonicalMediaPathWithPresets,
-  MediaUrlError,
-  parseMediaPathWithPresets,
-  type MediaLimits,
-  type MediaRequest,
-  type PresetTable,
-} from "@media-platform/contracts";
+import { MediaUrlError, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
 import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
@@ -23,6 +16,7 @@ import { queryRefused } from "./delivery/query-policy";
 import { QueueFullError } from "./delivery/limiter";
 import { AssetNotFoundError } from "./delivery/asset-not-found";
 import type { RenditionService, SharedMiss } from "./delivery/rendition-service";
+import { ParsedMediaPaths, type ParsedMediaPath } from "./delivery/media-paths";
 import { requireSignature, type UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
 import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
@@ -238,7 +232,7 @@ export interface MediaRoute {
    * goes through the Express app, whose routes (`/original/...`, `/internal/...`) and problem
    * answers come first.
    */
-  match(req: IncomingMessage): MediaRequest | undefined;
+  match(req: IncomingMessage): ParsedMediaPath | undefined;
   /**
    * Answers a media URL: presets-only gate, signature, parse (unless `parsed` is given), canonical
    * spelling, then the rendition (cache tiers, single-flight, render) or 304. Throws what it
@@ -248,7 +242,7 @@ export interface MediaRoute {
     req: IncomingMessage,
     res: ServerResponse,
     log: Logger,
-    parsed?: MediaRequest,
+    parsed?: ParsedMediaPath,
     sharedMiss?: SharedMiss,
   ): Promise<void>;
 }
@@ -257,6 +251,7 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
   const { service, signer, limits, negotiator } = deps;
   const presets = deps.presets ?? {};
   const allowQuery = deps.allowQuery ?? true;
+  const paths = new ParsedMediaPaths(presets, limits);
   return {
     match(req) {
       const method = req.method;
@@ -264,7 +259,7 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       const path = instanceOf(req.url);
       if (!looksLikeMediaPath(path)) return undefined;
       try {
-        return parseMediaPathWithPresets(path, presets, limits);
+        return paths.parse(path);
       } catch {
         return undefined;
       }
@@ -277,8 +272,8 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       const refused = deps.presetsOnly ? presetsOnlyGate(target) : undefined;
       if (refused) throw refused;
       const cacheControl = signer ? requireSignature(signer, target) : undefined;
-      const request = parsed ?? parseMediaPathWithPresets(path, presets, limits);
-      refuseOtherSpellings(path, target, request, presets, signer !== undefined, allowQuery);
+      const { request, canonical } = parsed ?? paths.parse(path);
+      refuseOtherSpellings(path, target, canonical, signer !== undefined, allowQuery);
       const bucket = negotiator?.bucket(req.headers.accept);
       // A client that disconnects cancels its wait; the render stops when no other client waits.
       const cancel = new AbortController();
@@ -341,13 +336,11 @@ export function answerFailure(
 function refuseOtherSpellings(
   path: string,
   target: string,
-  request: MediaRequest,
-  presets: PresetTable,
+  /** ParsedMediaPath.canonical: presets are compared before expansion (`/preset:name=card/<id>.jpg` is canonical as written). */
+  canonical: string,
   signing: boolean,
   allowQuery: boolean,
 ): void {
-  // Presets are compared before expansion: `/preset:name=card/<id>.jpg` is canonical as written.
-  const canonical = canonicalMediaPathWithPresets(path, request, presets);
   const query = target.length > path.length ? target.slice(path.length) : "";
   if (canonical !== path) {
     throw new ProblemError(

@@ -167,11 +167,7 @@ export function parseMediaPath(path: string, limits: MediaLimits = defaultMediaL
     issues.push({ path: "path", message: `at most ${MAX_STEPS} transformations per URL (got ${segments.length})` });
   }
 
-  const { assetId, extension } = splitFileSegment(last);
-  if (!UUID.test(assetId)) issues.push({ path: "assetId", message: "asset id must be a UUID" });
-  if (!(MEDIA_EXTENSIONS as readonly string[]).includes(extension)) {
-    issues.push({ path: "extension", message: `extension must be one of ${MEDIA_EXTENSIONS.join(", ")}` });
-  }
+  const { assetId, extension } = parseMediaFile(last, issues);
 
   const steps: TransformationStep[] = [];
   for (const segment of segments.slice(0, MAX_STEPS)) {
@@ -183,7 +179,24 @@ export function parseMediaPath(path: string, limits: MediaLimits = defaultMediaL
     if (step) steps.push(step);
   }
   if (issues.length) throw new MediaUrlError(issues);
-  return { steps, assetId: assetId.toLowerCase(), extension: extension as MediaExtension };
+  return { steps, assetId, extension };
+}
+
+/**
+ * The last segment of a media path, `<assetId>.<extension>`: the asset id lower-cased, the
+ * extension as given lower-cased. Its problems are added to `issues` (the values are then not
+ * usable). Exported for callers that reuse the parsed steps of a path seen before.
+ */
+export function parseMediaFile(
+  segment: string,
+  issues: MediaUrlIssue[],
+): { assetId: string; extension: MediaExtension } {
+  const { assetId, extension } = splitFileSegment(segment);
+  if (!UUID.test(assetId)) issues.push({ path: "assetId", message: "asset id must be a UUID" });
+  if (!(MEDIA_EXTENSIONS as readonly string[]).includes(extension)) {
+    issues.push({ path: "extension", message: `extension must be one of ${MEDIA_EXTENSIONS.join(", ")}` });
+  }
+  return { assetId: assetId.toLowerCase(), extension: extension as MediaExtension };
 }
 
 function formatValue(value: number | string): string {

@@ -19,7 +19,8 @@ export class SingleFlight<T> {
 
   run(
     key: string,
-    work: (signal: AbortSignal) => Promise<T>,
+    /** `abort` ends the flight from inside (its timeout): one signal for both ways a flight stops. */
+    work: (signal: AbortSignal, abort: (reason: unknown) => void) => Promise<T>,
     signal?: AbortSignal,
   ): { promise: Promise<T>; leader: boolean } {
     const existing = this.flights.get(key);
@@ -32,13 +33,13 @@ export class SingleFlight<T> {
     return this.flights.size;
   }
 
-  private start(key: string, work: (signal: AbortSignal) => Promise<T>): Flight<T> {
+  private start(key: string, work: (signal: AbortSignal, abort: (reason: unknown) => void) => Promise<T>): Flight<T> {
     const controller = new AbortController();
     const flight: Flight<T> = { controller, waiters: 0, promise: undefined as unknown as Promise<T> };
     flight.promise = (async () => {
       try {
         // Deferred so the map entry exists before the work can settle (even if it throws synchronously).
-        return await Promise.resolve().then(() => work(controller.signal));
+        return await Promise.resolve().then(() => work(controller.signal, (reason) => controller.abort(reason)));
       } finally {
         if (this.flights.get(key) === flight) this.flights.delete(key);
       }
