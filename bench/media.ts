@@ -39,7 +39,13 @@ const ROOT = path.resolve(__dirname, "..");
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const MISS_SECONDS = num("BENCH_MISS_SECONDS", 4);
 const HIT_SECONDS = num("BENCH_SECONDS", 3);
-const REPEAT = Math.max(1, num("BENCH_REPEAT", 1));
+/**
+ * MISS cells: three runs each, the order of the four systems reversed every other run, medians.
+ * With one run the references were measured before the service in every cell, and the HTTP
+ * floor (raw sharp's own work behind node:http) moved 0.83-1.22x against raw sharp from one cell
+ * to the next (2026-11-26 03:38 run): the machine's drift, not the systems, decided single cells.
+ */
+const REPEAT = Math.max(1, num("BENCH_REPEAT", 3));
 /**
  * HIT, 304 and Redis-tier cells: short and noisy on a shared VM (one service process in one state
  * measured 24-38 µs of CPU per HIT over eight consecutive 5 s runs), so seven alternated runs by
