@@ -30,8 +30,8 @@ interface ParsedSteps {
  * steps of each path whose steps were valid. A CDN origin's MISSes are nearly all new asset ids
  * under a few transformation strings, so the steps of `/thumbnail:size=256/<id>.jpg` are
  * validated once: later paths with the same steps parse only their file segment. Parsing and
- * canonicalising the steps on every MISS was about a tenth of the service's own main-thread time
- * per MISS (zod schemas, percent-decoding, number formatting; bench/README.md).
+ * canonicalising the steps on every MISS (zod schemas, percent-decoding, number formatting) took
+ * 0.13 of the 2.2 ms the main thread spent per 2.5 MP thumbnail MISS (perf, 8 connections).
  * Bounded (an attacker's endless distinct valid step strings evict, never grow), and only
  * successful parses are kept: an invalid path is parsed in full every time, with every issue.
  */
