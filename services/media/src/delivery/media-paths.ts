@@ -50,7 +50,8 @@ export class ParsedMediaPaths {
   parse(path: string): ParsedMediaPath {
     const pathname = path.split("?", 1)[0]!;
     const slash = pathname.lastIndexOf("/");
-    const known = slash > 0 ? this.steps.get(pathname.slice(0, slash)) : undefined;
+    const stepsPart = pathname.slice(0, slash);
+    const known = slash > 0 ? this.steps.get(stepsPart) : undefined;
     if (known) {
       const issues: MediaUrlIssue[] = [];
       const { assetId, extension } = parseMediaFile(pathname.slice(slash + 1), issues);
@@ -64,7 +65,7 @@ export class ParsedMediaPaths {
     const canonical = canonicalMediaPathWithPresets(path, request, this.presets);
     for (const step of request.steps) Object.freeze(Object.freeze(step).params);
     Object.freeze(request.steps);
-    this.steps.set(pathname.slice(0, slash), {
+    this.steps.set(stepsPart, {
       steps: request.steps,
       canonicalSteps: canonical.slice(0, canonical.lastIndexOf("/")),
     });

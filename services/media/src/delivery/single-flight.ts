@@ -1,3 +1,6 @@
+/** A flight's work; `abort` ends the flight from inside (its timeout): one signal for both ways a flight stops. */
+type FlightWork<T> = (signal: AbortSignal, abort: (reason: unknown) => void) => Promise<T>;
+
 interface Flight<T> {
   promise: Promise<T>;
   controller: AbortController;
@@ -17,12 +20,7 @@ interface Flight<T> {
 export class SingleFlight<T> {
   private readonly flights = new Map<string, Flight<T>>();
 
-  run(
-    key: string,
-    /** `abort` ends the flight from inside (its timeout): one signal for both ways a flight stops. */
-    work: (signal: AbortSignal, abort: (reason: unknown) => void) => Promise<T>,
-    signal?: AbortSignal,
-  ): { promise: Promise<T>; leader: boolean } {
+  run(key: string, work: FlightWork<T>, signal?: AbortSignal): { promise: Promise<T>; leader: boolean } {
     const existing = this.flights.get(key);
     const leader = !existing || existing.controller.signal.aborted;
     const flight = leader ? this.start(key, work) : existing;
@@ -33,7 +31,7 @@ export class SingleFlight<T> {
     return this.flights.size;
   }
 
-  private start(key: string, work: (signal: AbortSignal, abort: (reason: unknown) => void) => Promise<T>): Flight<T> {
+  private start(key: string, work: FlightWork<T>): Flight<T> {
     const controller = new AbortController();
     const flight: Flight<T> = { controller, waiters: 0, promise: undefined as unknown as Promise<T> };
     flight.promise = (async () => {
