@@ -1,4 +1,5 @@
 import { execFile, spawn, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -21,6 +22,22 @@ export async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; valu
   const start = performance.now();
   const value = await fn();
   return { ms: performance.now() - start, value };
+}
+
+/**
+ * CPU time (user + system) a process used so far, in ms: all its threads, or with "main" its
+ * JavaScript thread alone (the task whose id is the process id). Undefined off Linux.
+ */
+export function processCpuMs(pid: number | undefined, threads: "all" | "main" = "all"): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(threads === "main" ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime are fields 14 and 15 of the line, in clock ticks (USER_HZ, 100 on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
 }
 
 export function median(values: number[]): number {

@@ -13,13 +13,13 @@
  * See bench/README.md for the settings (BENCH_* variables) and how to read the tables.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { originalHeaderMetadata, originalHeaderOf } from "@media-platform/contracts";
 import { FilesystemBlobStore } from "@media-platform/storage";
-import { findWrk, freePort, median, ratio, runWrk, startProcess, table, type WrkResult } from "./harness";
+import { findWrk, freePort, median, processCpuMs, ratio, runWrk, startProcess, table, type WrkResult } from "./harness";
 import { assetId, benchImages, benchSteps, type BenchImage, type BenchStep } from "./media-cases";
 import {
   calibrationProblem,
@@ -158,20 +158,14 @@ async function readMisses(base: string): Promise<number> {
   return Number(m[1]);
 }
 
-/** CPU time (user + system, all threads) a process used so far, in ms; undefined off Linux. */
-function processCpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // utime and stime are fields 14 and 15 of the line, in clock ticks (USER_HZ, 100 on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return undefined;
-  }
+/** The line bench/sharp-reference.ts prints (mainCpuMsPerOp: its JavaScript thread alone; absent off Linux). */
+interface SharpReferenceResult {
+  rps: number;
+  cpuMsPerOp: number;
+  mainCpuMsPerOp?: number;
 }
 
-function runSharpReference(job: object): Promise<{ rps: number; cpuMsPerOp: number }> {
+function runSharpReference(job: object): Promise<SharpReferenceResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "bench/sharp-reference.ts")], {
       cwd: ROOT,
@@ -183,7 +177,7 @@ function runSharpReference(job: object): Promise<{ rps: number; cpuMsPerOp: numb
     child.once("error", reject);
     child.once("exit", (code) => {
       if (code !== 0) return reject(new Error(`sharp reference exited with ${code}`));
-      resolve(JSON.parse(out.trim().split("\n").at(-1)!) as { rps: number; cpuMsPerOp: number });
+      resolve(JSON.parse(out.trim().split("\n").at(-1)!) as SharpReferenceResult);
     });
   });
 }
@@ -286,7 +280,15 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           const raw: number[] = [];
           const peer: number[] = [];
           const floorRps: number[] = [];
-          const cpu = { service: [] as number[], sharp: [] as number[], ipx: [] as number[], floor: [] as number[] };
+          const perSystem = () => ({
+            service: [] as number[],
+            sharp: [] as number[],
+            ipx: [] as number[],
+            floor: [] as number[],
+          });
+          // CPU ms per request: the whole process, and its JavaScript thread alone.
+          const cpu = perSystem();
+          const mainCpu = perSystem();
           for (let r = 0; r < REPEAT; r++) {
             const guess = rateGuess.get(work)!;
             const seconds = Math.min(MISS_SECONDS * 5, Math.max(MISS_SECONDS, Math.ceil(40 / guess)));
@@ -307,6 +309,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 });
                 raw.push(ref.rps);
                 cpu.sharp.push(ref.cpuMsPerOp);
+                if (ref.mainCpuMsPerOp !== undefined) mainCpu.sharp.push(ref.mainCpuMsPerOp);
               } else {
                 const first = originals.reserve(image, need);
                 const suffix =
@@ -322,6 +325,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 const before = who === "service" ? await readMisses(base) : 0;
                 const pid = who === "service" ? media.pid : who === "ipx" ? ipx.pid : floor.pid;
                 const cpuBefore = processCpuMs(pid);
+                const mainBefore = processCpuMs(pid, "main");
                 const res = checkWrk(
                   `${who} ${cell}`,
                   await runWrk({
@@ -336,9 +340,13 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 );
                 await waitIdle(pid);
                 const cpuAfter = processCpuMs(pid);
+                const mainAfter = processCpuMs(pid, "main");
+                const system = who as "service" | "ipx" | "floor";
+                // Closed loop: c requests were still in flight when wrk stopped; waitIdle let them finish.
                 if (cpuBefore !== undefined && cpuAfter !== undefined)
-                  // Closed loop: c requests were still in flight when wrk stopped; waitIdle let them finish.
-                  cpu[who as "service" | "ipx" | "floor"].push((cpuAfter - cpuBefore) / (res.requests + c));
+                  cpu[system].push((cpuAfter - cpuBefore) / (res.requests + c));
+                if (mainBefore !== undefined && mainAfter !== undefined)
+                  mainCpu[system].push((mainAfter - mainBefore) / (res.requests + c));
                 if (res.requests + c >= need)
                   throw new Error(`${who} ${cell}: ran out of fresh ids (${need}); raise the guess`);
                 if (who === "service") {
@@ -361,6 +369,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           vsSharp.push({ label: cell, ratio: s / rs });
           vsIpx.push({ label: cell, ratio: s / ip });
           const ms = (v: number[]) => (v.length > 0 ? median(v).toFixed(1) : "?");
+          const ms2 = (v: number[]) => (v.length > 0 ? median(v).toFixed(2) : "?");
           rows.push([
             image.name,
             step.name,
@@ -374,6 +383,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             ratio(fl, rs),
             ratio(s, ip),
             `${ms(cpu.service)} / ${ms(cpu.sharp)} / ${ms(cpu.floor)} / ${ms(cpu.ipx)}`,
+            `${ms2(mainCpu.service)} / ${ms2(mainCpu.sharp)} / ${ms2(mainCpu.floor)} / ${ms2(mainCpu.ipx)}`,
             same,
           ]);
         }
@@ -392,6 +402,9 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
         "the cost of HTTP itself on this machine). IPX 3.1.1 (its own sharp 0.34): `GET /<modifiers>/<file>` on the same files. " +
         "`CPU ms/req`: CPU time of the whole process (all threads) per request or operation, the work each " +
         "system spends; it stays comparable when the machine is busy and req/s does not. " +
+        "`main thread ms/req`: the part of it spent on the JavaScript thread (HTTP, the service's own code, " +
+        "sharp's set-up of each pipeline); libvips and the libuv pool do the pixel work on other threads, so the " +
+        "difference between the service and the floor in this column is what the service adds per request. " +
         "`same output` compares width x height x channels of the three results.",
       "",
       table(
@@ -408,6 +421,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           "floor / sharp",
           "service / IPX",
           "CPU ms/req service / sharp / floor / IPX",
+          "main thread ms/req service / sharp / floor / IPX",
           "same output",
         ],
         rows,

@@ -3,11 +3,13 @@
  * the load generator shares its event loop): `concurrency` operations in flight for `seconds`,
  * each reading its original from disk (fs.readFile) and running the same sharp calls as the
  * service, with the service's libvips cache setting (off, pipeline/render.ts configureSharp).
- * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps, cpuMsPerOp} on stdout.
+ * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps, cpuMsPerOp, mainCpuMsPerOp}
+ * on stdout (mainCpuMsPerOp: the JavaScript thread's share, from /proc; absent off Linux).
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import sharp from "sharp";
+import { processCpuMs } from "./harness";
 import { assetId, benchImages, benchSteps } from "./media-cases";
 
 interface Job {
@@ -35,6 +37,7 @@ async function main(): Promise<void> {
   let ops = 0;
   let all = 0;
   const cpu = process.cpuUsage();
+  const mainBefore = processCpuMs(process.pid, "main");
   const start = performance.now();
   const end = start + job.seconds * 1000;
   const loop = async () => {
@@ -48,8 +51,13 @@ async function main(): Promise<void> {
   // Operations completed inside the window, per second of the window (as wrk counts requests).
   // CPU of the whole process (all threads) per operation, over every operation started in the window.
   const used = process.cpuUsage(cpu);
+  const mainAfter = processCpuMs(process.pid, "main");
   const cpuMsPerOp = (used.user + used.system) / 1000 / all;
-  process.stdout.write(`${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds, cpuMsPerOp })}\n`);
+  const mainCpuMsPerOp =
+    mainBefore !== undefined && mainAfter !== undefined ? (mainAfter - mainBefore) / all : undefined;
+  process.stdout.write(
+    `${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds, cpuMsPerOp, mainCpuMsPerOp })}\n`,
+  );
 }
 
 main().catch((err: unknown) => {
