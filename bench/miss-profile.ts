@@ -1,0 +1,285 @@
+/**
+ * pnpm bench:miss-profile: where the media service's JavaScript thread spends its CPU on a MISS,
+ * phase by phase, next to the HTTP floor (bench/http-floor.ts: raw sharp's own work behind a bare
+ * node:http server) under the same load. `pnpm bench media` says how much more CPU the service's
+ * main thread uses per MISS than the floor's; this says on what.
+ *
+ * Method: both servers run with --perf-basic-prof (JIT frames get names); each is loaded in turn
+ * by `wrk -t1` with every request a fresh asset id while `perf record -g` samples its main thread
+ * alone (on-CPU time, so waiting is never counted). Each sample goes to the phase of its innermost
+ * frame that matches the table below, and the samples' CPU time is divided by the requests
+ * answered. TurboFan inlines small functions into their callers, so a little time lands on the
+ * caller's phase; the total is exact.
+ *
+ * Needs Linux, `wrk` and `perf` (Debian: apt-get install wrk linux-perf) and the right to profile
+ * (root, or kernel.perf_event_paranoid <= 1). Settings: BENCH_PROFILE_IMAGE ("2.5 mp"),
+ * BENCH_PROFILE_STEP ("thumbnail"), BENCH_PROFILE_CONNS (8), BENCH_PROFILE_SECONDS (10),
+ * BENCH_PROFILE_ROUNDS (2, alternating the order). Writes bench/results/miss-profile.md.
+ */
+import { execFile, spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { findWrk, freePort, processCpuMs, runWrk, startProcess, table } from "./harness";
+import { assetId, benchImages, benchSteps } from "./media-cases";
+import { Originals } from "./originals";
+
+const ROOT = path.resolve(__dirname, "..");
+const PERF_HZ = 4999;
+const NODE_ARGS = ["--perf-basic-prof", "--interpreted-frames-native-stack"];
+
+/**
+ * Phases, tried on each frame from the innermost outwards: the first frame that matches any of
+ * them decides. Service-only phases stay at zero for the floor.
+ */
+const PHASES: Array<[string, RegExp]> = [
+  [
+    "garbage collection",
+    /Heap::CollectGarbage|ScavengerCollector|Scavenger::|MinorGCJob|MarkCompact|IncrementalMarking/,
+  ],
+  ["sharp native: pipeline set-up and result", /sharp-linux-[^/]*\.node\)$/],
+  ["sharp JS: builders, toBuffer", /sharp\/dist\//],
+  ["file I/O (node:fs)", /node:fs:|node:internal\/fs\/|fs::|uv__fs_|FSReqCallback|FileHandle/],
+  ["blob store (packages/storage)", /packages\/storage\/src\//],
+  ["original source (pipeline/original.ts)", /media\/src\/pipeline\/original\.ts/],
+  ["render (pipeline, transformations)", /media\/src\/(pipeline|transformations)\//],
+  ["cache entry, ETag, memory tier", /media\/src\/cache\/|lru-cache|node:internal\/crypto/],
+  ["metrics", /prom-client|media\/src\/metrics\.ts|observability\/src\/metrics\.ts/],
+  ["logging", /pino|observability\/src\/(logger|redact)\.ts/],
+  [
+    "flight: single-flight, limiter, abort, timers",
+    /single-flight\.ts|delivery\/limiter\.ts|abort_controller|event_target|node:internal\/timers|node:timers/,
+  ],
+  ["rendition service (delivery)", /delivery\/rendition-service\.ts/],
+  [
+    "request handling: hot path, route, URL, tracking",
+    /services\/media\/src\/|packages\/(contracts|observability)\/src\//,
+  ],
+  ["floor's request handler", /bench\/http-floor\.ts/],
+  ["HTTP response write", /_http_outgoing|writev|stream_base_commons|streams\/writable|node:net:/],
+  ["HTTP request read and parse", /llhttp|_http_server|_http_common|_http_incoming|streams\/readable|uv__read/],
+  ["promise and callback machinery", /RunMicrotasks|task_queues|PromiseFulfill|AsyncFunction|MakeCallback/],
+  ["event loop (poll, wake-ups)", /epoll|uv__io_poll|uv_run|uv__async/],
+];
+const OTHER = "other (V8 runtime, libc, kernel)";
+
+const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+interface Profile {
+  /** CPU ns of the main thread's samples, per phase. */
+  ns: Map<string, number>;
+  requests: number;
+  seconds: number;
+  /** Main-thread CPU from /proc over the same window (cross-check of the sampled total). */
+  procMs: number;
+}
+
+/** Parses `perf script` output: one block per sample, a header line then frames, innermost first. */
+function classify(script: string, into: Map<string, number>): void {
+  for (const block of script.split(/\n\s*\n/)) {
+    const lines = block.split("\n").filter((l) => l.trim() !== "");
+    if (lines.length === 0) continue;
+    const period = Number(/\s(\d+)\s+cpu-clock/.exec(lines[0]!)?.[1] ?? 0);
+    if (period === 0) continue;
+    let phase = OTHER;
+    outer: for (const frame of lines.slice(1)) {
+      for (const [name, pattern] of PHASES) {
+        if (pattern.test(frame.trim())) {
+          phase = name;
+          break outer;
+        }
+      }
+    }
+    into.set(phase, (into.get(phase) ?? 0) + period);
+  }
+}
+
+function perfScript(file: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile("perf", ["script", "-i", file], { maxBuffer: 1 << 30 }, (err, out) => (err ? reject(err) : resolve(out)));
+  });
+}
+
+async function profileOnce(
+  wrk: string,
+  pid: number,
+  url: string,
+  scriptArgs: string[],
+  connections: number,
+  seconds: number,
+  file: string,
+  into: Profile,
+): Promise<void> {
+  // Started first and given a moment, so the whole wrk run is sampled; it samples a little longer.
+  const perf = spawn(
+    "perf",
+    ["record", "-F", String(PERF_HZ), "-g", "-t", String(pid), "-o", file, "--", "sleep", String(seconds + 1)],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let perfErr = "";
+  perf.stderr.on("data", (d: Buffer) => (perfErr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => perf.on("exit", resolve));
+  await new Promise((r) => setTimeout(r, 300));
+  const mainBefore = processCpuMs(pid, "main") ?? 0;
+  const res = await runWrk({ wrk, url, connections, seconds, script: path.join(ROOT, "bench/miss.lua"), scriptArgs });
+  const mainAfter = processCpuMs(pid, "main") ?? 0;
+  if (res.failed > 0 || res.socketErrors > 0)
+    throw new Error(
+      `${url}: ${res.failed} error responses, ${res.socketErrors} socket errors (${res.firstError ?? ""})`,
+    );
+  const code = await exited;
+  if (code !== 0) throw new Error(`perf record exited with ${code}: ${perfErr.trim()}`);
+  classify(await perfScript(file), into.ns);
+  // Samples cover the wrk window plus up to 1.3 s of idle around it, where the main thread uses
+  // (almost) no CPU; the /proc figure covers the wrk window alone.
+  into.requests += res.requests;
+  into.seconds += seconds;
+  into.procMs += mainAfter - mainBefore;
+}
+
+async function main(): Promise<void> {
+  const wrk = findWrk();
+  if (!wrk) throw new Error("wrk is not installed (Debian: apt-get install wrk)");
+  if (spawnSync("perf", ["--version"]).status !== 0)
+    throw new Error("perf is not installed (Debian: apt-get install linux-perf)");
+  const imageFilter = (process.env.BENCH_PROFILE_IMAGE ?? "2.5 mp").toLowerCase();
+  const stepFilter = (process.env.BENCH_PROFILE_STEP ?? "thumbnail").toLowerCase();
+  const image = benchImages.find((i) => i.name.toLowerCase().includes(imageFilter));
+  const step = benchSteps.find((s) => s.name.toLowerCase() === stepFilter);
+  if (!image || !step) throw new Error(`no bench image "${imageFilter}" or step "${stepFilter}" (media-cases.ts)`);
+  const connections = num("BENCH_PROFILE_CONNS", 8);
+  const seconds = num("BENCH_PROFILE_SECONDS", 10);
+  const rounds = num("BENCH_PROFILE_ROUNDS", 2);
+
+  const dir = mkdtempSync(path.join(tmpdir(), "bench-miss-profile-"));
+  const stops: Array<() => Promise<void>> = [];
+  const pids: number[] = [];
+  try {
+    const originals = new Originals(dir);
+    await originals.add(image);
+    const port = await freePort();
+    const media = await startProcess(
+      "services/media/src/index.ts",
+      {
+        HOST: "127.0.0.1",
+        STORAGE_DRIVER: "fs",
+        STORAGE_DIR: path.join(dir, "blobs"),
+        LOG_LEVEL: "warn",
+        REDIS_URL: "",
+        MEDIA_PORT: String(port),
+      },
+      `http://127.0.0.1:${port}/healthz`,
+      NODE_ARGS,
+    );
+    stops.push(() => media.stop());
+    pids.push(media.pid!);
+    const floorPort = await freePort();
+    const floor = await startProcess(
+      "bench/http-floor.ts",
+      { PORT: String(floorPort), FLOOR_DIR: originals.dir },
+      `http://127.0.0.1:${floorPort}/`,
+      NODE_ARGS,
+    );
+    stops.push(() => floor.stop());
+    pids.push(floor.pid!);
+
+    const idSuffix = assetId(0, image).slice(8);
+    const systems = {
+      service: {
+        pid: media.pid!,
+        url: `http://127.0.0.1:${port}`,
+        prefix: `/${step.service}/`,
+        suffix: `${idSuffix}.${image.extension}`,
+      },
+      floor: {
+        pid: floor.pid!,
+        url: `http://127.0.0.1:${floorPort}`,
+        prefix: `/${benchSteps.indexOf(step)}/`,
+        suffix: `${idSuffix}@blob`,
+      },
+    };
+    const profiles = {
+      service: { ns: new Map(), requests: 0, seconds: 0, procMs: 0 } as Profile,
+      floor: { ns: new Map(), requests: 0, seconds: 0, procMs: 0 } as Profile,
+    };
+    // Fresh ids for at most 400 req/s per second of load (more than either reaches on 2 cores).
+    const need = (s: number) => Math.ceil(400 * s) + connections;
+    for (const who of ["service", "floor"] as const) {
+      const sys = systems[who];
+      // Warm-up: JIT, pools; not sampled.
+      const first = originals.reserve(image, need(3));
+      await runWrk({
+        wrk,
+        url: sys.url,
+        connections,
+        seconds: 3,
+        script: path.join(ROOT, "bench/miss.lua"),
+        scriptArgs: [sys.prefix, String(first), sys.suffix],
+      });
+    }
+    for (let r = 0; r < rounds; r++) {
+      for (const who of r % 2 === 0 ? (["service", "floor"] as const) : (["floor", "service"] as const)) {
+        const sys = systems[who];
+        const first = originals.reserve(image, need(seconds));
+        process.stderr.write(`[miss-profile] round ${r + 1}/${rounds}: ${who}\n`);
+        await profileOnce(
+          wrk,
+          sys.pid,
+          sys.url,
+          [sys.prefix, String(first), sys.suffix],
+          connections,
+          seconds,
+          path.join(dir, `${who}-${r}.perf`),
+          profiles[who],
+        );
+      }
+    }
+
+    const perRequest = (p: Profile, phase: string) => (p.ns.get(phase) ?? 0) / 1000 / p.requests;
+    const total = (p: Profile) => [...p.ns.values()].reduce((a, b) => a + b, 0) / 1000 / p.requests;
+    const phases = [...PHASES.map(([name]) => name), OTHER]
+      .map((name) => ({ name, service: perRequest(profiles.service, name), floor: perRequest(profiles.floor, name) }))
+      .filter((p) => p.service >= 0.5 || p.floor >= 0.5)
+      .sort((a, b) => b.service - b.floor - (a.service - a.floor));
+    const us = (v: number) => v.toFixed(0);
+    const rows = phases.map((p) => [p.name, us(p.service), us(p.floor), us(p.service - p.floor)]);
+    const s = profiles.service;
+    const f = profiles.floor;
+    rows.push(
+      ["**total sampled**", us(total(s)), us(total(f)), us(total(s) - total(f))],
+      [
+        "main thread CPU from /proc (wrk window)",
+        us((s.procMs * 1000) / s.requests),
+        us((f.procMs * 1000) / f.requests),
+        us((s.procMs * 1000) / s.requests - (f.procMs * 1000) / f.requests),
+      ],
+      ["req/s", (s.requests / s.seconds).toFixed(0), (f.requests / f.seconds).toFixed(0), ""],
+    );
+    const text = [
+      `# MISS main-thread profile`,
+      "",
+      `${new Date().toISOString()}, Node ${process.version}. ${image.name}, \`${step.service}\`, ${connections} connections, ` +
+        `${rounds} x ${seconds} s per server (alternating), \`perf record -F ${PERF_HZ} -g\` on the main thread, ` +
+        `${s.requests} service and ${f.requests} floor requests. Method: bench/miss-profile.ts.`,
+      "",
+      "CPU µs per request on the JavaScript thread, by the phase of each sample's innermost recognised frame:",
+      "",
+      table(["phase", "service µs/req", "HTTP floor µs/req", "service - floor"], rows),
+      "",
+    ].join("\n");
+    process.stdout.write(`${text}\n`);
+    const results = path.join(ROOT, "bench/results");
+    mkdirSync(results, { recursive: true });
+    writeFileSync(path.join(results, "miss-profile.md"), text);
+  } finally {
+    for (const stop of stops.reverse()) await stop();
+    rmSync(dir, { recursive: true, force: true });
+    // --perf-basic-prof's symbol maps outlive the processes.
+    for (const pid of pids) rmSync(`/tmp/perf-${pid}.map`, { force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
