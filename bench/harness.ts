@@ -2,6 +2,7 @@ import { execFile, spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { performance } from "node:perf_hooks";
 import autocannon from "autocannon";
 
@@ -48,7 +49,8 @@ export function median(values: number[]): number {
 
 /**
  * Starts a TS entry point as a child process and waits until `readyUrl` answers. `nodeArgs` go
- * before the entry (e.g. --cpu-prof); `command` replaces node altogether (nginx).
+ * before the entry (e.g. --cpu-prof); `command` replaces node altogether (nginx). `cwd`: where
+ * the process runs (profilers write their files there); the repository root by default.
  */
 export async function startProcess(
   entry: string,
@@ -56,15 +58,18 @@ export async function startProcess(
   readyUrl: string,
   nodeArgs: string[] = [],
   command?: { file: string; args: string[] },
+  cwd = ROOT,
 ): Promise<{ stop(): Promise<void>; pid: number | undefined }> {
+  // Outside the repository "tsx" does not resolve as a bare name: its loader by path.
+  const tsx = cwd === ROOT ? "tsx" : pathToFileURL(path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href;
   const child = command
     ? spawn(command.file, command.args, {
-        cwd: ROOT,
+        cwd,
         env: { ...process.env, ...env },
         stdio: ["ignore", "ignore", "inherit"],
       })
-    : spawn(process.execPath, [...nodeArgs, "--import", "tsx", path.join(ROOT, entry)], {
-        cwd: ROOT,
+    : spawn(process.execPath, [...nodeArgs, "--import", tsx, path.join(ROOT, entry)], {
+        cwd,
         env: { ...process.env, ...env },
         stdio: ["ignore", "ignore", "inherit"],
       });

@@ -4,9 +4,11 @@
  * node:http server) under the same load. `pnpm bench media` says how much more CPU the service's
  * main thread uses per MISS than the floor's; this says on what.
  *
- * Method: both servers run with --perf-basic-prof (JIT frames get names); each is loaded in turn
- * by `wrk -t1` with every request a fresh asset id while `perf record -g` samples its main thread
- * alone (on-CPU time, so waiting is never counted). Each sample goes to the phase of its innermost
+ * Method: both servers run with --perf-prof (V8 writes a jitdump of every code object it creates,
+ * with its lifetime, so `perf inject --jit` names each JIT frame right even where V8 later reused
+ * the address; the plainer --perf-basic-prof map misnamed a third of a phase that way). Each is
+ * loaded in turn by `wrk -t1` with every request a fresh asset id while `perf record -g` samples
+ * its main thread alone (on-CPU time, so waiting is never counted). Each sample goes to the phase of its innermost
  * frame that matches the table below, and the samples' CPU time is divided by the requests
  * answered. TurboFan inlines small functions into their callers, so a little time lands on the
  * caller's phase; the total is exact.
@@ -26,7 +28,13 @@ import { Originals } from "./originals";
 
 const ROOT = path.resolve(__dirname, "..");
 const PERF_HZ = 4999;
-const NODE_ARGS = ["--perf-basic-prof", "--interpreted-frames-native-stack"];
+// The V8 log --perf-prof turns on is not needed (the jitdump is what perf reads).
+const NODE_ARGS = [
+  "--perf-prof",
+  "--interpreted-frames-native-stack",
+  "--logfile=/dev/null",
+  "--no-logfile-per-isolate",
+];
 
 /**
  * Phases, tried on each frame from the innermost outwards: the first frame that matches any of
@@ -68,6 +76,8 @@ const num = (name: string, fallback: number) => Number(process.env[name] ?? fall
 interface Profile {
   /** CPU ns of the main thread's samples, per phase. */
   ns: Map<string, number>;
+  /** CPU ns per phase and frame (the innermost recognised one): what the phase consists of. */
+  frames: Map<string, Map<string, number>>;
   requests: number;
   seconds: number;
   /** Main-thread CPU from /proc over the same window (cross-check of the sampled total). */
@@ -75,29 +85,51 @@ interface Profile {
 }
 
 /** Parses `perf script` output: one block per sample, a header line then frames, innermost first. */
-function classify(script: string, into: Map<string, number>): void {
+/** "JS:*readInputs /work/main/services/…/rendition-service.ts:2:7378+0x1a (…so)" -> "readInputs rendition-service.ts". */
+function frameName(frame: string): string {
+  const symbol = frame.replace(/^[0-9a-f]+\s+/, "").replace(/\+0x[0-9a-f]+ \(.*$/, "");
+  const js = /^JS:[*^~]?(\S*)\s+(\S+?)(?::\d+:\d+)?$/.exec(symbol);
+  if (js) return `${js[1] || "(anonymous)"} ${path.basename(js[2]!)}`;
+  return symbol.slice(0, 80);
+}
+
+function classify(script: string, into: Profile): void {
   for (const block of script.split(/\n\s*\n/)) {
     const lines = block.split("\n").filter((l) => l.trim() !== "");
     if (lines.length === 0) continue;
     const period = Number(/\s(\d+)\s+cpu-clock/.exec(lines[0]!)?.[1] ?? 0);
     if (period === 0) continue;
     let phase = OTHER;
-    outer: for (const frame of lines.slice(1)) {
+    let frame = lines[1] ?? "";
+    outer: for (const line of lines.slice(1)) {
       for (const [name, pattern] of PHASES) {
-        if (pattern.test(frame.trim())) {
+        if (pattern.test(line.trim())) {
           phase = name;
+          frame = line.trim();
           break outer;
         }
       }
     }
-    into.set(phase, (into.get(phase) ?? 0) + period);
+    into.ns.set(phase, (into.ns.get(phase) ?? 0) + period);
+    let frames = into.frames.get(phase);
+    if (!frames) into.frames.set(phase, (frames = new Map()));
+    const key = frameName(frame.trim());
+    frames.set(key, (frames.get(key) ?? 0) + period);
   }
 }
 
-function perfScript(file: string): Promise<string> {
+function run(file: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile("perf", ["script", "-i", file], { maxBuffer: 1 << 30 }, (err, out) => (err ? reject(err) : resolve(out)));
+    execFile(file, args, { maxBuffer: 1 << 30 }, (err, out, errOut) =>
+      err ? reject(new Error(`${file} ${args.join(" ")}: ${errOut || err.message}`)) : resolve(out),
+    );
   });
+}
+
+/** The samples with JIT frames named from the jitdump (perf inject writes one ELF per code object beside it). */
+async function perfScript(file: string): Promise<string> {
+  await run("perf", ["inject", "--jit", "-i", file, "-o", `${file}.jit`]);
+  return run("perf", ["script", "-i", `${file}.jit`]);
 }
 
 async function profileOnce(
@@ -113,7 +145,21 @@ async function profileOnce(
   // Started first and given a moment, so the whole wrk run is sampled; it samples a little longer.
   const perf = spawn(
     "perf",
-    ["record", "-F", String(PERF_HZ), "-g", "-t", String(pid), "-o", file, "--", "sleep", String(seconds + 1)],
+    [
+      "record",
+      "-k",
+      "1",
+      "-F",
+      String(PERF_HZ),
+      "-g",
+      "-t",
+      String(pid),
+      "-o",
+      file,
+      "--",
+      "sleep",
+      String(seconds + 1),
+    ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   let perfErr = "";
@@ -129,7 +175,7 @@ async function profileOnce(
     );
   const code = await exited;
   if (code !== 0) throw new Error(`perf record exited with ${code}: ${perfErr.trim()}`);
-  classify(await perfScript(file), into.ns);
+  classify(await perfScript(file), into);
   // Samples cover the wrk window plus up to 1.3 s of idle around it, where the main thread uses
   // (almost) no CPU; the /proc figure covers the wrk window alone.
   into.requests += res.requests;
@@ -153,7 +199,6 @@ async function main(): Promise<void> {
 
   const dir = mkdtempSync(path.join(tmpdir(), "bench-miss-profile-"));
   const stops: Array<() => Promise<void>> = [];
-  const pids: number[] = [];
   try {
     const originals = new Originals(dir);
     await originals.add(image);
@@ -170,18 +215,20 @@ async function main(): Promise<void> {
       },
       `http://127.0.0.1:${port}/healthz`,
       NODE_ARGS,
+      undefined,
+      dir,
     );
     stops.push(() => media.stop());
-    pids.push(media.pid!);
     const floorPort = await freePort();
     const floor = await startProcess(
       "bench/http-floor.ts",
       { PORT: String(floorPort), FLOOR_DIR: originals.dir },
       `http://127.0.0.1:${floorPort}/`,
       NODE_ARGS,
+      undefined,
+      dir,
     );
     stops.push(() => floor.stop());
-    pids.push(floor.pid!);
 
     const idSuffix = assetId(0, image).slice(8);
     const systems = {
@@ -199,8 +246,8 @@ async function main(): Promise<void> {
       },
     };
     const profiles = {
-      service: { ns: new Map(), requests: 0, seconds: 0, procMs: 0 } as Profile,
-      floor: { ns: new Map(), requests: 0, seconds: 0, procMs: 0 } as Profile,
+      service: { ns: new Map(), frames: new Map(), requests: 0, seconds: 0, procMs: 0 } as Profile,
+      floor: { ns: new Map(), frames: new Map(), requests: 0, seconds: 0, procMs: 0 } as Profile,
     };
     // Fresh ids for at most 400 req/s per second of load (more than either reaches on 2 cores).
     const need = (s: number) => Math.ceil(400 * s) + connections;
@@ -255,6 +302,15 @@ async function main(): Promise<void> {
       ],
       ["req/s", (s.requests / s.seconds).toFixed(0), (f.requests / f.seconds).toFixed(0), ""],
     );
+    // The service's largest phases, by the frames that decided them.
+    const detail = phases
+      .filter((p) => p.service - p.floor >= 10)
+      .flatMap((p) =>
+        [...(s.frames.get(p.name) ?? new Map<string, number>()).entries()]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 4)
+          .map(([frame, ns]) => [p.name, frame, us(ns / 1000 / s.requests)]),
+      );
     const text = [
       `# MISS main-thread profile`,
       "",
@@ -266,6 +322,10 @@ async function main(): Promise<void> {
       "",
       table(["phase", "service µs/req", "HTTP floor µs/req", "service - floor"], rows),
       "",
+      "The service's phases 10 µs/req or more above the floor, by their four largest frames (TurboFan inlines callees into these):",
+      "",
+      table(["phase", "frame", "service µs/req"], detail),
+      "",
     ].join("\n");
     process.stdout.write(`${text}\n`);
     const results = path.join(ROOT, "bench/results");
@@ -274,8 +334,6 @@ async function main(): Promise<void> {
   } finally {
     for (const stop of stops.reverse()) await stop();
     rmSync(dir, { recursive: true, force: true });
-    // --perf-basic-prof's symbol maps outlive the processes.
-    for (const pid of pids) rmSync(`/tmp/perf-${pid}.map`, { force: true });
   }
 }
 

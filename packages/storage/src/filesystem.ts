@@ -41,7 +41,8 @@ const TMP_INFIX = "@tmp-";
 const READ_CHUNK_MAX = 16 * 1024 * 1024;
 
 interface BlobPaths {
-  dir: string;
+  /** The key's directory (writes and missing keys only: computed on demand). */
+  dir(): string;
   data: string;
   meta: string;
   tmp(): string;
@@ -145,7 +146,7 @@ export class FilesystemBlobStore implements BlobStore {
     // Defence in depth: the grammar already excludes traversal, but never trust one check.
     if (!file.startsWith(this.rootPrefix)) throw new InvalidBlobKeyError(key);
     return {
-      dir: path.dirname(file),
+      dir: () => path.dirname(file),
       data: file + DATA_SUFFIX,
       meta: file + META_SUFFIX,
       tmp: () => `${file}${TMP_INFIX}${randomUUID()}`,
@@ -167,7 +168,7 @@ export class FilesystemBlobStore implements BlobStore {
     let handle: FileHandle | undefined;
     try {
       try {
-        await fs.mkdir(p.dir, { recursive: true });
+        await fs.mkdir(p.dir(), { recursive: true });
         handle = await fs.open(tmpData, "wx");
       } catch (err) {
         throw this.unavailable("put", key, err);
@@ -209,7 +210,7 @@ export class FilesystemBlobStore implements BlobStore {
       } catch (err) {
         throw this.unavailable("put", key, err);
       }
-      await fsyncDir(p.dir);
+      await fsyncDir(p.dir());
       return { key, contentType, size, ...(metadata && { metadata }) };
     } catch (err) {
       await handle?.close().catch(() => undefined);
@@ -242,7 +243,7 @@ export class FilesystemBlobStore implements BlobStore {
     let fd: number;
     try {
       if (statSync(p.data, { throwIfNoEntry: false }) === undefined) {
-        this.assertDirectories(p.dir, key);
+        this.assertDirectories(p.dir(), key);
         return null;
       }
       fd = openSync(p.data, "r");

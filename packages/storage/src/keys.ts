@@ -5,21 +5,18 @@ export const MAX_BLOB_KEY_LENGTH = 1024;
 /** Leaves room under NAME_MAX (255) for the filesystem driver's suffixes. */
 export const MAX_BLOB_KEY_SEGMENT_LENGTH = 200;
 
-const SEGMENT = /^[A-Za-z0-9._-]+$/;
-
 /**
  * Key grammar shared by every driver, so a key valid on one is valid on all:
  * slash-separated segments of [A-Za-z0-9._-], no empty, "." or ".." segment.
  * This alone rules out leading slashes, backslashes, NUL and traversal.
+ * One expression, no split: a MISS checks two keys (original, attributes) on the event loop.
  */
+const KEY = new RegExp(
+  `^(?!\\.\\.?(?:/|$))(?!.*/\\.\\.?(?:/|$))[A-Za-z0-9._-]{1,${MAX_BLOB_KEY_SEGMENT_LENGTH}}(?:/[A-Za-z0-9._-]{1,${MAX_BLOB_KEY_SEGMENT_LENGTH}})*$`,
+);
+
 export function isValidBlobKey(key: unknown): key is string {
-  if (typeof key !== "string" || key.length === 0 || key.length > MAX_BLOB_KEY_LENGTH) return false;
-  return key
-    .split("/")
-    .every(
-      (segment) =>
-        segment !== "." && segment !== ".." && segment.length <= MAX_BLOB_KEY_SEGMENT_LENGTH && SEGMENT.test(segment),
-    );
+  return typeof key === "string" && key.length <= MAX_BLOB_KEY_LENGTH && KEY.test(key);
 }
 
 export function assertValidBlobKey(key: unknown): asserts key is string {

@@ -370,8 +370,10 @@ export class RenditionService {
       : bodyChunks(blob.body, failed);
     signal.throwIfAborted();
     metrics.count("transformations");
-    const steps = request.steps.map((s) => s.name);
-    log.debug({ key, steps, bytesIn: blob.size }, "render started");
+    // The log lines' fields only when they are written: a MISS builds nothing for a level that is off.
+    const debug = log.isLevelEnabled("debug");
+    const steps = debug ? request.steps.map((s) => s.name) : [];
+    if (debug) log.debug({ key, steps, bytesIn: blob.size }, "render started");
     const started = performance.now();
     const gate = this.deps.gate;
     const result = await this.deps.render(
@@ -391,7 +393,8 @@ export class RenditionService {
         admit: gate ? (plan) => gate.acquire(plan.workPixels, signal) : undefined,
       },
     );
-    log.debug({ key, steps, ms: Math.round(performance.now() - started), bytes: result.data.length }, "transformed");
+    if (debug)
+      log.debug({ key, steps, ms: Math.round(performance.now() - started), bytes: result.data.length }, "transformed");
     return result;
   }
 
