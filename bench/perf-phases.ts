@@ -31,7 +31,11 @@ export const PHASES: Array<[string, RegExp]> = [
     /services\/media\/src\/|packages\/(contracts|observability)\/src\//,
   ],
   ["floor's request handler", /bench\/http-floor\.ts/],
-  ["HTTP response write", /_http_outgoing|writev|stream_base_commons|streams\/writable|node:net:/],
+  // ServerResponse lives in _http_server.js too: its methods are named before the request side's file.
+  [
+    "HTTP response write",
+    /_http_outgoing|writev|stream_base_commons|streams\/writable|node:net:|(writeHead|resOnFinish) node:_http_server/,
+  ],
   ["HTTP request read and parse", /llhttp|_http_server|_http_common|_http_incoming|streams\/readable|uv__read/],
   ["promise and callback machinery", /RunMicrotasks|task_queues|PromiseFulfill|AsyncFunction|MakeCallback/],
   ["event loop (poll, wake-ups)", /epoll|uv__io_poll|uv_run|uv__async/],

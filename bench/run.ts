@@ -12,8 +12,8 @@ import { benchManagement } from "./management";
 import { benchMedia } from "./media";
 import { benchUploadMetadata } from "./upload-metadata";
 
-/** Result files of the scripts run on their own (pnpm bench:media-soak, bench/upload-memory.ts, pnpm bench:formats). */
-const SCRIPT_RESULTS = ["media-soak", "upload-memory", "formats"];
+/** Result files of the scripts run on their own (pnpm bench:media-soak, bench/upload-memory.ts, pnpm bench:formats, pnpm bench:miss-profile). */
+const SCRIPT_RESULTS = ["media-soak", "upload-memory", "formats", "miss-profile"];
 
 const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = {
   media: { title: "Media service", run: benchMedia },
@@ -61,7 +61,7 @@ async function main(): Promise<number> {
     writeFileSync(path.join(dir, `${name}.md`), `${header}\n${text}`);
   }
   // The sections run here, then the results of the separate scripts (soak, upload memory,
-  // format negotiation), each kept in its own file by the script that wrote it.
+  // format negotiation, MISS profile), each kept in its own file by the script that wrote it.
   const files = [...Object.keys(SECTIONS), ...SCRIPT_RESULTS].map((name) => `${name}.md`);
   const parts = files
     .map((file) => path.join(dir, file))
