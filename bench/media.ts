@@ -310,8 +310,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           );
           vsSharp.push({ label: cell, ratio: s / rs });
           vsIpx.push({ label: cell, ratio: s / ip });
-          const ms = (v: number[]) => (v.length > 0 ? median(v).toFixed(1) : "?");
-          const ms2 = (v: number[]) => (v.length > 0 ? median(v).toFixed(2) : "?");
+          const ms = (v: number[], digits = 1) => (v.length > 0 ? median(v).toFixed(digits) : "?");
           rows.push([
             image.name,
             step.name,
@@ -325,7 +324,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             ratio(fl, rs),
             ratio(s, ip),
             `${ms(cpu.service)} / ${ms(cpu.sharp)} / ${ms(cpu.floor)} / ${ms(cpu.ipx)}`,
-            `${ms2(mainCpu.service)} / ${ms2(mainCpu.sharp)} / ${ms2(mainCpu.floor)} / ${ms2(mainCpu.ipx)}`,
+            [mainCpu.service, mainCpu.sharp, mainCpu.floor, mainCpu.ipx].map((v) => ms(v, 2)).join(" / "),
             same,
           ]);
         }

@@ -25,7 +25,7 @@ import path from "node:path";
 import { findWrk, freePort, processCpuMs, runWrk, startProcess, table } from "./harness";
 import { assetId, benchImages, benchSteps } from "./media-cases";
 import { Originals } from "./originals";
-import { classify, OTHER, PHASES, type Profile } from "./perf-phases";
+import { classify, emptyProfile, OTHER, PHASES, phaseTotals, type Profile } from "./perf-phases";
 
 const ROOT = path.resolve(__dirname, "..");
 const PERF_HZ = 4999;
@@ -166,10 +166,7 @@ async function main(): Promise<void> {
         suffix: `${idSuffix}@blob`,
       },
     };
-    const profiles = {
-      service: { ns: new Map(), frames: new Map(), requests: 0, seconds: 0, procMs: 0 } as Profile,
-      floor: { ns: new Map(), frames: new Map(), requests: 0, seconds: 0, procMs: 0 } as Profile,
-    };
+    const profiles = { service: emptyProfile(), floor: emptyProfile() };
     // Fresh ids for at most 400 req/s per second of load (more than either reaches on 2 cores).
     const need = (s: number) => Math.ceil(400 * s) + connections;
     for (const who of ["service", "floor"] as const) {
@@ -203,10 +200,13 @@ async function main(): Promise<void> {
       }
     }
 
-    const perRequest = (p: Profile, phase: string) => (p.ns.get(phase) ?? 0) / 1000 / p.requests;
-    const total = (p: Profile) => [...p.ns.values()].reduce((a, b) => a + b, 0) / 1000 / p.requests;
+    const totals = { service: phaseTotals(profiles.service), floor: phaseTotals(profiles.floor) };
+    const perRequest = (who: "service" | "floor", phase: string) =>
+      (totals[who].get(phase) ?? 0) / 1000 / profiles[who].requests;
+    const total = (who: "service" | "floor") =>
+      [...totals[who].values()].reduce((a, b) => a + b, 0) / 1000 / profiles[who].requests;
     const phases = [...PHASES.map(([name]) => name), OTHER]
-      .map((name) => ({ name, service: perRequest(profiles.service, name), floor: perRequest(profiles.floor, name) }))
+      .map((name) => ({ name, service: perRequest("service", name), floor: perRequest("floor", name) }))
       .filter((p) => p.service >= 0.5 || p.floor >= 0.5)
       .sort((a, b) => b.service - b.floor - (a.service - a.floor));
     const us = (v: number) => v.toFixed(0);
@@ -214,7 +214,7 @@ async function main(): Promise<void> {
     const s = profiles.service;
     const f = profiles.floor;
     rows.push(
-      ["**total sampled**", us(total(s)), us(total(f)), us(total(s) - total(f))],
+      ["**total sampled**", us(total("service")), us(total("floor")), us(total("service") - total("floor"))],
       [
         "main thread CPU from /proc (wrk window)",
         us((s.procMs * 1000) / s.requests),

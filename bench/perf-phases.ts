@@ -43,9 +43,7 @@ export const PHASES: Array<[string, RegExp]> = [
 export const OTHER = "other (V8 runtime, libc, kernel)";
 
 export interface Profile {
-  /** CPU ns of the main thread's samples, per phase. */
-  ns: Map<string, number>;
-  /** CPU ns per phase and frame (the innermost recognised one): what the phase consists of. */
+  /** CPU ns of the main thread's samples per phase and frame (the innermost recognised one). */
   frames: Map<string, Map<string, number>>;
   requests: number;
   seconds: number;
@@ -53,7 +51,19 @@ export interface Profile {
   procMs: number;
 }
 
-/** Parses `perf script` output: one block per sample, a header line then frames, innermost first. */
+export const emptyProfile = (): Profile => ({ frames: new Map(), requests: 0, seconds: 0, procMs: 0 });
+
+/** CPU ns per phase: the sum of its frames. */
+export function phaseTotals(profile: Profile): Map<string, number> {
+  const totals = new Map<string, number>();
+  for (const [phase, frames] of profile.frames)
+    totals.set(
+      phase,
+      [...frames.values()].reduce((a, b) => a + b, 0),
+    );
+  return totals;
+}
+
 /** "JS:*readInputs /work/main/services/…/rendition-service.ts:2:7378+0x1a (…so)" -> "readInputs rendition-service.ts". */
 function frameName(frame: string): string {
   const symbol = frame.replace(/^[0-9a-f]+\s+/, "").replace(/\+0x[0-9a-f]+ \(.*$/, "");
@@ -62,6 +72,7 @@ function frameName(frame: string): string {
   return symbol.slice(0, 80);
 }
 
+/** Parses `perf script` output: one block per sample, a header line then frames, innermost first. */
 export function classify(script: string, into: Profile): void {
   for (const block of script.split(/\n\s*\n/)) {
     const lines = block.split("\n").filter((l) => l.trim() !== "");
@@ -79,7 +90,6 @@ export function classify(script: string, into: Profile): void {
         }
       }
     }
-    into.ns.set(phase, (into.ns.get(phase) ?? 0) + period);
     let frames = into.frames.get(phase);
     if (!frames) into.frames.set(phase, (frames = new Map()));
     const key = frameName(frame.trim());
