@@ -1,5 +1,6 @@
 import { PURGE_SECRET_MIN_LENGTH } from "@media-platform/contracts";
 import { DEFAULT_CACHE_POLICY, type CachePolicy } from "./cache/entry";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { defaultMediaLimits, type MediaLimits, type PresetTable } from "@media-platform/contracts";
@@ -16,6 +17,14 @@ import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
 import { loadPresetsFile } from "./presets";
 
 const MiB = 1024 * 1024;
+
+/**
+ * Default transformation slots per CPU core. With one libvips thread per image
+ * (MEDIA_VIPS_CONCURRENCY=1) a render keeps about one core busy, less while it waits on its
+ * read or hands tiles between threads; two per core keep every core fed (imgproxy's default
+ * is the same). A fixed count would leave most cores of a larger machine idle.
+ */
+const RENDERS_PER_CORE = 2;
 
 /**
  * Every environment variable of the media service, keys = variable names (deployment
@@ -113,7 +122,9 @@ export const mediaEnvSchema = z.object({
   MEDIA_REQUEST_TIMEOUT_MS: int(100, 600_000, 30_000, "a whole number of milliseconds from 100 to 600000").describe(
     "Longest a request may wait for its transformation (queue + read + render); then 503",
   ),
-  MEDIA_CONCURRENCY: int(1, 1024, 4, "a whole number from 1 to 1024").describe("Transformations running at once"),
+  MEDIA_CONCURRENCY: int(0, 1024, 0, "a whole number from 0 (two per CPU core) to 1024").describe(
+    "Transformations running at once (0 = two per CPU core)",
+  ),
   MEDIA_QUEUE_LIMIT: int(0, 100_000, 64, "a whole number from 0 to 100000").describe(
     "Transformations waiting for a slot; beyond it 503 + Retry-After",
   ),
@@ -194,6 +205,7 @@ export interface MediaConfig {
   requestTimeoutMs: number;
   /** Pixels of work all running transformations may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
   inflightPixels: number;
+  /** Transformation slots, resolved (MEDIA_CONCURRENCY 0 = RENDERS_PER_CORE per CPU core). */
   concurrency: number;
   queueLimit: number;
   /** libvips threads per image; 0 = one per CPU core. */
@@ -266,7 +278,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     limits,
     requestTimeoutMs: e.MEDIA_REQUEST_TIMEOUT_MS,
     inflightPixels: e.MEDIA_MAX_INFLIGHT_PIXELS,
-    concurrency: e.MEDIA_CONCURRENCY,
+    concurrency: e.MEDIA_CONCURRENCY || RENDERS_PER_CORE * availableParallelism(),
     queueLimit: e.MEDIA_QUEUE_LIMIT,
     vipsConcurrency: e.MEDIA_VIPS_CONCURRENCY,
     heapGrowingPercent: e.MEDIA_HEAP_GROWING_PERCENT,

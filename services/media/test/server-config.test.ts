@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { loadMediaConfig, mediaEnvSchema, MediaConfigError } from "../src/config";
 import { startMedia } from "../src/server";
@@ -17,7 +18,7 @@ describe("media configuration", () => {
       limitInputPixels: 100_000_000,
       limits: { maxDimension: 8192, maxOutputPixels: 50_000_000 },
       requestTimeoutMs: 30_000,
-      concurrency: 4,
+      concurrency: 2 * availableParallelism(),
       queueLimit: 64,
       workers: 0,
       heapGrowingPercent: 300,
@@ -80,6 +81,12 @@ describe("media configuration", () => {
     expect(config.storage.STORAGE_DIR).toBe(path.join("/tmp/media-data", "blobs"));
   });
 
+  it("sizes the transformation slots to the machine: MEDIA_CONCURRENCY 0 (the default) is two per CPU core", () => {
+    expect(loadMediaConfig({ MEDIA_CONCURRENCY: "0" }).concurrency).toBe(2 * availableParallelism());
+    expect(loadMediaConfig({ MEDIA_CONCURRENCY: "" }).concurrency).toBe(2 * availableParallelism());
+    expect(loadMediaConfig({ MEDIA_CONCURRENCY: "1" }).concurrency).toBe(1);
+  });
+
   it("treats blank values as unset", () => {
     expect(loadMediaConfig({ REDIS_URL: "", MEDIA_PORT: " ", MEDIA_SIGNING_KEY: "" })).toMatchObject({
       port: 3001,
@@ -96,7 +103,8 @@ describe("media configuration", () => {
     ["CACHE_TTL_SECONDS", "1.5"],
     ["MEDIA_SIGNING_KEY", "short"],
     ["LIMIT_INPUT_PIXELS", "0"],
-    ["MEDIA_CONCURRENCY", "0"],
+    ["MEDIA_CONCURRENCY", "-1"],
+    ["MEDIA_CONCURRENCY", "1025"],
     ["MEDIA_QUEUE_LIMIT", "many"],
     ["MEDIA_REQUEST_TIMEOUT_MS", "5"],
     ["MEDIA_HEAP_GROWING_PERCENT", "-1"],
