@@ -21,8 +21,8 @@ const MiB = 1024 * 1024;
 /**
  * Default transformation slots per CPU core. With one libvips thread per image
  * (MEDIA_VIPS_CONCURRENCY=1) a render keeps about one core busy, less while it waits on its
- * read or hands tiles between threads; two per core keep every core fed (imgproxy's default
- * is the same). A fixed count would leave most cores of a larger machine idle.
+ * read or hands tiles between threads; two per core keep every core fed (imgproxy's rule of
+ * thumb: two workers per CPU). A fixed count would leave most cores of a larger machine idle.
  */
 const RENDERS_PER_CORE = 2;
 
