@@ -123,7 +123,7 @@ export const mediaEnvSchema = z.object({
     "Longest a request may wait for its transformation (queue + read + render); then 503",
   ),
   MEDIA_CONCURRENCY: int(0, 1024, 0, "a whole number from 0 (two per CPU core) to 1024").describe(
-    "Transformations running at once (0 = two per CPU core)",
+    "Transformations running at once; 0 = two per CPU core (a fixed count left most cores of a larger machine idle, with one libvips thread per image)",
   ),
   MEDIA_QUEUE_LIMIT: int(0, 100_000, 64, "a whole number from 0 to 100000").describe(
     "Transformations waiting for a slot; beyond it 503 + Retry-After",
