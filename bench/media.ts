@@ -17,7 +17,18 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
-import { findWrk, freePort, median, processCpuMs, ratio, runWrk, startProcess, table, type WrkResult } from "./harness";
+import {
+  findWrk,
+  freePort,
+  median,
+  processCpuMs,
+  ratio,
+  runWrk,
+  startMediaService,
+  startProcess,
+  table,
+  type WrkResult,
+} from "./harness";
 import { assetId, benchImages, benchSteps, type BenchImage, type BenchStep } from "./media-cases";
 import { Originals } from "./originals";
 import {
@@ -174,17 +185,13 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
   const nodeArgs = process.env.BENCH_MEDIA_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const media = await startProcess(
-    "services/media/src/index.ts",
-    { ...serviceEnv, MEDIA_PORT: String(port) },
-    `${base}/healthz`,
-    nodeArgs,
-  );
+  const media = await startMediaService({ ...serviceEnv, MEDIA_PORT: String(port) }, `${base}/healthz`, nodeArgs);
   started.push(media);
 
   out.push(
     `Load: \`wrk -t1\` in its own process; MISS cells ${MISS_SECONDS} s, HIT cells ${HIT_SECONDS} s, ` +
       `${REPEAT} run(s) per MISS cell and ${HIT_REPEAT} per HIT/304/Redis cell (median), references measured interleaved with the service cell by cell. ` +
+      `Service: the production bundle (\`pnpm build media\`, plain node). ` +
       `Start: ${loadNote()}.`,
   );
 
@@ -817,8 +824,7 @@ async function measureRedis(
   started.push(redisProc);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const media = await startProcess(
-    "services/media/src/index.ts",
+  const media = await startMediaService(
     {
       ...serviceEnv,
       MEDIA_PORT: String(port),

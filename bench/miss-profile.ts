@@ -22,7 +22,7 @@ import { execFile, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { findWrk, freePort, processCpuMs, runWrk, startProcess, table } from "./harness";
+import { findWrk, freePort, processCpuMs, runWrk, startMediaService, startProcess, table } from "./harness";
 import { assetId, benchImages, benchSteps } from "./media-cases";
 import { Originals } from "./originals";
 import { classify, emptyProfile, OTHER, PHASES, phaseTotals, type Profile } from "./perf-phases";
@@ -124,8 +124,7 @@ async function main(): Promise<void> {
     const originals = new Originals(dir);
     await originals.add(image);
     const port = await freePort();
-    const media = await startProcess(
-      "services/media/src/index.ts",
+    const media = await startMediaService(
       {
         HOST: "127.0.0.1",
         STORAGE_DRIVER: "fs",
@@ -136,7 +135,6 @@ async function main(): Promise<void> {
       },
       `http://127.0.0.1:${port}/healthz`,
       NODE_ARGS,
-      undefined,
       dir,
     );
     stops.push(() => media.stop());
