@@ -97,7 +97,7 @@ export async function startProcess(
 }
 
 /** The media service's production entry (scripts/build.ts), relative to the repository. */
-export const MEDIA_BUNDLE = "services/media/dist/index.js";
+const MEDIA_BUNDLE = "services/media/dist/index.js";
 let mediaBuilt = false;
 
 /**
@@ -121,17 +121,9 @@ export function startMediaService(
     if (build.status !== 0) throw new Error(`building the media service failed (exit ${build.status})`);
     mediaBuilt = true;
   }
-  return startProcess(
-    MEDIA_BUNDLE,
-    env,
-    readyUrl,
-    nodeArgs,
-    {
-      file: process.execPath,
-      args: [...nodeArgs, path.join(ROOT, MEDIA_BUNDLE)],
-    },
-    cwd,
-  );
+  // The node arguments go in the command itself (startProcess's own list is for its tsx runs).
+  const command = { file: process.execPath, args: [...nodeArgs, path.join(ROOT, MEDIA_BUNDLE)] };
+  return startProcess(MEDIA_BUNDLE, env, readyUrl, [], command, cwd);
 }
 
 export interface LoadResult {
