@@ -243,7 +243,10 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             const seconds = Math.min(MISS_SECONDS * 5, Math.max(MISS_SECONDS, Math.ceil(40 / guess)));
             // Generous: a fast reference or a quieter moment can beat the guess several times over.
             const need = Math.ceil(Math.max(guess, 100) * 6 * seconds) + c + 16;
-            const order = r % 2 === 0 ? ["sharp", "floor", "ipx", "service"] : ["service", "ipx", "floor", "sharp"];
+            // The service next to both systems its targets compare it with (raw sharp, IPX), so the
+            // VM's drift between two 4 s windows weighs as little as it can on those ratios; the
+            // floor (a diagnostic) at the end. Reversed every other run.
+            const order = r % 2 === 0 ? ["floor", "sharp", "service", "ipx"] : ["ipx", "service", "sharp", "floor"];
             for (const who of order) {
               if (who === "sharp") {
                 const first = originals.reserve(image, 64);
