@@ -245,7 +245,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             const need = Math.ceil(Math.max(guess, 100) * 6 * seconds) + c + 16;
             // The service next to both systems its targets compare it with (raw sharp, IPX), so the
             // VM's drift between two 4 s windows weighs as little as it can on those ratios; the
-            // floor (a diagnostic) at the end. Reversed every other run.
+            // floor (a diagnostic) at the outer end. Reversed every other run.
             const order = r % 2 === 0 ? ["floor", "sharp", "service", "ipx"] : ["ipx", "service", "sharp", "floor"];
             for (const who of order) {
               if (who === "sharp") {
