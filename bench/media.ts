@@ -62,6 +62,13 @@ const REPEAT = Math.max(1, num("BENCH_REPEAT", 3));
  * default, each shorter.
  */
 const HIT_REPEAT = Math.max(1, num("BENCH_HIT_REPEAT", 7));
+/**
+ * Service processes (and as many bare ones) per HIT cell: a process's HIT cost is a draw, so one
+ * process pair says little about the next (README, Media performance).
+ */
+const HIT_PROCESSES = Math.max(1, num("BENCH_HIT_PROCESSES", 4));
+/** Runs per process pair in each HIT cell (alternated; the pair's figure is their median). */
+const HIT_PAIR_REPEAT = Math.max(1, num("BENCH_HIT_PAIR_REPEAT", 3));
 const list = (name: string) =>
   process.env[name]
     ?.split(",")
@@ -393,7 +400,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
   };
   if (PARTS.includes("hit"))
     await part("HIT throughput", MEDIA_TARGETS.hit, () =>
-      measureHit(wrk, base, media.pid, originals, dir, started, judgements),
+      measureHit(wrk, { base, pid: media.pid }, { env: serviceEnv, nodeArgs }, originals, dir, started, judgements),
     );
   if (PARTS.includes("redis"))
     await part("Redis-tier HIT", MEDIA_TARGETS.redis, () =>
@@ -465,10 +472,45 @@ async function warmUp(wrk: string, urls: string[]): Promise<void> {
   for (const url of urls) checkWrk(`warm-up ${url}`, await runWrk({ wrk, url, connections: 8, seconds: 2 }));
 }
 
+/** One server of a HIT cell: where to load it and which process to charge its CPU to. */
+interface HitServer {
+  url: string;
+  pid: number | undefined;
+}
+
+/**
+ * Mixed MISS load on a fresh service process before its HIT cells (the 2.5 MP JPEG, every bench
+ * step, 2 s each at 8 connections), so no process is measured that has only ever served one URL:
+ * the bench's first service process comes to its HIT cells after the whole MISS part.
+ */
+async function missWarmUp(wrk: string, base: string, originals: Originals): Promise<number> {
+  const image = benchImages.find((i) => i.tag === 2)!;
+  let misses = 0;
+  for (const step of benchSteps) {
+    const first = originals.reserve(image, 2000);
+    const res = checkWrk(
+      `MISS warm-up ${step.name}`,
+      await runWrk({
+        wrk,
+        url: base,
+        connections: 8,
+        seconds: 2,
+        script: path.join(ROOT, "bench/miss.lua"),
+        scriptArgs: [`/${step.service}/`, String(first), `${assetId(0, image).slice(8)}.${image.extension}`],
+      }),
+    );
+    misses += res.requests;
+  }
+  return misses;
+}
+
+const spread = (values: number[]) => values.map((v) => v.toFixed(2)).join(" / ");
+
 async function measureHit(
   wrk: string,
-  base: string,
-  servicePid: number | undefined,
+  main: { base: string; pid: number | undefined },
+  /** How process 1 was started, for the others. */
+  start: { env: Record<string, string>; nodeArgs: string[] },
   originals: Originals,
   dir: string,
   started: Proc[],
@@ -476,7 +518,8 @@ async function measureHit(
 ): Promise<string[]> {
   const image = benchImages.find((i) => i.tag === 2)!;
   const id = assetId(originals.reserve(image, 1), image);
-  const url = `${base}/thumbnail:size=800/${id}.jpg`;
+  const target = `/thumbnail:size=800/${id}.jpg`;
+  const url = `${main.base}${target}`;
   const body = Buffer.from(await (await fetchOk(url)).arrayBuffer());
   const hit = await fetchOk(url);
   if (hit.headers.get("x-cache") !== "HIT") throw new Error("expected a HIT");
@@ -484,64 +527,119 @@ async function measureHit(
   const headers = replayHeaders(hit);
   const bodyFile = path.join(dir, "hit.jpg");
   writeFileSync(bodyFile, body);
-  const barePort = await freePort();
-  const bare = await startProcess(
-    "bench/bare-server.ts",
-    { PORT: String(barePort), BODY_FILE: bodyFile, BARE_HEADERS: JSON.stringify(headers) },
-    `http://127.0.0.1:${barePort}/`,
-  );
-  started.push(bare);
-  const bareUrl = `http://127.0.0.1:${barePort}${new URL(url).pathname}`;
-  const nginx = await startNginx(dir, bodyFile);
-  if (nginx) started.push(nginx.proc);
 
-  const servers: { name: string; url: string; pid: number | undefined }[] = [
-    { name: "bare", url: bareUrl, pid: bare.pid },
-    { name: "service", url, pid: servicePid },
-    ...(nginx ? [{ name: "nginx", url: nginx.url, pid: nginx.proc.pid }] : []),
-  ];
+  // A process's HIT cost is a draw (README, Media performance): the same bundle measured 0.73-1.12x
+  // of one bare server per CPU second from one process to the next, and bare processes differ
+  // among themselves too. So every cell measures HIT_PROCESSES service processes (the first is
+  // the one that served the MISS part; the others start fresh and get a mixed MISS warm-up)
+  // against as many bare processes, pair by pair, and is judged on the median over the pairs.
+  const services: HitServer[] = [{ url, pid: main.pid }];
+  /** The processes this part starts (stopped at its end; `started` stops them on a failure). */
+  const fleet: Proc[] = [];
+  const warmUps: number[] = [];
+  for (let i = 1; i < HIT_PROCESSES; i++) {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const proc = await startMediaService({ ...start.env, MEDIA_PORT: String(port) }, `${base}/healthz`, start.nodeArgs);
+    started.push(proc);
+    fleet.push(proc);
+    warmUps.push(await missWarmUp(wrk, base, originals));
+    // The same asset and step: the same bytes and ETag as the first process (renders are deterministic).
+    await (await fetchOk(`${base}${target}`)).arrayBuffer();
+    const again = await fetchOk(`${base}${target}`);
+    if (again.headers.get("x-cache") !== "HIT" || again.headers.get("etag") !== headers.etag)
+      throw new Error(`service process ${i + 1}: expected a HIT with ETag ${headers.etag}`);
+    await again.arrayBuffer();
+    services.push({ url: `${base}${target}`, pid: proc.pid });
+  }
+  // One bare server per service process, plus one: bares[i + 1] is bares[i]'s A/A twin.
+  const bareEnv = { BODY_FILE: bodyFile, BARE_HEADERS: JSON.stringify(headers) };
+  const bares: HitServer[] = [];
+  for (let i = 0; i <= HIT_PROCESSES; i++) {
+    const port = await freePort();
+    const proc = await startProcess(
+      "bench/bare-server.ts",
+      { ...bareEnv, PORT: String(port) },
+      `http://127.0.0.1:${port}/`,
+    );
+    started.push(proc);
+    fleet.push(proc);
+    bares.push({ url: `http://127.0.0.1:${port}${target}`, pid: proc.pid });
+  }
+  const nginx = await startNginx(dir, bodyFile);
+  if (nginx) {
+    started.push(nginx.proc);
+    fleet.push(nginx.proc);
+  }
+  const ceiling = nginx ? [{ url: nginx.url, pid: nginx.proc.pid }] : [];
   await warmUp(
     wrk,
-    servers.map((s) => s.url),
+    [...services, ...bares, ...ceiling].map((s) => s.url),
   );
+
   const rows: string[][] = [];
-  const results = new Map<string, number[]>();
-  /** CPU time of the whole server process (all threads) per request of the cell, in microseconds. */
-  const cpuUs = new Map<string, number[]>();
+  const nginxRps = new Map<number, number[]>();
+  const bareRps = new Map<number, number[]>();
+  /** Per connection count: each pair's req/s ratio and per-CPU-second ratio (medians of its runs). */
+  const pairRatios = new Map<number, { rps: number[]; cpu: number[] }>();
   for (const c of HIT_CONNECTIONS) {
-    for (let r = 0; r < HIT_REPEAT; r++) {
-      const order = r % 2 === 0 ? servers : [...servers].reverse();
-      for (const s of order) {
-        const { rps, cpuUs: used } = await runWrkWithCpu(`HIT ${s.name} c=${c}`, s.pid, {
-          wrk,
-          url: s.url,
-          connections: c,
-          seconds: HIT_SECONDS,
-        });
-        const key = `${s.name} ${c}`;
-        results.set(key, [...(results.get(key) ?? []), rps]);
-        if (used !== undefined) cpuUs.set(key, [...(cpuUs.get(key) ?? []), used]);
+    const run = (label: string, s: HitServer) =>
+      runWrkWithCpu(`HIT ${label} c=${c}`, s.pid, { wrk, url: s.url, connections: c, seconds: HIT_SECONDS });
+    const perPair = services.map(() => ({
+      svc: [] as number[],
+      bare: [] as number[],
+      svcCpu: [] as number[],
+      bareCpu: [] as number[],
+    }));
+    const ngx: number[] = [];
+    const ngxCpu: number[] = [];
+    for (let r = 0; r < HIT_PAIR_REPEAT; r++) {
+      if (nginx) {
+        const res = await run("nginx", ceiling[0]!);
+        ngx.push(res.rps);
+        if (res.cpuUs !== undefined) ngxCpu.push(res.cpuUs);
+      }
+      for (const [i, p] of perPair.entries()) {
+        // Alternated within each pair, so neither side always runs first.
+        for (const side of r % 2 === 0 ? (["bare", "svc"] as const) : (["svc", "bare"] as const)) {
+          const res = await run(
+            `${side === "svc" ? "service" : "bare"} ${i + 1}`,
+            side === "svc" ? services[i]! : bares[i]!,
+          );
+          p[side].push(res.rps);
+          if (res.cpuUs !== undefined) p[side === "svc" ? "svcCpu" : "bareCpu"].push(res.cpuUs);
+        }
       }
     }
-    const get = (n: string) => median(results.get(`${n} ${c}`) ?? [NaN]);
-    const cpu = (n: string) => median(cpuUs.get(`${n} ${c}`) ?? [NaN]);
-    const svc = get("service");
+    const rps = perPair.map((p) => median(p.svc) / median(p.bare));
+    const cpu = perPair.map((p) => (p.svcCpu.length ? median(p.bareCpu) / median(p.svcCpu) : NaN));
+    pairRatios.set(c, { rps, cpu });
+    nginxRps.set(c, ngx);
+    bareRps.set(
+      c,
+      perPair.flatMap((p) => p.bare),
+    );
+    const all = (pick: (p: (typeof perPair)[number]) => number[]) => median(perPair.flatMap(pick));
     rows.push([
       String(c),
-      fmt(svc),
-      fmt(get("bare")),
-      ratio(svc, get("bare")),
-      nginx ? fmt(get("nginx")) : "not installed",
-      nginx ? ratio(svc, get("nginx")) : "",
-      `${cpu("service").toFixed(1)} / ${cpu("bare").toFixed(1)}${nginx ? ` / ${cpu("nginx").toFixed(1)}` : ""}`,
-      // Requests per CPU second, service against bare: the throughput ratio where the server's
-      // own CPU is the bound, whatever wrk or the VM's scheduling did to this cell's req/s.
-      ratio(cpu("bare"), cpu("service")),
+      fmt(all((p) => p.svc)),
+      fmt(all((p) => p.bare)),
+      `${median(rps).toFixed(2)}x`,
+      nginx ? fmt(median(ngx)) : "not installed",
+      nginx
+        ? ratio(
+            all((p) => p.svc),
+            median(ngx),
+          )
+        : "",
+      `${all((p) => p.svcCpu).toFixed(1)} / ${all((p) => p.bareCpu).toFixed(1)}${nginx ? ` / ${median(ngxCpu).toFixed(1)}` : ""}`,
+      `${median(cpu).toFixed(2)}x`,
+      spread(cpu),
     ]);
     process.stderr.write(`[bench media] HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
   }
 
-  // 304: the same URL with If-None-Match: <etag>, against the bare server doing the same.
+  // 304: the same URL with If-None-Match: <etag>, the first service process against the first bare server.
   const etag = headers.etag!;
   const revalidation: string[][] = [];
   for (const c of [32]) {
@@ -549,21 +647,20 @@ async function measureHit(
     const ref: number[] = [];
     const svcCpu: number[] = [];
     const refCpu: number[] = [];
-    const measure = async (name: string, target: string, pid: number | undefined, rps: number[], cpus: number[]) => {
-      const h = { "If-None-Match": etag };
-      const res = await runWrkWithCpu(`304 ${name}`, pid, {
+    const measure = async (name: string, s: HitServer, rps: number[], cpus: number[]) => {
+      const res = await runWrkWithCpu(`304 ${name}`, s.pid, {
         wrk,
-        url: target,
+        url: s.url,
         connections: c,
         seconds: HIT_SECONDS,
-        headers: h,
+        headers: { "If-None-Match": etag },
       });
       rps.push(res.rps);
       if (res.cpuUs !== undefined) cpus.push(res.cpuUs);
     };
     for (let r = 0; r < HIT_REPEAT; r++) {
-      await measure("bare", bareUrl, bare.pid, ref, refCpu);
-      await measure("service", url, servicePid, svc, svcCpu);
+      await measure("bare", bares[0]!, ref, refCpu);
+      await measure("service", services[0]!, svc, svcCpu);
     }
     revalidation.push([
       String(c),
@@ -574,24 +671,12 @@ async function measureHit(
       ratio(median(refCpu), median(svcCpu)),
     ]);
   }
-  const paired = await measureHitPaired(
-    wrk,
-    { url, pid: servicePid },
-    { url: bareUrl, pid: bare.pid },
-    HIT_CONNECTIONS,
-    {
-      BODY_FILE: bodyFile,
-      BARE_HEADERS: JSON.stringify(headers),
-    },
-  );
-  await bare.stop();
-  if (nginx) await nginx.proc.stop();
+  const paired = await measureHitPaired(wrk, services, bares, HIT_CONNECTIONS, HIT_PAIR_REPEAT);
+  for (const proc of fleet) await proc.stop();
   // nginx (C, one worker) is far faster than any Node server where the load generator keeps up;
   // when it is not, wrk (or the machine's loopback) is the limit and the ratios say little.
   const bound = nginx
-    ? HIT_CONNECTIONS.filter(
-        (c) => median(results.get(`nginx ${c}`)!) < LOAD_BOUND_FACTOR * median(results.get(`bare ${c}`)!),
-      )
+    ? HIT_CONNECTIONS.filter((c) => median(nginxRps.get(c)!) < LOAD_BOUND_FACTOR * median(bareRps.get(c)!))
     : [];
   const sequential = HIT_CONNECTIONS.flatMap((c): Measurement[] => {
     const excluded = !nginx
@@ -599,27 +684,36 @@ async function measureHit(
       : bound.includes(c)
         ? "load-generator bound"
         : undefined;
-    const rps = (n: string) => median(results.get(`${n} ${c}`) ?? [NaN]);
-    const cpu = (n: string) => median(cpuUs.get(`${n} ${c}`) ?? [NaN]);
+    const pairs = pairRatios.get(c)!;
     return [
-      { label: `c=${c} sequential req/s`, ratio: rps("service") / rps("bare"), excluded },
-      { label: `c=${c} sequential per CPU second`, ratio: cpu("bare") / cpu("service"), excluded },
+      { label: `c=${c} sequential req/s`, ratio: median(pairs.rps), excluded },
+      { label: `c=${c} sequential per CPU second`, ratio: median(pairs.cpu), excluded },
     ];
   });
   judgements.push(judge(MEDIA_TARGETS.hit, [...sequential, ...paired.measurements]));
   const boundNote = bound.length
     ? [
         "",
-        `**Load-generator bound** at ${bound.join(", ")} connections: nginx reached less than ${LOAD_BOUND_FACTOR}x the bare node:http server, ` +
+        `**Load-generator bound** at ${bound.join(", ")} connections: nginx reached less than ${LOAD_BOUND_FACTOR}x the bare node:http servers, ` +
           "so wrk (one thread) or the machine's loopback, not the servers, set those figures; their ratios are not a measurement of the service.",
       ]
     : [];
+  const processes =
+    HIT_PROCESSES > 1
+      ? `${HIT_PROCESSES} service processes against ${HIT_PROCESSES} bare node:http processes, pair by pair: ` +
+        `process 1 is the one that served the MISS part; processes 2-${HIT_PROCESSES} started fresh and each served a mixed MISS warm-up first ` +
+        `(${warmUps.join(", ")} MISSes: the 2.5 MP JPEG, every step, 2 s each at 8 connections). `
+      : "One service process (the one that served the MISS part) against one bare node:http process. ";
   return [
     "### HIT throughput (memory tier)",
     "",
     `${body.length} byte JPEG (\`thumbnail:size=800\` of the 2.5 MP original). Bare node:http (\`bench/bare-server.ts\`): ` +
-      `the same bytes and response headers (${Object.keys(headers).join(", ")}, plus a fresh X-Request-Id), one process. ` +
+      `the same bytes and response headers (${Object.keys(headers).join(", ")}, plus a fresh X-Request-Id). ` +
       "nginx: 1 worker, static file, the ceiling.",
+    "",
+    processes +
+      `Each cell: ${HIT_PAIR_REPEAT} runs of ${HIT_SECONDS} s per process, alternated within each pair; a pair's ratio is the ratio of its medians, ` +
+      "and the cell's ratio is the median over the pairs (each pair's per-CPU ratio in the last column, process 1 first).",
     "",
     table(
       [
@@ -631,18 +725,19 @@ async function measureHit(
         "service / nginx",
         `CPU µs/req: service / bare${nginx ? " / nginx" : ""}`,
         "service / bare, per CPU second",
+        "per CPU second, each pair",
       ],
       rows,
     ),
     ...boundNote,
     "",
-    "CPU µs/req: user + system time of the server's whole process (all threads, from /proc) over the wrk run, per request answered (median of the runs). " +
+    "CPU µs/req: user + system time of the server's whole process (all threads, from /proc) over the wrk run, per request answered (median of all runs). " +
       "Its ratio is the service's requests per CPU second against bare node:http's: what the throughput ratio is where the server, " +
       "not the load generator or the VM's scheduling, sets the pace.",
     "",
     ...paired.lines,
     "",
-    "304 revalidation (`If-None-Match: <etag>` on the cached URL):",
+    "304 revalidation (`If-None-Match: <etag>` on the cached URL; service process 1 against bare process 1):",
     "",
     table(
       [
@@ -659,105 +754,102 @@ async function measureHit(
 }
 
 /**
- * HIT cells with both servers loaded at the same moment, each by its own `wrk -t1` (c connections
- * each): whatever the VM or the other processes do during a run falls on both, where one after
- * the other the same process drifted by 20-40% between runs. Calibration in the same run: the
- * bare server against an identical twin process, measured the same way (A/A); its spread is the
- * method's own.
+ * HIT cells with both servers of a pair loaded at the same moment, each by its own `wrk -t1` (c
+ * connections each): whatever the VM or the other processes do during a run falls on both, where
+ * one after the other the same process drifted by 20-40% between runs. Pair i is service process
+ * i against bare process i; calibration in the same run: bare process i + 1 against bare process
+ * i, measured the same way (A/A), whose spread is the method's own. Cells are medians over pairs.
  */
 async function measureHitPaired(
   wrk: string,
-  service: { url: string; pid: number | undefined },
-  bare: { url: string; pid: number | undefined },
+  services: HitServer[],
+  /** One more than `services`: bares[i + 1] is bares[i]'s A/A twin. */
+  bares: HitServer[],
   connections: number[],
-  /** The bare server's environment (bench/bare-server.ts), for its twin. */
-  bareEnv: Record<string, string>,
+  /** Runs per pair and cell. */
+  repeat: number,
 ): Promise<{ lines: string[]; measurements: Measurement[] }> {
-  const twinPort = await freePort();
-  const twin = await startProcess(
-    "bench/bare-server.ts",
-    { ...bareEnv, PORT: String(twinPort) },
-    `http://127.0.0.1:${twinPort}/`,
-  );
-  const twinServer = { url: `http://127.0.0.1:${twinPort}${new URL(bare.url).pathname}`, pid: twin.pid };
-  try {
-    await warmUp(wrk, [twinServer.url]);
-    const rows: string[][] = [];
-    const measurements: Measurement[] = [];
-    for (const c of connections) {
-      const pair = async (a: typeof service, b: typeof service, label: string) => {
-        const rps: [number[], number[]] = [[], []];
-        const cpu: [number[], number[]] = [[], []];
-        const perRound: number[] = [];
-        for (let r = 0; r < HIT_REPEAT; r++) {
-          const [ra, rb] = await Promise.all(
-            [a, b].map((s, i) =>
-              runWrkWithCpu(`paired ${label} ${i} c=${c}`, s.pid, {
-                wrk,
-                url: s.url,
-                connections: c,
-                seconds: HIT_SECONDS,
-              }),
-            ),
-          );
-          rps[0].push(ra!.rps);
-          rps[1].push(rb!.rps);
-          if (ra!.cpuUs !== undefined && rb!.cpuUs !== undefined) {
-            cpu[0].push(ra!.cpuUs);
-            cpu[1].push(rb!.cpuUs);
-            perRound.push(rb!.cpuUs / ra!.cpuUs);
-          }
+  const rows: string[][] = [];
+  const measurements: Measurement[] = [];
+  for (const c of connections) {
+    const pair = async (a: HitServer, b: HitServer, label: string) => {
+      const rps: [number[], number[]] = [[], []];
+      const cpu: [number[], number[]] = [[], []];
+      const perRound: number[] = [];
+      for (let r = 0; r < repeat; r++) {
+        const [ra, rb] = await Promise.all(
+          [a, b].map((s, i) =>
+            runWrkWithCpu(`paired ${label} ${i} c=${c}`, s.pid, {
+              wrk,
+              url: s.url,
+              connections: c,
+              seconds: HIT_SECONDS,
+            }),
+          ),
+        );
+        rps[0].push(ra!.rps);
+        rps[1].push(rb!.rps);
+        if (ra!.cpuUs !== undefined && rb!.cpuUs !== undefined) {
+          cpu[0].push(ra!.cpuUs);
+          cpu[1].push(rb!.cpuUs);
+          perRound.push(rb!.cpuUs / ra!.cpuUs);
         }
-        return { rps: rps.map(median), cpu: cpu.map(median), perCpu: median(perRound), spread: perRound };
+      }
+      return {
+        rps: median(rps[0]) / median(rps[1]),
+        cpu: cpu.map((xs) => (xs.length ? median(xs) : NaN)),
+        perCpu: perRound.length ? median(perRound) : NaN,
       };
-      const sb = await pair(service, bare, "service/bare");
-      const aa = await pair(twinServer, bare, "twin/bare");
-      measurements.push(
-        {
-          label: `c=${c} paired req/s`,
-          ratio: sb.rps[0]! / sb.rps[1]!,
-          excluded: calibrationProblem(aa.rps[0]! / aa.rps[1]!),
-        },
-        // Without /proc there is no per-CPU figure (NaN): not counted.
-        { label: `c=${c} paired per CPU second`, ratio: sb.perCpu, excluded: calibrationProblem(aa.perCpu) },
-      );
-      // Per-CPU figures need /proc (Linux); elsewhere only the req/s ratios are printed.
-      const perCpu = (p: { perCpu: number; spread: number[] }) =>
-        p.spread.length
-          ? `${p.perCpu.toFixed(2)}x (${Math.min(...p.spread).toFixed(2)}-${Math.max(...p.spread).toFixed(2)})`
-          : "n/a";
-      rows.push([
-        String(c),
-        fmt(sb.rps[0]!),
-        fmt(sb.rps[1]!),
-        ratio(sb.rps[0]!, sb.rps[1]!),
-        sb.spread.length ? `${sb.cpu[0]!.toFixed(1)} / ${sb.cpu[1]!.toFixed(1)}` : "n/a",
-        perCpu(sb),
-        `${ratio(aa.rps[0]!, aa.rps[1]!)}, ${perCpu(aa)}`,
-      ]);
-      process.stderr.write(`[bench media] paired HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
+    };
+    const sb: Awaited<ReturnType<typeof pair>>[] = [];
+    const aa: Awaited<ReturnType<typeof pair>>[] = [];
+    for (const [i, service] of services.entries()) {
+      sb.push(await pair(service, bares[i]!, `service ${i + 1}/bare ${i + 1}`));
+      aa.push(await pair(bares[i + 1]!, bares[i]!, `bare ${i + 2}/bare ${i + 1}`));
     }
-    const lines = [
-      "",
-      `Paired (both loaded at the same moment, each by its own \`wrk -t1\` with c connections; ${HIT_REPEAT} runs of ${HIT_SECONDS} s per cell, medians; per CPU second: the median over runs of bare's CPU per request / the service's). Calibration: a second, identical bare server against the first, measured the same way right after (A/A):`,
-      "",
-      table(
-        [
-          "conns",
-          "service req/s",
-          "bare req/s",
-          "service / bare",
-          "CPU µs/req: service / bare",
-          "service / bare, per CPU second (range)",
-          "A/A: twin / bare req/s, per CPU second (range)",
-        ],
-        rows,
-      ),
-    ];
-    return { lines, measurements };
-  } finally {
-    await twin.stop();
+    const cell = {
+      rps: median(sb.map((p) => p.rps)),
+      perCpu: median(sb.map((p) => p.perCpu)),
+      aaRps: median(aa.map((p) => p.rps)),
+      aaPerCpu: median(aa.map((p) => p.perCpu)),
+    };
+    measurements.push(
+      { label: `c=${c} paired req/s`, ratio: cell.rps, excluded: calibrationProblem(cell.aaRps) },
+      // Without /proc there is no per-CPU figure (NaN): not counted.
+      { label: `c=${c} paired per CPU second`, ratio: cell.perCpu, excluded: calibrationProblem(cell.aaPerCpu) },
+    );
+    // Per-CPU figures need /proc (Linux); elsewhere only the req/s ratios are printed.
+    const perCpu = (value: number, pairs: { perCpu: number }[]) =>
+      Number.isFinite(value) ? `${value.toFixed(2)}x (${spread(pairs.map((p) => p.perCpu))})` : "n/a";
+    rows.push([
+      String(c),
+      `${cell.rps.toFixed(2)}x (${spread(sb.map((p) => p.rps))})`,
+      Number.isFinite(cell.perCpu)
+        ? `${median(sb.map((p) => p.cpu[0]!)).toFixed(1)} / ${median(sb.map((p) => p.cpu[1]!)).toFixed(1)}`
+        : "n/a",
+      perCpu(cell.perCpu, sb),
+      `${cell.aaRps.toFixed(2)}x, ${perCpu(cell.aaPerCpu, aa)}`,
+    ]);
+    process.stderr.write(`[bench media] paired HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
   }
+  const lines = [
+    "",
+    `Paired (both servers of a pair loaded at the same moment, each by its own \`wrk -t1\` with c connections; ${repeat} runs of ${HIT_SECONDS} s per pair; ` +
+      "a pair's per-CPU ratio is the median over its runs of bare's CPU per request / the service's; the cell is the median over the pairs, each pair in brackets, process 1 first). " +
+      "Calibration: bare process i + 1 against bare process i, measured the same way right after pair i (A/A):",
+    "",
+    table(
+      [
+        "conns",
+        "service / bare req/s (each pair)",
+        "CPU µs/req: service / bare",
+        "service / bare, per CPU second (each pair)",
+        "A/A: bare / bare req/s, per CPU second (each pair)",
+      ],
+      rows,
+    ),
+  ];
+  return { lines, measurements };
 }
 
 async function startNginx(dir: string, bodyFile: string): Promise<{ proc: Proc; url: string } | undefined> {
@@ -886,13 +978,26 @@ async function measureRedis(
     sequential.push(median(svc) / median(ref));
     process.stderr.write(`[bench media] Redis HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
   }
+  // The A/A twin of the bare server, for the paired cells.
+  const twinPort = await freePort();
+  const twin = await startProcess(
+    "bench/bare-server.ts",
+    { PORT: String(twinPort), ...bareEnv },
+    `http://127.0.0.1:${twinPort}/`,
+  );
+  started.push(twin);
+  await warmUp(wrk, [`http://127.0.0.1:${twinPort}${pathname}`]);
   const paired = await measureHitPaired(
     wrk,
-    { url: `${base}${pathname}`, pid: media.pid },
-    { url: `http://127.0.0.1:${barePort}${pathname}`, pid: bare.pid },
+    [{ url: `${base}${pathname}`, pid: media.pid }],
+    [
+      { url: `http://127.0.0.1:${barePort}${pathname}`, pid: bare.pid },
+      { url: `http://127.0.0.1:${twinPort}${pathname}`, pid: twin.pid },
+    ],
     REDIS_CONNECTIONS,
-    bareEnv,
+    HIT_REPEAT,
   );
+  await twin.stop();
   await bare.stop();
   await media.stop();
   await redisProc.stop();
