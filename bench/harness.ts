@@ -98,7 +98,24 @@ export async function startProcess(
 
 /** The media service's production entry (scripts/build.ts), relative to the repository. */
 const MEDIA_BUNDLE = "services/media/dist/index.js";
-let mediaBuilt = false;
+/** Checkouts whose media bundle this bench process has built. */
+const mediaBuilt = new Set<string>();
+
+/**
+ * Builds the media service's production bundle of the checkout at `root` (`pnpm build media`),
+ * once per bench process, and returns the path of its entry.
+ */
+export function buildMediaBundle(root = ROOT): string {
+  if (!mediaBuilt.has(root)) {
+    const build = spawnSync(process.execPath, ["--import", "tsx", path.join(root, "scripts/build.ts"), "media"], {
+      cwd: root,
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    if (build.status !== 0) throw new Error(`building the media service in ${root} failed (exit ${build.status})`);
+    mediaBuilt.add(root);
+  }
+  return path.join(root, MEDIA_BUNDLE);
+}
 
 /**
  * The media service as production runs it: the esbuild bundle of `pnpm build media`, started
@@ -113,16 +130,8 @@ export function startMediaService(
   nodeArgs: string[] = [],
   cwd = ROOT,
 ): ReturnType<typeof startProcess> {
-  if (!mediaBuilt) {
-    const build = spawnSync(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts/build.ts"), "media"], {
-      cwd: ROOT,
-      stdio: ["ignore", "ignore", "inherit"],
-    });
-    if (build.status !== 0) throw new Error(`building the media service failed (exit ${build.status})`);
-    mediaBuilt = true;
-  }
   // The node arguments go in the command itself (startProcess's own list is for its tsx runs).
-  const command = { file: process.execPath, args: [...nodeArgs, path.join(ROOT, MEDIA_BUNDLE)] };
+  const command = { file: process.execPath, args: [...nodeArgs, buildMediaBundle()] };
   return startProcess(MEDIA_BUNDLE, env, readyUrl, [], command, cwd);
 }
 

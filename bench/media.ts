@@ -479,6 +479,21 @@ interface HitServer {
 }
 
 /**
+ * A bare node:http reference (bench/bare-server.ts) on a fresh port, answering `pathname` as
+ * `env` says (the body file or Redis key, and the headers to replay); registered in `started`.
+ */
+async function startBareServer(
+  env: Record<string, string>,
+  pathname: string,
+  started: Proc[],
+): Promise<HitServer & { proc: Proc }> {
+  const port = await freePort();
+  const proc = await startProcess("bench/bare-server.ts", { ...env, PORT: String(port) }, `http://127.0.0.1:${port}/`);
+  started.push(proc);
+  return { url: `http://127.0.0.1:${port}${pathname}`, pid: proc.pid, proc };
+}
+
+/**
  * Mixed MISS load on a fresh service process before its HIT cells (the 2.5 MP JPEG, every bench
  * step, 2 s each at 8 connections), so no process is measured that has only ever served one URL:
  * the bench's first service process comes to its HIT cells after the whole MISS part.
@@ -556,15 +571,9 @@ async function measureHit(
   const bareEnv = { BODY_FILE: bodyFile, BARE_HEADERS: JSON.stringify(headers) };
   const bares: HitServer[] = [];
   for (let i = 0; i <= HIT_PROCESSES; i++) {
-    const port = await freePort();
-    const proc = await startProcess(
-      "bench/bare-server.ts",
-      { ...bareEnv, PORT: String(port) },
-      `http://127.0.0.1:${port}/`,
-    );
-    started.push(proc);
+    const { proc, ...bare } = await startBareServer(bareEnv, target, started);
     fleet.push(proc);
-    bares.push({ url: `http://127.0.0.1:${port}${target}`, pid: proc.pid });
+    bares.push(bare);
   }
   const nginx = await startNginx(dir, bodyFile);
   if (nginx) {
@@ -943,14 +952,8 @@ async function measureRedis(
     BARE_REDIS_KEY: `bench:r:0:${pathname}`,
     BARE_HEADERS: JSON.stringify(replayHeaders(hit)),
   };
-  const barePort = await freePort();
-  const bare = await startProcess(
-    "bench/bare-server.ts",
-    { PORT: String(barePort), ...bareEnv },
-    `http://127.0.0.1:${barePort}/`,
-  );
-  started.push(bare);
-  await warmUp(wrk, [`http://127.0.0.1:${barePort}${pathname}`, `${base}${pathname}`]);
+  const bare = await startBareServer(bareEnv, pathname, started);
+  await warmUp(wrk, [bare.url, `${base}${pathname}`]);
   const rows: string[][] = [];
   const sequential: number[] = [];
   for (const c of REDIS_CONNECTIONS) {
@@ -959,10 +962,7 @@ async function measureRedis(
     for (let r = 0; r < HIT_REPEAT; r++) {
       const bareRun = async () =>
         ref.push(
-          checkWrk(
-            "redis bare",
-            await runWrk({ wrk, url: `http://127.0.0.1:${barePort}${pathname}`, connections: c, seconds: HIT_SECONDS }),
-          ).rps,
+          checkWrk("redis bare", await runWrk({ wrk, url: bare.url, connections: c, seconds: HIT_SECONDS })).rps,
         );
       const serviceRun = async () =>
         svc.push(
@@ -979,26 +979,17 @@ async function measureRedis(
     process.stderr.write(`[bench media] Redis HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
   }
   // The A/A twin of the bare server, for the paired cells.
-  const twinPort = await freePort();
-  const twin = await startProcess(
-    "bench/bare-server.ts",
-    { PORT: String(twinPort), ...bareEnv },
-    `http://127.0.0.1:${twinPort}/`,
-  );
-  started.push(twin);
-  await warmUp(wrk, [`http://127.0.0.1:${twinPort}${pathname}`]);
+  const twin = await startBareServer(bareEnv, pathname, started);
+  await warmUp(wrk, [twin.url]);
   const paired = await measureHitPaired(
     wrk,
     [{ url: `${base}${pathname}`, pid: media.pid }],
-    [
-      { url: `http://127.0.0.1:${barePort}${pathname}`, pid: bare.pid },
-      { url: `http://127.0.0.1:${twinPort}${pathname}`, pid: twin.pid },
-    ],
+    [bare, twin],
     REDIS_CONNECTIONS,
     HIT_REPEAT,
   );
-  await twin.stop();
-  await bare.stop();
+  await twin.proc.stop();
+  await bare.proc.stop();
   await media.stop();
   await redisProc.stop();
   judgements.push(

@@ -116,18 +116,41 @@ describe("OriginalSource over positional reads", () => {
       },
     };
     const pool = new OriginalBufferPool(64 * 1024 * 1024, 32 * 1024 * 1024);
+    const acquire = jest.spyOn(pool, "acquire");
     const source = new OriginalSource(reader, pool);
     const meta = await source.metadata({});
     expect([meta.width, meta.height, meta.format]).toEqual([640, 427, "jpeg"]);
     expect(reads).toEqual([[0, 64 * 1024]]);
+    // The header phase holds a buffer the size of its prefix, not of the original.
+    expect(acquire.mock.calls).toEqual([[64 * 1024]]);
     const all = await source.all();
     expect(all.equals(bytes)).toBe(true);
     expect(reads).toEqual([
       [0, 64 * 1024],
       [64 * 1024, bytes.length - 64 * 1024],
     ]);
+    expect(acquire.mock.calls).toEqual([[64 * 1024], [bytes.length]]);
     await source.close();
-    expect(pool.idleBytes).toBe(8 * 1024 * 1024);
+    // Both back in the pool: the prefix's buffer when the whole read replaced it, then the whole one.
+    expect(pool.idleBytes).toBe(8 * 1024 * 1024 + 64 * 1024);
+  });
+
+  it("a request refused from the header never acquires a buffer the size of the original", async () => {
+    const jpeg = await readFile(path.join(FIXTURES_DIR, "rocket.jpg"));
+    const size = 80 * 1024 * 1024;
+    const pool = new OriginalBufferPool(64 * 1024 * 1024, 32 * 1024 * 1024);
+    const acquire = jest.spyOn(pool, "acquire");
+    const source = new OriginalSource(
+      {
+        size,
+        read: async (target: Buffer, position: number) => jpeg.copy(target, 0, position, position + target.length),
+      },
+      pool,
+    );
+    expect((await source.metadata({})).width).toBe(640);
+    await source.close();
+    expect(acquire.mock.calls).toEqual([[64 * 1024]]);
+    expect(pool.idleBytes).toBe(64 * 1024);
   });
 
   it("reads an original up to 4 MiB whole, in one read", async () => {

@@ -100,8 +100,11 @@ export class OriginalSource {
       this.length = source.length;
       this.done = true;
     } else if (isReader(source)) {
+      // No buffer yet: the header phase takes one the size of the prefix it reads, and only the
+      // whole read (after admission) one the size of the original. A request refused from the
+      // header of an 80 MB original never allocates 80 MB (external memory that made V8 run a
+      // full collection, about 20 ms, on every such refusal).
       this.reader = source;
-      this.buffer = pool.acquire(source.size);
     } else {
       this.iterator = source[Symbol.asyncIterator]();
     }
@@ -135,7 +138,7 @@ export class OriginalSource {
   }
 
   private async readUntil(size: number): Promise<void> {
-    if (this.reader) return this.readerUntil(this.reader, this.buffer!, size);
+    if (this.reader) return this.readerUntil(this.reader, this.bufferFor(Math.min(size, this.reader.size)), size);
     while (!this.done && this.length < size) {
       const next = await this.iterator!.next();
       if (next.done) {
@@ -145,6 +148,19 @@ export class OriginalSource {
       this.chunks.push(next.value);
       this.length += next.value.length;
     }
+  }
+
+  /** A pooled buffer of at least `size` bytes holding the bytes read so far. */
+  private bufferFor(size: number): Buffer {
+    const current = this.buffer;
+    if (current && current.length >= size) return current;
+    const buffer = this.pool.acquire(size);
+    if (current) {
+      current.copy(buffer, 0, 0, this.length);
+      this.pool.release(current);
+    }
+    this.buffer = buffer;
+    return buffer;
   }
 
   private async readerUntil(reader: OriginalReader, buffer: Buffer, size: number): Promise<void> {
