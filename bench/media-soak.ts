@@ -169,8 +169,8 @@ async function refuse(o: Originals): Promise<string> {
       ["sharpen on the 10000x10000 PNG", `/sharpen:value=5/${o.huge}.png`],
       ["8-step chain at the caps, 12 MP JPEG", `/${CAPS_CHAIN}/${o.photo}.jpg`],
     ] as const;
-    // One unmeasured request per case first: a fresh process compiles its request path on the
-    // first requests (about 20 ms more on the first case), which is start-up, not refusal.
+    // One unmeasured request per case first: a fresh process compiles its request path on its
+    // first requests, which is start-up, not refusal.
     for (const [, url] of cases) await get(`${media.base}${url}?warm-up`);
     const rows: string[][] = [];
     for (const [name, url] of cases) {
