@@ -8,6 +8,7 @@ import {
   promises as fs,
   read as readFd,
   readFileSync,
+  readSync,
   statSync,
   type ReadStream,
 } from "node:fs";
@@ -79,6 +80,24 @@ function closeQuietly(fd: number): void {
     closeSync(fd);
   } catch {
     // nothing left to do with a descriptor that will not close
+  }
+}
+
+/**
+ * Sidecars are small (a content type and the header facts): read with one read into a reused
+ * buffer, without the fstat and the fresh buffer readFileSync takes for its size. Safe to share:
+ * the read and the decode are synchronous. A larger sidecar is read whole from the same descriptor.
+ */
+const SIDECAR_SCRATCH = Buffer.allocUnsafe(8 * 1024);
+
+function readSmallFileSync(file: string): string {
+  const fd = openSync(file, "r");
+  try {
+    const n = readSync(fd, SIDECAR_SCRATCH, 0, SIDECAR_SCRATCH.length, 0);
+    // pread leaves the descriptor's offset at 0, so readFileSync reads it from the start.
+    return n < SIDECAR_SCRATCH.length ? SIDECAR_SCRATCH.toString("utf8", 0, n) : readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -221,7 +240,7 @@ export class FilesystemBlobStore implements BlobStore {
 
   private readSidecarSync(p: BlobPaths, key: string): MetaFile {
     try {
-      return sidecarOf(readFileSync(p.meta, "utf8"));
+      return sidecarOf(readSmallFileSync(p.meta));
     } catch (err) {
       // A blob whose sidecar is gone (e.g. crash mid-delete) is still served, as bytes.
       if (isNotFound(err) || err instanceof SyntaxError) return { contentType: DEFAULT_CONTENT_TYPE };

@@ -135,6 +135,18 @@ describe("FilesystemBlobStore specifics", () => {
     });
   });
 
+  test("a sidecar larger than one read (written by another writer) is read whole", async () => {
+    const dir = path.join(root, "bigmeta");
+    const store = new FilesystemBlobStore(dir);
+    await store.put("k", Buffer.from("x"), "text/plain");
+    const long = "\u00e9".repeat(6000); // 12,000 bytes of UTF-8, split across the first read's end
+    await writeFile(path.join(dir, "k@meta.json"), JSON.stringify({ contentType: "image/png", metadata: { note: long } }));
+    const blob = await store.get("k");
+    blob!.release();
+    expect(blob!.contentType).toBe("image/png");
+    expect(blob!.metadata).toEqual({ note: long });
+  });
+
   test("an unusable root surfaces as StorageUnavailableError, not null", async () => {
     const file = path.join(root, "not-a-dir");
     await writeFile(file, "I am a file");

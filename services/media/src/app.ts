@@ -16,6 +16,7 @@ import { queryRefused } from "./delivery/query-policy";
 import { QueueFullError } from "./delivery/limiter";
 import { AssetNotFoundError } from "./delivery/asset-not-found";
 import type { RenditionService, SharedMiss } from "./delivery/rendition-service";
+import type { Departure } from "./delivery/single-flight";
 import { ParsedMediaPaths, type ParsedMediaPath } from "./delivery/media-paths";
 import { requireSignature, type UrlSigner } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
@@ -275,16 +276,16 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       const { request, canonical } = parsed ?? paths.parse(path);
       refuseOtherSpellings(path, target, canonical, signer !== undefined, allowQuery);
       const bucket = negotiator?.bucket(req.headers.accept);
-      // A client that disconnects cancels its wait; the render stops when no other client waits.
-      const cancel = new AbortController();
-      res.once("close", () => {
-        if (!res.writableFinished) cancel.abort(new RequestCancelledError());
-      });
+      // A client that disconnects leaves its wait; the render stops when no other client waits.
+      const departure: Departure = (leave) =>
+        res.once("close", () => {
+          if (!res.writableFinished) leave(new RequestCancelledError());
+        });
       const { entry, xCache } = await service.deliver(
         bucket ? `${target}#${bucket}` : target,
         bucket ? { ...request, convertTo: { format: bucket, avifEffort: deps.avifEffort } } : request,
         log,
-        cancel.signal,
+        departure,
         sharedMiss,
       );
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {

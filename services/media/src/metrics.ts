@@ -1,8 +1,10 @@
-import { Gauge, Histogram } from "prom-client";
+import { Gauge } from "prom-client";
 import {
   createMetrics,
   FastCounter,
+  FastHistogram,
   type FastCounterSeries,
+  type FastHistogramSeries,
   type Metrics,
   type MetricsOptions,
 } from "@media-platform/observability";
@@ -55,7 +57,7 @@ export interface MediaMetrics extends Metrics {
   /** The pre-resolved series of one tier/result (the hot path keeps its memory-hit series). */
   cacheLookupSeries(tier: CacheTier, result: CacheResult): FastCounterSeries;
   /** `media_transformation_duration_seconds{transformation}` (label = step name, e.g. "thumbnail"). */
-  readonly transformationDuration: Histogram<"transformation">;
+  readonly transformationDuration: FastHistogram<"transformation">;
   observeTransformation(name: string, seconds: number): void;
   /** `media_singleflight_joins_total`: requests that waited for another request's transformation. */
   singleFlightJoin(): void;
@@ -84,13 +86,20 @@ export function createMediaMetrics(options: Partial<Omit<MetricsOptions, "servic
     redis: { hit: cacheLookups.child("redis", "hit"), miss: cacheLookups.child("redis", "miss") },
   };
 
-  const transformationDuration = new Histogram({
-    name: "media_transformation_duration_seconds",
-    help: "Duration of one transformation step by transformation name",
-    labelNames: ["transformation"] as const,
-    buckets: TRANSFORMATION_DURATION_BUCKETS,
-    registers: [registry],
-  });
+  const transformationDuration = new FastHistogram(
+    "media_transformation_duration_seconds",
+    "Duration of one transformation step by transformation name",
+    ["transformation"] as const,
+    TRANSFORMATION_DURATION_BUCKETS,
+    registry,
+  );
+  // One series per transformation name, looked up by name (no label object hashed per step).
+  const stepSeries = new Map<string, FastHistogramSeries>();
+  const stepSeriesOf = (name: string): FastHistogramSeries => {
+    let series = stepSeries.get(name);
+    if (!series) stepSeries.set(name, (series = transformationDuration.child(name)));
+    return series;
+  };
 
   const singleFlightJoins = new FastCounter(
     "media_singleflight_joins_total",
@@ -127,7 +136,7 @@ export function createMediaMetrics(options: Partial<Omit<MetricsOptions, "servic
     cacheLookup: (tier, result) => lookupSeries[tier][result].inc(),
     cacheLookupSeries: (tier, result) => lookupSeries[tier][result],
     transformationDuration,
-    observeTransformation: (name, seconds) => transformationDuration.observe({ transformation: name }, seconds),
+    observeTransformation: (name, seconds) => stepSeriesOf(name).observe(seconds),
     singleFlightJoin: () => singleFlightJoins.inc(),
     queueRejection: () => queueRejections.inc(),
     trackQueueDepth: (source) => {

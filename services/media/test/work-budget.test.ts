@@ -10,7 +10,7 @@ import { loadMediaConfig, MediaConfigError } from "../src/config";
 import { RequestCancelledError } from "../src/delivery/errors";
 import { WorkGate } from "../src/delivery/limiter";
 import type { RenderFn } from "../src/delivery/rendition-service";
-import { SingleFlight } from "../src/delivery/single-flight";
+import { departureOf, SingleFlight } from "../src/delivery/single-flight";
 import { render } from "../src/pipeline/render";
 import { createPixelWorkers } from "../src/pixels/pool";
 import { transformations } from "../src/transformations";
@@ -188,8 +188,8 @@ describe("SingleFlight cancellation", () => {
     };
     const a = new AbortController();
     const b = new AbortController();
-    const first = flights.run("k", work, a.signal);
-    const second = flights.run("k", work, b.signal);
+    const first = flights.run("k", work, departureOf(a.signal));
+    const second = flights.run("k", work, departureOf(b.signal));
     expect([first.leader, second.leader]).toEqual([true, false]);
     await Promise.resolve();
     await Promise.resolve();
@@ -219,7 +219,7 @@ describe("SingleFlight cancellation", () => {
         workSignal = signal;
         return new Promise<number>((resolve) => (release = resolve));
       },
-      a.signal,
+      departureOf(a.signal),
     );
     const second = flights.run("k", async () => 0);
     a.abort(new RequestCancelledError());

@@ -72,22 +72,40 @@ export const etagOf = (body: Buffer): string => `"${hash("sha256", body, "base64
 export function makeEntry(body: Buffer, contentType: string, etag = etagOf(body), meta: EntryMeta = {}): CacheEntry {
   const cacheControl = meta.cacheControl ?? cacheControlFor("");
   // CDN purge by asset: Fastly reads Surrogate-Key, Cloudflare Cache-Tag (nginx keys on the URL).
-  // Written out as flat lists first (the hot path's form; built without Object.entries, since a
-  // Redis-tier hit with the memory tier off builds one entry per request), objects from them.
+  // Written out as flat lists (the hot path's form; built without Object.entries, since a
+  // Redis-tier hit with the memory tier off builds one entry per request); the objects only
+  // when a response needs them.
   const notModifiedHeaderList = ["ETag", etag, "Cache-Control", cacheControl];
   if (meta.assetId) notModifiedHeaderList.push("Surrogate-Key", meta.assetId, "Cache-Tag", meta.assetId);
   notModifiedHeaderList.push("X-Cache", "HIT", NOSNIFF_HEADER, NOSNIFF);
   const hitHeaderList = ["Content-Type", contentType, "Content-Length", String(body.length), ...notModifiedHeaderList];
-  return {
-    body,
-    contentType,
-    assetId: meta.assetId,
-    etag,
-    hitHeaders: headerObject(hitHeaderList),
-    notModifiedHeaders: headerObject(notModifiedHeaderList),
-    hitHeaderList,
-    notModifiedHeaderList,
-  };
+  return new Entry(body, contentType, meta.assetId, etag, hitHeaderList, notModifiedHeaderList);
+}
+
+/**
+ * The header objects are built on first use: a MISS answers from the list (responseHeaders), a
+ * plain HIT from the lists too, so most entries never need them.
+ */
+class Entry implements CacheEntry {
+  private hitObject: Readonly<Record<string, string>> | undefined;
+  private notModifiedObject: Readonly<Record<string, string>> | undefined;
+
+  constructor(
+    readonly body: Buffer,
+    readonly contentType: string,
+    readonly assetId: string | undefined,
+    readonly etag: string,
+    readonly hitHeaderList: readonly string[],
+    readonly notModifiedHeaderList: readonly string[],
+  ) {}
+
+  get hitHeaders(): Readonly<Record<string, string>> {
+    return (this.hitObject ??= headerObject(this.hitHeaderList));
+  }
+
+  get notModifiedHeaders(): Readonly<Record<string, string>> {
+    return (this.notModifiedObject ??= headerObject(this.notModifiedHeaderList));
+  }
 }
 
 function headerObject(list: readonly string[]): Record<string, string> {
@@ -96,9 +114,11 @@ function headerObject(list: readonly string[]): Record<string, string> {
   return headers;
 }
 
-/** Headers of a response carrying `entry` with the given X-Cache value. */
+/** Headers of a response carrying `entry` with the given X-Cache value (a fresh object: callers add to it). */
 export function responseHeaders(entry: CacheEntry, xCache: "HIT" | "MISS"): Record<string, string | number> {
-  return xCache === "HIT" ? { ...entry.hitHeaders } : { ...entry.hitHeaders, "X-Cache": "MISS" };
+  const headers: Record<string, string | number> = headerObject(entry.hitHeaderList);
+  if (xCache === "MISS") headers["X-Cache"] = "MISS";
+  return headers;
 }
 
 /**

@@ -24,7 +24,7 @@ import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeli
 import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
 import type { Limiter, WorkGate } from "./limiter";
-import { SingleFlight } from "./single-flight";
+import { SingleFlight, type Departure } from "./single-flight";
 
 /**
  * Renders one request: decode the original, apply the steps, encode. The service injects
@@ -134,8 +134,8 @@ export class RenditionService {
     key: string,
     request: DeliveryRequest,
     log: Logger = this.deps.logger,
-    /** The client's signal (aborted when it disconnects): the flight stops once no client waits. */
-    signal?: AbortSignal,
+    /** The client's departure (it disconnected): the flight stops once no client waits. */
+    departure?: Departure,
     /** The hot path's Redis-tier lookup of `key`, when it found nothing. */
     sharedMiss?: SharedMiss,
   ): Promise<Delivery> {
@@ -159,7 +159,7 @@ export class RenditionService {
           abort,
           sharedMiss?.key === key ? sharedMiss : undefined,
         ),
-      signal,
+      departure,
     );
     if (!leader) metrics.singleFlightJoin();
     const result = await promise;
@@ -197,12 +197,13 @@ export class RenditionService {
   ): Promise<FlightResult> {
     const { requestTimeoutMs } = this.deps;
     const deadline = Date.now() + requestTimeoutMs;
-    // The timeout aborts the flight's own signal: one signal for both ways a flight ends (no
-    // second controller following the first: each costs an EventTarget and a listener per MISS).
+    // The timeout aborts the flight (SingleFlight rejects its callers at once): one signal for
+    // both ways a flight ends (no second controller following the first: each costs an
+    // EventTarget and a listener per MISS).
     const timer = setTimeout(() => abort(new RequestTimeoutError(requestTimeoutMs)), requestTimeoutMs);
     timer.unref();
     try {
-      return await raceAbort(this.resolve(key, request, signal, deadline, log, generation, sharedMiss), signal);
+      return await this.resolve(key, request, signal, deadline, log, generation, sharedMiss);
     } finally {
       clearTimeout(timer);
     }
@@ -404,10 +405,21 @@ export class RenditionService {
    * however many of the two reads it failed. When only the attributes fail, the original's body is
    * closed before the error goes up (no stream left open).
    */
-  private async readInputs(request: DeliveryRequest, log: Logger) {
+  private async readInputs(
+    request: DeliveryRequest,
+    log: Logger,
+  ): Promise<{ blob: BlobObject | null; focalPoint: FocalPoint | undefined }> {
+    if (!usesFocalPoint(request.steps)) {
+      try {
+        return { blob: await this.deps.store.get(originalKey(request.assetId)), focalPoint: undefined };
+      } catch (err) {
+        if (err instanceof StorageUnavailableError) this.deps.metrics.dependencyError("storage");
+        throw err;
+      }
+    }
     const [original, focal] = await Promise.allSettled([
       this.deps.store.get(originalKey(request.assetId)),
-      usesFocalPoint(request.steps) ? this.readFocalPoint(request.assetId, log) : undefined,
+      this.readFocalPoint(request.assetId, log),
     ]);
     const failed = [original, focal].flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
     if (failed.some((err) => err instanceof StorageUnavailableError)) this.deps.metrics.dependencyError("storage");
@@ -452,25 +464,6 @@ export class RenditionService {
     }
     return parsed.data.focalPoint;
   }
-}
-
-/** Rejects with the signal's reason as soon as it aborts; the work itself runs on (its slot stays held). */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /** The blob body as chunks; a body that breaks off is the storage dependency failing (503). */
