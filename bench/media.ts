@@ -78,6 +78,18 @@ const PARTS = list("BENCH_MEDIA_PARTS") ?? ["miss", "hit", "redis"];
 const IMAGE_FILTER = list("BENCH_MEDIA_IMAGES");
 const STEP_FILTER = list("BENCH_MEDIA_STEPS");
 const MISS_CONNECTIONS = [2, 8];
+/**
+ * Seconds of MISS load per image, step and connection count that each HTTP system (service,
+ * floor, IPX) serves before the first measured MISS cell (0: none). A fresh service process
+ * spends its first minutes of MISS traffic compiling: traced with --trace-opt in the bench's
+ * order, TurboFan's background compilations took 0.2-4 ms of CPU per request through the 12 MP
+ * cells (renderUnmapped alone 120-190 ms per compilation, several times over as new steps
+ * deoptimised it) and still 0-0.3 ms in the 2.5 MP cells, on the same two cores that render. A
+ * CDN origin runs for days; what the cells should measure is its steady state, so every system
+ * gets the same mixed warm-up. Raw sharp runs in a fresh process per cell with its own
+ * three-operation warm-up (its JavaScript is a few functions).
+ */
+const MISS_WARMUP_SECONDS = Math.max(0, num("BENCH_MISS_WARMUP_SECONDS", 2));
 const HIT_CONNECTIONS = [8, 32, 128];
 const REDIS_CONNECTIONS = [8, 32];
 
@@ -219,6 +231,47 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     );
     started.push(floor);
     const floorBase = `http://127.0.0.1:${floorPort}`;
+    const missTarget = (who: "service" | "floor" | "ipx", image: BenchImage, step: BenchStep) => ({
+      url: who === "ipx" ? ipxBase : who === "floor" ? floorBase : base,
+      prefix:
+        who === "ipx"
+          ? `/${step.ipx(image)}/`
+          : who === "floor"
+            ? `/${benchSteps.indexOf(step)}/`
+            : `/${step.service}/`,
+      suffix:
+        who === "service" ? `${assetId(0, image).slice(8)}.${image.extension}` : `${assetId(0, image).slice(8)}@blob`,
+    });
+    const warmed = new Map<string, number>();
+    if (MISS_WARMUP_SECONDS > 0) {
+      for (const who of ["service", "floor", "ipx"] as const) {
+        let requests = 0;
+        for (const image of images) {
+          for (const step of steps) {
+            for (const c of [...MISS_CONNECTIONS].reverse()) {
+              const target = missTarget(who, image, step);
+              const first = originals.reserve(image, Math.ceil(450 * MISS_WARMUP_SECONDS) + c + 16);
+              const res = checkWrk(
+                `${who} MISS warm-up ${image.name} ${step.name} c=${c}`,
+                await runWrk({
+                  wrk,
+                  url: target.url,
+                  connections: c,
+                  seconds: MISS_WARMUP_SECONDS,
+                  script: path.join(ROOT, "bench/miss.lua"),
+                  scriptArgs: [target.prefix, String(first), target.suffix],
+                }),
+                true,
+              );
+              requests += res.requests;
+            }
+          }
+        }
+        warmed.set(who, requests);
+        await waitIdle(who === "service" ? media.pid : who === "ipx" ? ipx.pid : floor.pid);
+      }
+      log(`MISS warm-up: ${[...warmed].map(([who, n]) => `${who} ${n}`).join(", ")} requests`);
+    }
     // Expected rate per image/step (from the first request, then the measurements): enough fresh
     // ids per cell, and cells long enough for ~40 requests (slow work gets up to 5x MISS_SECONDS).
     const rateGuess = new Map<string, number>();
@@ -271,16 +324,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 if (ref.mainCpuMsPerOp !== undefined) mainCpu.sharp.push(ref.mainCpuMsPerOp);
               } else {
                 const first = originals.reserve(image, need);
-                const suffix =
-                  who === "service"
-                    ? `${assetId(0, image).slice(8)}.${image.extension}`
-                    : `${assetId(0, image).slice(8)}@blob`;
-                const prefix =
-                  who === "ipx"
-                    ? `/${step.ipx(image)}/`
-                    : who === "floor"
-                      ? `/${benchSteps.indexOf(step)}/`
-                      : `/${step.service}/`;
+                const system = who as "service" | "ipx" | "floor";
+                const { url, prefix, suffix } = missTarget(system, image, step);
                 const before = who === "service" ? await readMisses(base) : 0;
                 const pid = who === "service" ? media.pid : who === "ipx" ? ipx.pid : floor.pid;
                 const cpuBefore = processCpuMs(pid);
@@ -289,7 +334,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                   `${who} ${cell}`,
                   await runWrk({
                     wrk,
-                    url: who === "ipx" ? ipxBase : who === "floor" ? floorBase : base,
+                    url,
                     connections: c,
                     seconds,
                     script: path.join(ROOT, "bench/miss.lua"),
@@ -300,7 +345,6 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 await waitIdle(pid);
                 const cpuAfter = processCpuMs(pid);
                 const mainAfter = processCpuMs(pid, "main");
-                const system = who as "service" | "ipx" | "floor";
                 // Closed loop: c requests were still in flight when wrk stopped; waitIdle let them finish.
                 if (cpuBefore !== undefined && cpuAfter !== undefined)
                   cpu[system].push((cpuAfter - cpuBefore) / (res.requests + c));
@@ -358,6 +402,10 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
         "`sharp.cache(false)` like the service. HTTP floor: `bench/http-floor.ts`, a bare node:http server doing " +
         "exactly raw sharp's work per request (what any Node HTTP service could at best reach; `floor / sharp` is " +
         "the cost of HTTP itself on this machine). IPX 3.1.1 (its own sharp 0.34): `GET /<modifiers>/<file>` on the same files. " +
+        (MISS_WARMUP_SECONDS > 0
+          ? `Warm-up: before the first cell, the service, the floor and IPX each served ${MISS_WARMUP_SECONDS} s of MISS load per image, step and connection count of the run ` +
+            `(${[...warmed].map(([who, n]) => `${who} ${n}`).join(", ")} requests), so the cells measure their steady state, not their JIT compiling (raw sharp: a fresh process per run, three operations first). `
+          : "No warm-up (BENCH_MISS_WARMUP_SECONDS=0): the service's first cells include its JIT compiling. ") +
         "`CPU ms/req`: CPU time of the whole process (all threads) per request or operation, the work each " +
         "system spends; it stays comparable when the machine is busy and req/s does not. " +
         "`main thread ms/req`: the part of it spent on the JavaScript thread (HTTP, the service's own code, " +
