@@ -4,7 +4,6 @@ import {
   FastCounter,
   FastHistogram,
   type FastCounterSeries,
-  type FastHistogramSeries,
   type Metrics,
   type MetricsOptions,
 } from "@media-platform/observability";
@@ -93,13 +92,6 @@ export function createMediaMetrics(options: Partial<Omit<MetricsOptions, "servic
     TRANSFORMATION_DURATION_BUCKETS,
     registry,
   );
-  // One series per transformation name, looked up by name (no label object hashed per step).
-  const stepSeries = new Map<string, FastHistogramSeries>();
-  const stepSeriesOf = (name: string): FastHistogramSeries => {
-    let series = stepSeries.get(name);
-    if (!series) stepSeries.set(name, (series = transformationDuration.child(name)));
-    return series;
-  };
 
   const singleFlightJoins = new FastCounter(
     "media_singleflight_joins_total",
@@ -136,7 +128,8 @@ export function createMediaMetrics(options: Partial<Omit<MetricsOptions, "servic
     cacheLookup: (tier, result) => lookupSeries[tier][result].inc(),
     cacheLookupSeries: (tier, result) => lookupSeries[tier][result],
     transformationDuration,
-    observeTransformation: (name, seconds) => stepSeriesOf(name).observe(seconds),
+    // FastHistogram keeps one series per name: no label object hashed per step.
+    observeTransformation: (name, seconds) => transformationDuration.child(name).observe(seconds),
     singleFlightJoin: () => singleFlightJoins.inc(),
     queueRejection: () => queueRejections.inc(),
     trackQueueDepth: (source) => {
