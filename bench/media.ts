@@ -179,6 +179,43 @@ function checkWrk(label: string, r: WrkResult, allowNone = false): WrkResult {
   return r;
 }
 
+/**
+ * Fresh ids for `seconds` of MISS load at c connections on work guessed at `rate` req/s.
+ * Generous: a fast reference or a quieter moment can beat the guess several times over.
+ */
+const freshIds = (rate: number, seconds: number, c: number) => Math.ceil(Math.max(rate, 100) * 6 * seconds) + c + 16;
+
+/** Where MISS load for one system goes: every request `<prefix><fresh id><suffix>` on `url`. */
+interface MissTarget {
+  url: string;
+  prefix: string;
+  suffix: string;
+}
+
+/**
+ * `seconds` of MISS load at c connections (bench/miss.lua), every request a fresh id of `image`
+ * from `need` ids reserved for it. A run that used them all asked for ids nobody linked (404s):
+ * that is refused before the error responses are, so the message says what to raise.
+ */
+async function missLoad(
+  wrk: string,
+  originals: Originals,
+  options: { label: string; target: MissTarget; image: BenchImage; connections: number; seconds: number; need: number },
+): Promise<WrkResult> {
+  const { label, target, connections, need } = options;
+  const first = originals.reserve(options.image, need);
+  const res = await runWrk({
+    wrk,
+    url: target.url,
+    connections,
+    seconds: options.seconds,
+    script: path.join(ROOT, "bench/miss.lua"),
+    scriptArgs: [target.prefix, String(first), target.suffix],
+  });
+  if (res.requests + connections >= need) throw new Error(`${label}: ran out of fresh ids (${need}); raise the guess`);
+  return checkWrk(label, res, true);
+}
+
 const fmt = (v: number) => (v >= 1000 ? `${(v / 1000).toFixed(1)}k` : v.toFixed(v >= 100 ? 0 : 1));
 const loadNote = () => {
   const l = spawnSync("cat", ["/proc/loadavg"], { encoding: "utf8" }).stdout?.split(" ").slice(0, 3).join(" ");
@@ -231,7 +268,9 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     );
     started.push(floor);
     const floorBase = `http://127.0.0.1:${floorPort}`;
-    const missTarget = (who: "service" | "floor" | "ipx", image: BenchImage, step: BenchStep) => ({
+    const pidOf = (who: "service" | "floor" | "ipx") =>
+      who === "service" ? media.pid : who === "ipx" ? ipx.pid : floor.pid;
+    const missTarget = (who: "service" | "floor" | "ipx", image: BenchImage, step: BenchStep): MissTarget => ({
       url: who === "ipx" ? ipxBase : who === "floor" ? floorBase : base,
       prefix:
         who === "ipx"
@@ -242,6 +281,18 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
       suffix:
         who === "service" ? `${assetId(0, image).slice(8)}.${image.extension}` : `${assetId(0, image).slice(8)}@blob`,
     });
+    // Expected rate per image/step (from one timed request, then the warm-up and the measurements):
+    // enough fresh ids per wrk run, and cells long enough for ~40 requests (slow work gets up to
+    // 5x MISS_SECONDS). The output check comes first so that the warm-up is sized by it too.
+    const rateGuess = new Map<string, number>();
+    const sameOutput = new Map<string, string>();
+    for (const image of images) {
+      for (const step of steps) {
+        const { same, ms } = await checkSameOutput(base, ipxBase, originals, image, step);
+        sameOutput.set(`${image.name} ${step.name}`, same);
+        rateGuess.set(`${image.name} ${step.name}`, 1000 / ms);
+      }
+    }
     const warmed = new Map<string, number>();
     if (MISS_WARMUP_SECONDS > 0) {
       for (const who of ["service", "floor", "ipx"] as const) {
@@ -249,40 +300,31 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
         for (const image of images) {
           for (const step of steps) {
             for (const c of [...MISS_CONNECTIONS].reverse()) {
-              const target = missTarget(who, image, step);
-              const first = originals.reserve(image, Math.ceil(450 * MISS_WARMUP_SECONDS) + c + 16);
-              const res = checkWrk(
-                `${who} MISS warm-up ${image.name} ${step.name} c=${c}`,
-                await runWrk({
-                  wrk,
-                  url: target.url,
-                  connections: c,
-                  seconds: MISS_WARMUP_SECONDS,
-                  script: path.join(ROOT, "bench/miss.lua"),
-                  scriptArgs: [target.prefix, String(first), target.suffix],
-                }),
-                true,
-              );
+              const work = `${image.name} ${step.name}`;
+              const res = await missLoad(wrk, originals, {
+                label: `${who} MISS warm-up ${work} c=${c}`,
+                target: missTarget(who, image, step),
+                image,
+                connections: c,
+                seconds: MISS_WARMUP_SECONDS,
+                need: freshIds(rateGuess.get(work)!, MISS_WARMUP_SECONDS, c),
+              });
+              rateGuess.set(work, Math.max(rateGuess.get(work)!, res.rps));
               requests += res.requests;
             }
           }
         }
         warmed.set(who, requests);
-        await waitIdle(who === "service" ? media.pid : who === "ipx" ? ipx.pid : floor.pid);
+        await waitIdle(pidOf(who));
       }
       log(`MISS warm-up: ${[...warmed].map(([who, n]) => `${who} ${n}`).join(", ")} requests`);
     }
-    // Expected rate per image/step (from the first request, then the measurements): enough fresh
-    // ids per cell, and cells long enough for ~40 requests (slow work gets up to 5x MISS_SECONDS).
-    const rateGuess = new Map<string, number>();
     const rows: string[][] = [];
     const vsSharp: Measurement[] = [];
     const vsIpx: Measurement[] = [];
     for (const image of images) {
       for (const step of steps) {
-        const { same, ms } = await checkSameOutput(base, ipxBase, originals, image, step);
         const work = `${image.name} ${step.name}`;
-        rateGuess.set(work, 1000 / ms);
         for (const c of MISS_CONNECTIONS) {
           const cell = `${image.name} ${step.name} c=${c}`;
           const svc: number[] = [];
@@ -301,8 +343,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           for (let r = 0; r < REPEAT; r++) {
             const guess = rateGuess.get(work)!;
             const seconds = Math.min(MISS_SECONDS * 5, Math.max(MISS_SECONDS, Math.ceil(40 / guess)));
-            // Generous: a fast reference or a quieter moment can beat the guess several times over.
-            const need = Math.ceil(Math.max(guess, 100) * 6 * seconds) + c + 16;
+            const need = freshIds(guess, seconds, c);
             // The service next to both systems its targets compare it with (raw sharp, IPX), so the
             // VM's drift between two 4 s windows weighs as little as it can on those ratios; the
             // floor (a diagnostic) at the outer end. Reversed every other run.
@@ -323,25 +364,20 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 cpu.sharp.push(ref.cpuMsPerOp);
                 if (ref.mainCpuMsPerOp !== undefined) mainCpu.sharp.push(ref.mainCpuMsPerOp);
               } else {
-                const first = originals.reserve(image, need);
                 const system = who as "service" | "ipx" | "floor";
-                const { url, prefix, suffix } = missTarget(system, image, step);
+                const target = missTarget(system, image, step);
+                const pid = pidOf(system);
                 const before = who === "service" ? await readMisses(base) : 0;
-                const pid = who === "service" ? media.pid : who === "ipx" ? ipx.pid : floor.pid;
                 const cpuBefore = processCpuMs(pid);
                 const mainBefore = processCpuMs(pid, "main");
-                const res = checkWrk(
-                  `${who} ${cell}`,
-                  await runWrk({
-                    wrk,
-                    url,
-                    connections: c,
-                    seconds,
-                    script: path.join(ROOT, "bench/miss.lua"),
-                    scriptArgs: [prefix, String(first), suffix],
-                  }),
-                  true,
-                );
+                const res = await missLoad(wrk, originals, {
+                  label: `${who} ${cell}`,
+                  target,
+                  image,
+                  connections: c,
+                  seconds,
+                  need,
+                });
                 await waitIdle(pid);
                 const cpuAfter = processCpuMs(pid);
                 const mainAfter = processCpuMs(pid, "main");
@@ -350,8 +386,6 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                   cpu[system].push((cpuAfter - cpuBefore) / (res.requests + c));
                 if (mainBefore !== undefined && mainAfter !== undefined)
                   mainCpu[system].push((mainAfter - mainBefore) / (res.requests + c));
-                if (res.requests + c >= need)
-                  throw new Error(`${who} ${cell}: ran out of fresh ids (${need}); raise the guess`);
                 if (who === "service") {
                   const misses = (await readMisses(base)) - before;
                   if (misses < res.requests) throw new Error(`${cell}: ${res.requests} requests but ${misses} MISS`);
@@ -386,7 +420,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             ratio(s, ip),
             `${ms(cpu.service)} / ${ms(cpu.sharp)} / ${ms(cpu.floor)} / ${ms(cpu.ipx)}`,
             [mainCpu.service, mainCpu.sharp, mainCpu.floor, mainCpu.ipx].map((v) => ms(v, 2)).join(" / "),
-            same,
+            sameOutput.get(work)!,
           ]);
         }
       }
@@ -550,18 +584,14 @@ async function missWarmUp(wrk: string, base: string, originals: Originals): Prom
   const image = benchImages.find((i) => i.tag === 2)!;
   let misses = 0;
   for (const step of benchSteps) {
-    const first = originals.reserve(image, 2000);
-    const res = checkWrk(
-      `MISS warm-up ${step.name}`,
-      await runWrk({
-        wrk,
-        url: base,
-        connections: 8,
-        seconds: 2,
-        script: path.join(ROOT, "bench/miss.lua"),
-        scriptArgs: [`/${step.service}/`, String(first), `${assetId(0, image).slice(8)}.${image.extension}`],
-      }),
-    );
+    const res = await missLoad(wrk, originals, {
+      label: `MISS warm-up ${step.name}`,
+      target: { url: base, prefix: `/${step.service}/`, suffix: `${assetId(0, image).slice(8)}.${image.extension}` },
+      image,
+      connections: 8,
+      seconds: 2,
+      need: 2000,
+    });
     misses += res.requests;
   }
   return misses;
