@@ -18,7 +18,7 @@ describe("media configuration", () => {
       limitInputPixels: 100_000_000,
       limits: { maxDimension: 8192, maxOutputPixels: 50_000_000 },
       requestTimeoutMs: 30_000,
-      concurrency: 2 * availableParallelism(),
+      concurrency: 4 * availableParallelism(),
       queueLimit: 64,
       workers: 0,
       heapGrowingPercent: 300,
@@ -81,9 +81,9 @@ describe("media configuration", () => {
     expect(config.storage.STORAGE_DIR).toBe(path.join("/tmp/media-data", "blobs"));
   });
 
-  it("sizes the transformation slots to the machine: MEDIA_CONCURRENCY 0 (the default) is two per CPU core", () => {
-    expect(loadMediaConfig({ MEDIA_CONCURRENCY: "0" }).concurrency).toBe(2 * availableParallelism());
-    expect(loadMediaConfig({ MEDIA_CONCURRENCY: "" }).concurrency).toBe(2 * availableParallelism());
+  it("sizes the transformation slots to the machine: MEDIA_CONCURRENCY 0 (the default) is four per CPU core", () => {
+    expect(loadMediaConfig({ MEDIA_CONCURRENCY: "0" }).concurrency).toBe(4 * availableParallelism());
+    expect(loadMediaConfig({ MEDIA_CONCURRENCY: "" }).concurrency).toBe(4 * availableParallelism());
     expect(loadMediaConfig({ MEDIA_CONCURRENCY: "1" }).concurrency).toBe(1);
   });
 
