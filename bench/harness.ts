@@ -122,7 +122,8 @@ export function buildMediaBundle(root = ROOT): string {
  * with plain `node`, built once per bench process. Run through tsx instead, every module is its
  * own CommonJS module and every imported binding is read through export getters (megamorphic
  * keyed loads for a package's re-exports) that the bundle does not have: measured 3-12% more
- * CPU per HIT and about 5% more main-thread CPU per MISS than the bundle.
+ * CPU per HIT and about 5% more main-thread CPU per MISS than the bundle. `cwd`: the checkout
+ * whose bundle is built and run (another worktree measures other code, bench/miss-ab.ts).
  */
 export function startMediaService(
   env: Record<string, string>,
@@ -131,7 +132,7 @@ export function startMediaService(
   cwd = ROOT,
 ): ReturnType<typeof startProcess> {
   // The node arguments go in the command itself (startProcess's own list is for its tsx runs).
-  const command = { file: process.execPath, args: [...nodeArgs, buildMediaBundle()] };
+  const command = { file: process.execPath, args: [...nodeArgs, buildMediaBundle(cwd)] };
   return startProcess(MEDIA_BUNDLE, env, readyUrl, [], command, cwd);
 }
 

@@ -12,8 +12,8 @@ import { benchManagement } from "./management";
 import { benchMedia } from "./media";
 import { benchUploadMetadata } from "./upload-metadata";
 
-/** Result files of the scripts run on their own (pnpm bench:media-soak, bench/upload-memory.ts, pnpm bench:formats, pnpm bench:miss-profile). */
-const SCRIPT_RESULTS = ["media-soak", "upload-memory", "formats", "miss-profile"];
+/** Result files of the scripts run on their own (pnpm bench:media-soak, bench/upload-memory.ts, pnpm bench:formats, pnpm bench:miss-profile, pnpm bench:miss-ab). */
+const SCRIPT_RESULTS = ["media-soak", "upload-memory", "formats", "miss-profile", "miss-ab"];
 
 const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = {
   media: { title: "Media service", run: benchMedia },
