@@ -20,13 +20,13 @@ const MiB = 1024 * 1024;
 
 /**
  * Default transformation slots per CPU core. With one libvips thread per image
- * (MEDIA_VIPS_CONCURRENCY=1) a render keeps well under one core busy: it waits on its read,
- * hands tiles between libvips' threads, and between two renders a slot waits for the event loop
- * to start the next. Two per core (imgproxy's rule of thumb) left a 2-core machine 10-15% idle
- * under 8 concurrent MISSes; four keep the libuv pool holding a render ready for every core
- * (bench, 2026-11-27: +1-14% req/s and less main-thread CPU per MISS in each of seven
- * interleaved A/B runs). Memory follows the pixels in flight (MEDIA_MAX_INFLIGHT_PIXELS), not
- * the slots. A fixed count would leave most cores of a larger machine idle.
+ * (MEDIA_VIPS_CONCURRENCY=1) a render keeps under one core busy: it waits on its read, hands
+ * tiles between libvips' threads, and between two renders its slot waits for the event loop to
+ * start the next. Against two per core (imgproxy's rule of thumb), four gave 8 concurrent MISSes
+ * on 2 cores a median 3% more req/s (-1% to +14%) and less CPU per MISS on the JavaScript thread
+ * in all nine interleaved A/B runs (pnpm bench:miss-ab, 2026-11-27, README). Memory
+ * follows the pixels in flight (MEDIA_MAX_INFLIGHT_PIXELS), not the slots. A fixed count would
+ * leave most cores of a larger machine idle.
  */
 const RENDERS_PER_CORE = 4;
 
