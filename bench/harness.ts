@@ -98,6 +98,18 @@ export async function startProcess(
 
 /** The media service's production entry (scripts/build.ts), relative to the repository. */
 const MEDIA_BUNDLE = "services/media/dist/index.js";
+
+/**
+ * The media service's environment in the MISS benches: originals from the filesystem store
+ * under `root`/blobs (as bench/originals.ts links them), no Redis, warnings only.
+ */
+export const benchMediaEnv = (root: string): Record<string, string> => ({
+  HOST: "127.0.0.1",
+  STORAGE_DRIVER: "fs",
+  STORAGE_DIR: path.join(root, "blobs"),
+  LOG_LEVEL: "warn",
+  REDIS_URL: "",
+});
 /** Checkouts whose media bundle this bench process has built. */
 const mediaBuilt = new Set<string>();
 

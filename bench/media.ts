@@ -18,6 +18,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import {
+  benchMediaEnv,
   findWrk,
   freePort,
   median,
@@ -231,13 +232,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
   for (const image of benchImages) await originals.add(image);
 
   const judgements: Judgement[] = [];
-  const serviceEnv = {
-    HOST: "127.0.0.1",
-    STORAGE_DRIVER: "fs",
-    STORAGE_DIR: path.join(dir, "blobs"),
-    LOG_LEVEL: "warn",
-    REDIS_URL: "",
-  };
+  const serviceEnv = benchMediaEnv(dir);
   const nodeArgs = process.env.BENCH_MEDIA_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;

@@ -17,7 +17,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { findWrk, freePort, runWrk, startMediaService, startProcess, table } from "./harness";
+import { benchMediaEnv, findWrk, freePort, runWrk, startMediaService, startProcess, table } from "./harness";
 import { assetId, benchImages, benchSteps } from "./media-cases";
 import { Originals } from "./originals";
 
@@ -89,15 +89,7 @@ async function main(): Promise<void> {
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
       const proc = await startMediaService(
-        {
-          HOST: "127.0.0.1",
-          STORAGE_DRIVER: "fs",
-          STORAGE_DIR: path.join(dir, "blobs"),
-          LOG_LEVEL: "warn",
-          REDIS_URL: "",
-          MEDIA_PORT: String(port),
-          ...variant,
-        },
+        { ...benchMediaEnv(dir), MEDIA_PORT: String(port), ...variant },
         `${url}/healthz`,
         [],
         root ? path.resolve(root) : ROOT,

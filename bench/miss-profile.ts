@@ -22,7 +22,7 @@ import { execFile, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { findWrk, freePort, processCpuMs, runWrk, startProcess, table } from "./harness";
+import { benchMediaEnv, findWrk, freePort, processCpuMs, runWrk, startProcess, table } from "./harness";
 import { assetId, benchImages, benchSteps } from "./media-cases";
 import { Originals } from "./originals";
 import { classify, emptyProfile, OTHER, PHASES, phaseTotals, type Profile } from "./perf-phases";
@@ -129,14 +129,7 @@ async function main(): Promise<void> {
     // imported binding costs export getters the bundle lacks (bench/README.md, Media).
     const media = await startProcess(
       "services/media/src/index.ts",
-      {
-        HOST: "127.0.0.1",
-        STORAGE_DRIVER: "fs",
-        STORAGE_DIR: path.join(dir, "blobs"),
-        LOG_LEVEL: "warn",
-        REDIS_URL: "",
-        MEDIA_PORT: String(port),
-      },
+      { ...benchMediaEnv(dir), MEDIA_PORT: String(port) },
       `http://127.0.0.1:${port}/healthz`,
       NODE_ARGS,
       undefined,
