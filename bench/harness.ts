@@ -32,13 +32,20 @@ export async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; valu
 export function processCpuMs(pid: number | undefined, threads: "all" | "main" = "all"): number | undefined {
   if (pid === undefined) return undefined;
   try {
-    const stat = readFileSync(threads === "main" ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // utime and stime are fields 14 and 15 of the line, in clock ticks (USER_HZ, 100 on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    return statCpu(readFileSync(threads === "main" ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8")).ms;
   } catch {
     return undefined;
   }
+}
+
+/** A `/proc/<pid>[/task/<tid>]/stat` line: the task's name and its CPU time (user + system) so far, in ms. */
+export function statCpu(stat: string): { name: string; ms: number } {
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // utime and stime are fields 14 and 15 of the line, in clock ticks (USER_HZ, 100 on Linux).
+  return {
+    name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+    ms: (Number(fields[11]) + Number(fields[12])) * 10,
+  };
 }
 
 export function median(values: number[]): number {

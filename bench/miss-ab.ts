@@ -17,7 +17,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { benchMediaEnv, findWrk, freePort, runWrk, startMediaService, startProcess, table } from "./harness";
+import { benchMediaEnv, findWrk, freePort, runWrk, startMediaService, startProcess, statCpu, table } from "./harness";
 import { assetId, benchImages, benchSteps } from "./media-cases";
 import { Originals } from "./originals";
 
@@ -41,9 +41,7 @@ function threadCpu(pid: number): ThreadCpu {
     } catch {
       continue; // the thread ended between the listing and the read
     }
-    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ms = (Number(fields[11]) + Number(fields[12])) * 10;
+    const { name, ms } = statCpu(stat);
     const group = tid === String(pid) ? "main" : name.startsWith("libvips") ? "libvips" : "other";
     groups.set(group, (groups.get(group) ?? 0) + ms);
   }
