@@ -9,7 +9,9 @@
  * Besides req/s it reports CPU per request by thread group, from /proc/<pid>/task/<tid>/stat
  * around each run: the JavaScript thread, libvips' workers, and the rest (libuv's pool, where
  * sharp's pipelines run, and V8's helpers). Settings: BENCH_AB_IMAGE ("2.5 mp"), BENCH_AB_STEPS
- * ("thumbnail"), BENCH_AB_CONNS ("8"), BENCH_AB_SECONDS (4), BENCH_AB_ROUNDS (6, plus the warm-up).
+ * ("thumbnail"), BENCH_AB_CONNS ("8"), BENCH_AB_SECONDS (4), BENCH_AB_ROUNDS (6), BENCH_AB_WARMUP_ROUNDS
+ * (1, not counted; a fresh service still compiles for about a minute of MISS load, so a comparison
+ * of steady states wants 6 or more).
  * A variant's BENCH_AB_ROOT (not passed on) runs the bundle of another checkout, e.g. a
  * `git worktree` of the commit before a change, with its own `pnpm install`.
  * Writes bench/results/miss-ab.md.
@@ -25,6 +27,7 @@ const ROOT = path.resolve(__dirname, "..");
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const SECONDS = num("BENCH_AB_SECONDS", 4);
 const ROUNDS = Math.max(1, num("BENCH_AB_ROUNDS", 6));
+const WARMUP_ROUNDS = Math.max(0, num("BENCH_AB_WARMUP_ROUNDS", 1));
 const CONNS = (process.env.BENCH_AB_CONNS ?? "8").split(",").map(Number);
 /** Fresh ids per run: far more than any system serves in SECONDS at these sizes. */
 const IDS_PER_RUN = 800 * SECONDS + 64;
@@ -95,7 +98,10 @@ async function main(): Promise<void> {
       stops.push(() => proc.stop());
       const label = Object.entries(variant).map(([k, v]) => `${k}=${v}`);
       if (root) label.unshift(path.basename(path.resolve(root)));
-      systems.push({ name: `service ${label.join(" ") || "(defaults)"}`, url, pid: proc.pid!, floor: false });
+      // Two variants with the same settings (an A/A) stay two systems: the second is numbered.
+      const base = `service ${label.join(" ") || "(defaults)"}`;
+      const twins = systems.filter((s) => s.name === base || s.name.startsWith(`${base} #`)).length;
+      systems.push({ name: twins > 0 ? `${base} #${twins + 1}` : base, url, pid: proc.pid!, floor: false });
     }
     const floorPort = await freePort();
     const floor = await startProcess(
@@ -107,7 +113,7 @@ async function main(): Promise<void> {
     systems.push({ name: "HTTP floor", url: `http://127.0.0.1:${floorPort}`, pid: floor.pid!, floor: true });
 
     const tallies = new Map<string, Tally>();
-    for (let round = 0; round <= ROUNDS; round++) {
+    for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
       const order = round % 2 ? [...systems].reverse() : systems;
       for (const step of steps) {
         for (const c of CONNS) {
@@ -131,7 +137,7 @@ async function main(): Promise<void> {
               throw new Error(
                 `${system.name}: ${res.failed} failed, ${res.socketErrors} socket errors (${res.firstError ?? ""})`,
               );
-            if (round === 0) continue; // warm-up
+            if (round < WARMUP_ROUNDS) continue; // warm-up
             const key = `${step.name}|${c}|${system.name}`;
             const tally: Tally = tallies.get(key) ?? { requests: 0, seconds: 0, cpu: new Map(), rates: [] };
             tally.requests += res.requests;
@@ -176,7 +182,7 @@ async function main(): Promise<void> {
       "# MISS A/B of service settings",
       "",
       `${new Date().toISOString()}, Node ${process.version}. ${image.name}, every request a fresh asset id, ` +
-        `\`wrk -t1\`, ${ROUNDS} rounds of ${SECONDS} s per system after one warm-up round, systems alternated ` +
+        `\`wrk -t1\`, ${ROUNDS} rounds of ${SECONDS} s per system after ${WARMUP_ROUNDS} warm-up round(s), systems alternated ` +
         "(order reversed every other round). Method: bench/miss-ab.ts. Ratios are of summed requests over the same rounds.",
       "",
       table(
