@@ -88,13 +88,14 @@ const MISS_CONNECTIONS = [2, 8];
  * deoptimised it) and still 0-0.3 ms in the 2.5 MP cells, on the same two cores that render. A
  * CDN origin runs for days; what the cells should measure is its steady state, so every system
  * gets the same mixed warm-up. Raw sharp runs in a fresh process per cell with its own
- * three-operation warm-up (its JavaScript is a few functions). 4 s, not 2 (about 9,000 service
- * requests instead of 4,500): compilation is counted in calls, not seconds, and functions called
- * once per MISS are first optimised only after thousands of MISSes. Traced at 120 req/s (2.5 MP
- * thumbnails, 2 connections), TurboFan still finished 2-8 first optimisations a second between
- * 60 and 75 s of load (createAbortSignal, runStep, OriginalSource), and V8's helper threads used
- * 0.40 ms of CPU per MISS after one 4 s warm-up round against 0.04-0.07 ms after six or eight
- * (the floor: 0.02-0.06), by when the service measured 0.98-1.04x of the floor.
+ * three-operation warm-up (its JavaScript is a few functions). 4 s, not 2 (6,090 service MISSes
+ * on a slow AMD VM; 2 s gave 4,460 on a faster Intel one): compilation is counted in calls, not
+ * seconds, and functions called once per MISS are first optimised only after thousands of
+ * MISSes. Traced at 120 req/s (2.5 MP thumbnails, 2 connections), TurboFan still finished 2-8
+ * first optimisations a second between 60 and 75 s of load (createAbortSignal, runStep,
+ * OriginalSource), and V8's helper threads used 0.40 ms of CPU per MISS after one 4 s warm-up
+ * round against 0.04-0.07 ms after six or eight (the floor: 0.02-0.06), by when the service
+ * measured 0.98-1.04x of the floor.
  */
 const MISS_WARMUP_SECONDS = Math.max(0, num("BENCH_MISS_WARMUP_SECONDS", 4));
 const HIT_CONNECTIONS = [8, 32, 128];

@@ -2,16 +2,16 @@
  * A/B of media service settings under MISS load: two or more service processes, each started with
  * its own environment (BENCH_AB_VARIANTS, a JSON array of objects; the first is the baseline),
  * and the HTTP floor (bench/http-floor.ts), loaded in turn by `wrk -t1` with every request a fresh
- * asset id, round after round (the order reversed every other round, the first round discarded as
- * warm-up). A setting's effect is a few percent; the VM drifts by more between one minute and
+ * asset id, round after round (the order reversed every other round, the warm-up rounds
+ * discarded). A setting's effect is a few percent; the VM drifts by more between one minute and
  * the next, so only systems measured in the same rounds are compared.
  *
  * Besides req/s it reports CPU per request by thread group, from /proc/<pid>/task/<tid>/stat
  * around each run: the JavaScript thread, libvips' workers, and the rest (libuv's pool, where
  * sharp's pipelines run, and V8's helpers). Settings: BENCH_AB_IMAGE ("2.5 mp"), BENCH_AB_STEPS
- * ("thumbnail"), BENCH_AB_CONNS ("8"), BENCH_AB_SECONDS (4), BENCH_AB_ROUNDS (6), BENCH_AB_WARMUP_ROUNDS
- * (1, not counted; a fresh service still compiles for about a minute of MISS load, so a comparison
- * of steady states wants 6 or more).
+ * ("thumbnail"), BENCH_AB_CONNS ("8"), BENCH_AB_SECONDS (4), BENCH_AB_ROUNDS (6),
+ * BENCH_AB_WARMUP_ROUNDS (1, not counted; a fresh service still compiles for about a minute of
+ * MISS load, so a comparison of steady states wants 6 or more).
  * A variant's BENCH_AB_ROOT (not passed on) runs the bundle of another checkout, e.g. a
  * `git worktree` of the commit before a change, with its own `pnpm install`.
  * Writes bench/results/miss-ab.md.
@@ -86,6 +86,8 @@ async function main(): Promise<void> {
     const originals = new Originals(dir);
     await originals.add(image);
     const systems: System[] = [];
+    /** Services started per label: an A/A (two variants with the same settings) stays two systems. */
+    const started = new Map<string, number>();
     for (const { BENCH_AB_ROOT: root, ...variant } of variants) {
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
@@ -98,10 +100,10 @@ async function main(): Promise<void> {
       stops.push(() => proc.stop());
       const label = Object.entries(variant).map(([k, v]) => `${k}=${v}`);
       if (root) label.unshift(path.basename(path.resolve(root)));
-      // Two variants with the same settings (an A/A) stay two systems: the second is numbered.
-      const base = `service ${label.join(" ") || "(defaults)"}`;
-      const twins = systems.filter((s) => s.name === base || s.name.startsWith(`${base} #`)).length;
-      systems.push({ name: twins > 0 ? `${base} #${twins + 1}` : base, url, pid: proc.pid!, floor: false });
+      const name = `service ${label.join(" ") || "(defaults)"}`;
+      const n = (started.get(name) ?? 0) + 1;
+      started.set(name, n);
+      systems.push({ name: n > 1 ? `${name} #${n}` : name, url, pid: proc.pid!, floor: false });
     }
     const floorPort = await freePort();
     const floor = await startProcess(
