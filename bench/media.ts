@@ -403,7 +403,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           const ip = median(peer);
           const fl = median(floorRps);
           log(
-            `${cell}: service ${s.toFixed(1)}, sharp ${rs.toFixed(1)}, floor ${fl.toFixed(1)}, ipx ${ip.toFixed(1)} req/s (${loadNote()})`,
+            `${cell}: service ${s.toFixed(1)}, sharp ${rs.toFixed(1)}, floor ${fl.toFixed(1)}, ipx ${ip.toFixed(1)} req/s ` +
+              `(runs: ${[svc, raw, floorRps, peer].map((v) => v.map((x) => x.toFixed(0)).join("/")).join(", ")}; ${loadNote()})`,
           );
           vsSharp.push({ label: cell, ratio: s / rs });
           vsIpx.push({ label: cell, ratio: s / ip });
