@@ -1,3 +1,5 @@
+// First: sizes libuv's pool before any module loads sharp (which starts the pool).
+import "./uv-pool/apply";
 import { runService } from "@media-platform/runtime";
 import { loadMediaConfig } from "./config";
 import { configureHeapGrowth } from "./heap";
@@ -23,11 +25,6 @@ if (require.main === module) {
     name: "media",
     loadConfig: loadMediaConfig,
     start: (config, { isDraining }) => {
-      // libuv's pool (4 threads unless UV_THREADPOOL_SIZE is set) runs both sharp's pipelines and
-      // every fs call. With MEDIA_CONCURRENCY pipelines holding its threads, each blob read would
-      // wait for a whole render; room for 4 more threads keeps reads flowing. libuv reads the
-      // variable when the pool first starts, which is after this line.
-      process.env.UV_THREADPOOL_SIZE ??= String(config.concurrency + 4);
       configureHeapGrowth(config.heapGrowingPercent);
       return startMedia(config, { isDraining });
     },
