@@ -6,7 +6,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { sizeUvPool } from "../services/media/src/uv-pool";
 
 const root = path.resolve(__dirname, "..");
 const services = [
@@ -52,13 +51,9 @@ function stopAll(code: number): void {
 }
 
 for (const service of services) {
-  // tsx's loader starts libuv's pool before the service's code runs: the media service's pool
-  // size goes in its environment instead.
-  const childEnv = { ...env };
-  if (service.name === "media") sizeUvPool(childEnv);
   const child = spawn(process.execPath, ["--import", "tsx", path.join(root, service.entry)], {
     cwd: root,
-    env: childEnv,
+    env,
     stdio: ["ignore", "inherit", "inherit"],
   });
   child.on("exit", (code, signal) => {

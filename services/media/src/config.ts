@@ -30,9 +30,6 @@ const MiB = 1024 * 1024;
  */
 const RENDERS_PER_CORE = 4;
 
-/** Transformation slots for MEDIA_CONCURRENCY (0: RENDERS_PER_CORE per CPU core). */
-export const renderSlots = (configured: number): number => configured || RENDERS_PER_CORE * availableParallelism();
-
 /**
  * Every environment variable of the media service, keys = variable names (deployment
  * manifests list them from here). The storage variables (STORAGE_DRIVER, STORAGE_DIR, S3_*)
@@ -285,7 +282,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     limits,
     requestTimeoutMs: e.MEDIA_REQUEST_TIMEOUT_MS,
     inflightPixels: e.MEDIA_MAX_INFLIGHT_PIXELS,
-    concurrency: renderSlots(e.MEDIA_CONCURRENCY),
+    concurrency: e.MEDIA_CONCURRENCY || RENDERS_PER_CORE * availableParallelism(),
     queueLimit: e.MEDIA_QUEUE_LIMIT,
     vipsConcurrency: e.MEDIA_VIPS_CONCURRENCY,
     heapGrowingPercent: e.MEDIA_HEAP_GROWING_PERCENT,
