@@ -1,5 +1,5 @@
 import { execFile, spawn, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -36,6 +36,59 @@ export function processCpuMs(pid: number | undefined, threads: "all" | "main" = 
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU ms so far of a process by thread group, from /proc: `all` (every thread, those that have
+ * ended included), `main` (the JavaScript thread), `node` (its other live threads that are not
+ * libvips': libuv's pool, which runs each sharp pipeline's call into libvips and file reads, V8's
+ * helpers, idle workers) and `libvips` (the rest: libvips' workers, which come and go, so they are
+ * counted as what the others leave of `all`). Undefined off Linux or once the process is gone.
+ */
+export interface ThreadGroupCpu {
+  all: number;
+  main: number;
+  node: number;
+  libvips: number;
+}
+
+export function threadGroupCpuMs(pid: number | undefined): ThreadGroupCpu | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const all = statCpu(readFileSync(`/proc/${pid}/stat`, "utf8")).ms;
+    const tasks: { tid: number; name: string; ms: number }[] = [];
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        tasks.push({ tid: Number(tid), ...statCpu(readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")) });
+      } catch {
+        // the thread ended between the listing and the read: its time is in `all`
+      }
+    }
+    return groupThreadCpu(pid, all, tasks);
+  } catch {
+    return undefined;
+  }
+}
+
+/** threadGroupCpuMs' grouping of a process's live tasks (exported for its test). */
+export function groupThreadCpu(
+  pid: number,
+  all: number,
+  tasks: { tid: number; name: string; ms: number }[],
+): ThreadGroupCpu {
+  let main = 0;
+  let node = 0;
+  for (const t of tasks) {
+    if (t.tid === pid) main += t.ms;
+    else if (!/^(lib)?vips/.test(t.name)) node += t.ms;
+  }
+  return { all, main, node, libvips: Math.max(0, all - main - node) };
+}
+
+/** Per request (or operation): the CPU each group used between two readings. */
+export function threadGroupDelta(before: ThreadGroupCpu, after: ThreadGroupCpu, requests: number): ThreadGroupCpu {
+  const per = (k: keyof ThreadGroupCpu) => (after[k] - before[k]) / requests;
+  return { all: per("all"), main: per("main"), node: per("node"), libvips: per("libvips") };
 }
 
 /** A `/proc/<pid>[/task/<tid>]/stat` line: the task's name and its CPU time (user + system) so far, in ms. */

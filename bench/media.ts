@@ -23,6 +23,9 @@ import {
   freePort,
   median,
   processCpuMs,
+  threadGroupCpuMs,
+  threadGroupDelta,
+  type ThreadGroupCpu,
   ratio,
   runWrk,
   startMediaService,
@@ -138,11 +141,11 @@ async function readMisses(base: string): Promise<number> {
   return Number(m[1]);
 }
 
-/** The line bench/sharp-reference.ts prints (mainCpuMsPerOp: its JavaScript thread alone; absent off Linux). */
+/** The line bench/sharp-reference.ts prints (threads: per operation by thread group; absent off Linux). */
 interface SharpReferenceResult {
   rps: number;
   cpuMsPerOp: number;
-  mainCpuMsPerOp?: number;
+  threads?: ThreadGroupCpu;
 }
 
 function runSharpReference(job: object): Promise<SharpReferenceResult> {
@@ -339,9 +342,17 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             ipx: [] as number[],
             floor: [] as number[],
           });
-          // CPU ms per request: the whole process, and its JavaScript thread alone.
+          // CPU ms per request: the whole process, its JavaScript thread alone, its other node
+          // threads (libuv's pool, V8's helpers) and libvips' threads.
           const cpu = perSystem();
           const mainCpu = perSystem();
+          const nodeCpu = perSystem();
+          const vipsCpu = perSystem();
+          const pushThreads = (system: keyof typeof cpu, t: ThreadGroupCpu) => {
+            mainCpu[system].push(t.main);
+            nodeCpu[system].push(t.node);
+            vipsCpu[system].push(t.libvips);
+          };
           for (let r = 0; r < REPEAT; r++) {
             const guess = rateGuess.get(work)!;
             const seconds = Math.min(MISS_SECONDS * 5, Math.max(MISS_SECONDS, Math.ceil(40 / guess)));
@@ -364,14 +375,13 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 });
                 raw.push(ref.rps);
                 cpu.sharp.push(ref.cpuMsPerOp);
-                if (ref.mainCpuMsPerOp !== undefined) mainCpu.sharp.push(ref.mainCpuMsPerOp);
+                if (ref.threads !== undefined) pushThreads("sharp", ref.threads);
               } else {
                 const system = who as "service" | "ipx" | "floor";
                 const target = missTarget(system, image, step);
                 const pid = pidOf(system);
                 const before = who === "service" ? await readMisses(base) : 0;
-                const cpuBefore = processCpuMs(pid);
-                const mainBefore = processCpuMs(pid, "main");
+                const cpuBefore = threadGroupCpuMs(pid);
                 const res = await missLoad(wrk, originals, {
                   label: `${who} ${cell}`,
                   target,
@@ -381,13 +391,13 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                   need,
                 });
                 await waitIdle(pid);
-                const cpuAfter = processCpuMs(pid);
-                const mainAfter = processCpuMs(pid, "main");
+                const cpuAfter = threadGroupCpuMs(pid);
                 // Closed loop: c requests were still in flight when wrk stopped; waitIdle let them finish.
-                if (cpuBefore !== undefined && cpuAfter !== undefined)
-                  cpu[system].push((cpuAfter - cpuBefore) / (res.requests + c));
-                if (mainBefore !== undefined && mainAfter !== undefined)
-                  mainCpu[system].push((mainAfter - mainBefore) / (res.requests + c));
+                if (cpuBefore !== undefined && cpuAfter !== undefined) {
+                  const per = threadGroupDelta(cpuBefore, cpuAfter, res.requests + c);
+                  cpu[system].push(per.all);
+                  pushThreads(system, per);
+                }
                 if (who === "service") {
                   const misses = (await readMisses(base)) - before;
                   if (misses < res.requests) throw new Error(`${cell}: ${res.requests} requests but ${misses} MISS`);
@@ -423,6 +433,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             ratio(s, ip),
             `${ms(cpu.service)} / ${ms(cpu.sharp)} / ${ms(cpu.floor)} / ${ms(cpu.ipx)}`,
             [mainCpu.service, mainCpu.sharp, mainCpu.floor, mainCpu.ipx].map((v) => ms(v, 2)).join(" / "),
+            [nodeCpu.service, nodeCpu.sharp, nodeCpu.floor, nodeCpu.ipx].map((v) => ms(v, 2)).join(" / "),
+            [vipsCpu.service, vipsCpu.sharp, vipsCpu.floor, vipsCpu.ipx].map((v) => ms(v, 1)).join(" / "),
             sameOutput.get(work)!,
           ]);
         }
@@ -448,6 +460,9 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
         "`main thread ms/req`: the part of it spent on the JavaScript thread (HTTP, the service's own code, " +
         "sharp's set-up of each pipeline); libvips and the libuv pool do the pixel work on other threads, so the " +
         "difference between the service and the floor in this column is what the service adds per request. " +
+        "`node threads ms/req`: the process's other live threads not named libvips (libuv's pool, which calls " +
+        "into libvips once per pipeline and reads files; V8's compiler and GC helpers). `libvips threads ms/req`: " +
+        "what is left of the whole (libvips' workers, which come and go). The three add up to `CPU ms/req`. " +
         "`same output` compares width x height x channels of the three results.",
       "",
       table(
@@ -465,6 +480,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           "service / IPX",
           "CPU ms/req service / sharp / floor / IPX",
           "main thread ms/req service / sharp / floor / IPX",
+          "node threads ms/req service / sharp / floor / IPX",
+          "libvips threads ms/req service / sharp / floor / IPX",
           "same output",
         ],
         rows,

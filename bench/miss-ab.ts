@@ -16,10 +16,19 @@
  * `git worktree` of the commit before a change, with its own `pnpm install`.
  * Writes bench/results/miss-ab.md.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { benchMediaEnv, findWrk, freePort, runWrk, startMediaService, startProcess, statCpu, table } from "./harness";
+import {
+  benchMediaEnv,
+  findWrk,
+  freePort,
+  runWrk,
+  startMediaService,
+  startProcess,
+  table,
+  threadGroupCpuMs,
+} from "./harness";
 import { assetId, benchImages, benchSteps } from "./media-cases";
 import { Originals } from "./originals";
 
@@ -34,21 +43,18 @@ const IDS_PER_RUN = 800 * SECONDS + 64;
 
 type ThreadCpu = Map<string, number>;
 
-/** CPU ms so far of each thread group of `pid`: "main" (the JavaScript thread), "libvips" and "other". */
+/**
+ * CPU ms so far of each thread group of `pid` (harness.ts threadGroupCpuMs): "main" (the
+ * JavaScript thread), "libvips" and "other" (libuv's pool, V8's helpers).
+ */
 function threadCpu(pid: number): ThreadCpu {
-  const groups: ThreadCpu = new Map();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-    } catch {
-      continue; // the thread ended between the listing and the read
-    }
-    const { name, ms } = statCpu(stat);
-    const group = tid === String(pid) ? "main" : name.startsWith("libvips") ? "libvips" : "other";
-    groups.set(group, (groups.get(group) ?? 0) + ms);
-  }
-  return groups;
+  const t = threadGroupCpuMs(pid);
+  if (!t) throw new Error(`no /proc figures for ${pid}`);
+  return new Map([
+    ["main", t.main],
+    ["libvips", t.libvips],
+    ["other", t.node],
+  ]);
 }
 
 interface System {

@@ -3,13 +3,14 @@
  * the load generator shares its event loop): `concurrency` operations in flight for `seconds`,
  * each reading its original from disk (fs.readFile) and running the same sharp calls as the
  * service, with the service's libvips cache setting (off, pipeline/render.ts configureSharp).
- * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps, cpuMsPerOp, mainCpuMsPerOp}
- * on stdout (mainCpuMsPerOp: the JavaScript thread's share, from /proc; absent off Linux).
+ * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps, cpuMsPerOp, threads}
+ * on stdout (threads: CPU ms per operation by thread group, harness.ts threadGroupCpuMs; absent
+ * off Linux).
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import sharp from "sharp";
-import { processCpuMs } from "./harness";
+import { threadGroupCpuMs, threadGroupDelta } from "./harness";
 import { assetId, benchImages, benchSteps } from "./media-cases";
 
 interface Job {
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   let ops = 0;
   let all = 0;
   const cpu = process.cpuUsage();
-  const mainBefore = processCpuMs(process.pid, "main");
+  const threadsBefore = threadGroupCpuMs(process.pid);
   const start = performance.now();
   const end = start + job.seconds * 1000;
   const loop = async () => {
@@ -51,12 +52,11 @@ async function main(): Promise<void> {
   // Operations completed inside the window, per second of the window (as wrk counts requests).
   // CPU of the whole process (all threads) per operation, over every operation started in the window.
   const used = process.cpuUsage(cpu);
-  const mainAfter = processCpuMs(process.pid, "main");
+  const threadsAfter = threadGroupCpuMs(process.pid);
   const cpuMsPerOp = (used.user + used.system) / 1000 / all;
-  const mainCpuMsPerOp =
-    mainBefore !== undefined && mainAfter !== undefined ? (mainAfter - mainBefore) / all : undefined;
+  const threads = threadsBefore && threadsAfter ? threadGroupDelta(threadsBefore, threadsAfter, all) : undefined;
   process.stdout.write(
-    `${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds, cpuMsPerOp, mainCpuMsPerOp })}\n`,
+    `${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds, cpuMsPerOp, threads })}\n`,
   );
 }
 

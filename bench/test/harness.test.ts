@@ -1,4 +1,4 @@
-import { statCpu } from "../harness";
+import { groupThreadCpu, statCpu, threadGroupCpuMs, threadGroupDelta } from "../harness";
 
 describe("statCpu", () => {
   it("reads the task name and utime + stime (fields 14 and 15, 10 ms ticks) from a /proc stat line", () => {
@@ -12,5 +12,37 @@ describe("statCpu", () => {
       name: "node",
       ms: 100,
     });
+  });
+});
+
+describe("groupThreadCpu", () => {
+  it("splits a process into its JavaScript thread, its other node threads and libvips' (what is left)", () => {
+    const tasks = [
+      { tid: 100, name: "node", ms: 50 },
+      { tid: 101, name: "node", ms: 7 },
+      { tid: 108, name: "node", ms: 30 },
+      { tid: 112, name: "libvips worker", ms: 400 },
+      { tid: 113, name: "vips-wbuffer", ms: 20 },
+    ];
+    // 1000 ms in all: 100 of it on libvips threads that have ended (no longer listed).
+    expect(groupThreadCpu(100, 1000, tasks)).toEqual({ all: 1000, main: 50, node: 37, libvips: 913 });
+  });
+
+  it("gives per-request deltas that add up to the whole", () => {
+    const per = threadGroupDelta(
+      { all: 1000, main: 50, node: 37, libvips: 913 },
+      { all: 1900, main: 110, node: 67, libvips: 1723 },
+      300,
+    );
+    expect(per).toEqual({ all: 3, main: 0.2, node: 0.1, libvips: 2.7 });
+    expect(per.main + per.node + per.libvips).toBeCloseTo(per.all, 10);
+  });
+
+  it("reads this process from /proc on Linux", () => {
+    const t = threadGroupCpuMs(process.pid);
+    if (process.platform !== "linux") return expect(t).toBeUndefined();
+    expect(t!.all).toBeGreaterThanOrEqual(t!.main + t!.node);
+    expect(t!.main).toBeGreaterThan(0);
+    expect(threadGroupCpuMs(2 ** 22 + 12345)).toBeUndefined();
   });
 });
