@@ -144,7 +144,6 @@ async function readMisses(base: string): Promise<number> {
 /** The line bench/sharp-reference.ts prints (threads: per operation by thread group; absent off Linux). */
 interface SharpReferenceResult {
   rps: number;
-  cpuMsPerOp: number;
   threads?: ThreadGroupCpu;
 }
 
@@ -336,22 +335,14 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           const raw: number[] = [];
           const peer: number[] = [];
           const floorRps: number[] = [];
-          const perSystem = () => ({
-            service: [] as number[],
-            sharp: [] as number[],
-            ipx: [] as number[],
-            floor: [] as number[],
-          });
-          // CPU ms per request: the whole process, its JavaScript thread alone, its other node
-          // threads (libuv's pool, V8's helpers) and libvips' threads.
-          const cpu = perSystem();
-          const mainCpu = perSystem();
-          const nodeCpu = perSystem();
-          const vipsCpu = perSystem();
-          const pushThreads = (system: keyof typeof cpu, t: ThreadGroupCpu) => {
-            mainCpu[system].push(t.main);
-            nodeCpu[system].push(t.node);
-            vipsCpu[system].push(t.libvips);
+          // CPU ms per request of each run, by thread group (harness.ts threadGroupCpuMs): the whole
+          // process, its JavaScript thread, its other node threads (libuv's pool, V8's helpers) and
+          // libvips' threads.
+          const cpu: Record<"service" | "sharp" | "ipx" | "floor", ThreadGroupCpu[]> = {
+            service: [],
+            sharp: [],
+            ipx: [],
+            floor: [],
           };
           for (let r = 0; r < REPEAT; r++) {
             const guess = rateGuess.get(work)!;
@@ -374,8 +365,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                   seconds,
                 });
                 raw.push(ref.rps);
-                cpu.sharp.push(ref.cpuMsPerOp);
-                if (ref.threads !== undefined) pushThreads("sharp", ref.threads);
+                if (ref.threads !== undefined) cpu.sharp.push(ref.threads);
               } else {
                 const system = who as "service" | "ipx" | "floor";
                 const target = missTarget(system, image, step);
@@ -394,9 +384,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 const cpuAfter = threadGroupCpuMs(pid);
                 // Closed loop: c requests were still in flight when wrk stopped; waitIdle let them finish.
                 if (cpuBefore !== undefined && cpuAfter !== undefined) {
-                  const per = threadGroupDelta(cpuBefore, cpuAfter, res.requests + c);
-                  cpu[system].push(per.all);
-                  pushThreads(system, per);
+                  cpu[system].push(threadGroupDelta(cpuBefore, cpuAfter, res.requests + c));
                 }
                 if (who === "service") {
                   const misses = (await readMisses(base)) - before;
@@ -418,7 +406,11 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           );
           vsSharp.push({ label: cell, ratio: s / rs });
           vsIpx.push({ label: cell, ratio: s / ip });
-          const ms = (v: number[], digits = 1) => (v.length > 0 ? median(v).toFixed(digits) : "?");
+          // One column: a thread group's median over the runs, service / sharp / floor / IPX.
+          const column = (group: keyof ThreadGroupCpu, digits: number) =>
+            [cpu.service, cpu.sharp, cpu.floor, cpu.ipx]
+              .map((runs) => (runs.length > 0 ? median(runs.map((t) => t[group])).toFixed(digits) : "?"))
+              .join(" / ");
           rows.push([
             image.name,
             step.name,
@@ -431,10 +423,10 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             ratio(s, fl),
             ratio(fl, rs),
             ratio(s, ip),
-            `${ms(cpu.service)} / ${ms(cpu.sharp)} / ${ms(cpu.floor)} / ${ms(cpu.ipx)}`,
-            [mainCpu.service, mainCpu.sharp, mainCpu.floor, mainCpu.ipx].map((v) => ms(v, 2)).join(" / "),
-            [nodeCpu.service, nodeCpu.sharp, nodeCpu.floor, nodeCpu.ipx].map((v) => ms(v, 2)).join(" / "),
-            [vipsCpu.service, vipsCpu.sharp, vipsCpu.floor, vipsCpu.ipx].map((v) => ms(v, 1)).join(" / "),
+            column("all", 1),
+            column("main", 2),
+            column("node", 2),
+            column("libvips", 1),
             sameOutput.get(work)!,
           ]);
         }

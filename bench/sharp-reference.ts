@@ -3,9 +3,9 @@
  * the load generator shares its event loop): `concurrency` operations in flight for `seconds`,
  * each reading its original from disk (fs.readFile) and running the same sharp calls as the
  * service, with the service's libvips cache setting (off, pipeline/render.ts configureSharp).
- * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps, cpuMsPerOp, threads}
- * on stdout (threads: CPU ms per operation by thread group, harness.ts threadGroupCpuMs; absent
- * off Linux).
+ * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps, threads} on stdout
+ * (threads: CPU ms per operation by thread group, harness.ts threadGroupCpuMs, read from /proc like
+ * the HTTP systems' so all four are measured the same way; absent off Linux).
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -37,7 +37,6 @@ async function main(): Promise<void> {
   for (let i = 0; i < 3; i++) await op();
   let ops = 0;
   let all = 0;
-  const cpu = process.cpuUsage();
   const threadsBefore = threadGroupCpuMs(process.pid);
   const start = performance.now();
   const end = start + job.seconds * 1000;
@@ -50,14 +49,10 @@ async function main(): Promise<void> {
   };
   await Promise.all(Array.from({ length: job.concurrency }, loop));
   // Operations completed inside the window, per second of the window (as wrk counts requests).
-  // CPU of the whole process (all threads) per operation, over every operation started in the window.
-  const used = process.cpuUsage(cpu);
+  // CPU per operation, over every operation started in the window.
   const threadsAfter = threadGroupCpuMs(process.pid);
-  const cpuMsPerOp = (used.user + used.system) / 1000 / all;
   const threads = threadsBefore && threadsAfter ? threadGroupDelta(threadsBefore, threadsAfter, all) : undefined;
-  process.stdout.write(
-    `${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds, cpuMsPerOp, threads })}\n`,
-  );
+  process.stdout.write(`${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds, threads })}\n`);
 }
 
 main().catch((err: unknown) => {
