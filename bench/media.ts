@@ -141,6 +141,15 @@ async function readMisses(base: string): Promise<number> {
   return Number(m[1]);
 }
 
+/** The systems a MISS cell measures: raw sharp in its own process, the others over HTTP. */
+type MissSystem = "service" | "sharp" | "floor" | "ipx";
+type HttpMissSystem = Exclude<MissSystem, "sharp">;
+const HTTP_MISS_SYSTEMS: readonly HttpMissSystem[] = ["service", "floor", "ipx"];
+/** The order of the systems in a MISS row's columns and log line. */
+const COLUMN_ORDER: readonly MissSystem[] = ["service", "sharp", "floor", "ipx"];
+/** One list per system (a cell's runs). */
+const perMissSystem = <T>(): Record<MissSystem, T[]> => ({ service: [], sharp: [], floor: [], ipx: [] });
+
 /** The line bench/sharp-reference.ts prints (threads: per operation by thread group; absent off Linux). */
 interface SharpReferenceResult {
   rps: number;
@@ -272,9 +281,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     );
     started.push(floor);
     const floorBase = `http://127.0.0.1:${floorPort}`;
-    const pidOf = (who: "service" | "floor" | "ipx") =>
-      who === "service" ? media.pid : who === "ipx" ? ipx.pid : floor.pid;
-    const missTarget = (who: "service" | "floor" | "ipx", image: BenchImage, step: BenchStep): MissTarget => ({
+    const pidOf = (who: HttpMissSystem) => (who === "service" ? media.pid : who === "ipx" ? ipx.pid : floor.pid);
+    const missTarget = (who: HttpMissSystem, image: BenchImage, step: BenchStep): MissTarget => ({
       url: who === "ipx" ? ipxBase : who === "floor" ? floorBase : base,
       prefix:
         who === "ipx"
@@ -299,7 +307,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     }
     const warmed = new Map<string, number>();
     if (MISS_WARMUP_SECONDS > 0) {
-      for (const who of ["service", "floor", "ipx"] as const) {
+      for (const who of HTTP_MISS_SYSTEMS) {
         let requests = 0;
         for (const image of images) {
           for (const step of steps) {
@@ -331,19 +339,11 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
         const work = `${image.name} ${step.name}`;
         for (const c of MISS_CONNECTIONS) {
           const cell = `${image.name} ${step.name} c=${c}`;
-          const svc: number[] = [];
-          const raw: number[] = [];
-          const peer: number[] = [];
-          const floorRps: number[] = [];
-          // CPU ms per request of each run, by thread group (harness.ts threadGroupCpuMs): the whole
-          // process, its JavaScript thread, its other node threads (libuv's pool, V8's helpers) and
-          // libvips' threads.
-          const cpu: Record<"service" | "sharp" | "ipx" | "floor", ThreadGroupCpu[]> = {
-            service: [],
-            sharp: [],
-            ipx: [],
-            floor: [],
-          };
+          // Per system, each run's req/s, and its CPU ms per request by thread group (harness.ts
+          // threadGroupCpuMs): the whole process, its JavaScript thread, its other node threads
+          // (libuv's pool, V8's helpers) and libvips' threads.
+          const rps = perMissSystem<number>();
+          const cpu = perMissSystem<ThreadGroupCpu>();
           for (let r = 0; r < REPEAT; r++) {
             const guess = rateGuess.get(work)!;
             const seconds = Math.min(MISS_SECONDS * 5, Math.max(MISS_SECONDS, Math.ceil(40 / guess)));
@@ -351,7 +351,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             // The service next to both systems its targets compare it with (raw sharp, IPX), so the
             // VM's drift between two 4 s windows weighs as little as it can on those ratios; the
             // floor (a diagnostic) at the outer end. Reversed every other run.
-            const order = r % 2 === 0 ? ["floor", "sharp", "service", "ipx"] : ["ipx", "service", "sharp", "floor"];
+            const order: MissSystem[] =
+              r % 2 === 0 ? ["floor", "sharp", "service", "ipx"] : ["ipx", "service", "sharp", "floor"];
             for (const who of order) {
               if (who === "sharp") {
                 const first = originals.reserve(image, 64);
@@ -364,12 +365,11 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                   concurrency: c,
                   seconds,
                 });
-                raw.push(ref.rps);
+                rps.sharp.push(ref.rps);
                 if (ref.threads !== undefined) cpu.sharp.push(ref.threads);
               } else {
-                const system = who as "service" | "ipx" | "floor";
-                const target = missTarget(system, image, step);
-                const pid = pidOf(system);
+                const target = missTarget(who, image, step);
+                const pid = pidOf(who);
                 const before = who === "service" ? await readMisses(base) : 0;
                 const cpuBefore = threadGroupCpuMs(pid);
                 const res = await missLoad(wrk, originals, {
@@ -384,33 +384,32 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 const cpuAfter = threadGroupCpuMs(pid);
                 // Closed loop: c requests were still in flight when wrk stopped; waitIdle let them finish.
                 if (cpuBefore !== undefined && cpuAfter !== undefined) {
-                  cpu[system].push(threadGroupDelta(cpuBefore, cpuAfter, res.requests + c));
+                  cpu[who].push(threadGroupDelta(cpuBefore, cpuAfter, res.requests + c));
                 }
                 if (who === "service") {
                   const misses = (await readMisses(base)) - before;
                   if (misses < res.requests) throw new Error(`${cell}: ${res.requests} requests but ${misses} MISS`);
-                  svc.push(res.rps);
-                } else if (who === "floor") floorRps.push(res.rps);
-                else peer.push(res.rps);
+                }
+                rps[who].push(res.rps);
                 rateGuess.set(work, Math.max(rateGuess.get(work)!, res.rps));
               }
             }
           }
-          const s = median(svc);
-          const rs = median(raw);
-          const ip = median(peer);
-          const fl = median(floorRps);
+          const s = median(rps.service);
+          const rs = median(rps.sharp);
+          const ip = median(rps.ipx);
+          const fl = median(rps.floor);
           log(
             `${cell}: service ${s.toFixed(1)}, sharp ${rs.toFixed(1)}, floor ${fl.toFixed(1)}, ipx ${ip.toFixed(1)} req/s ` +
-              `(runs: ${[svc, raw, floorRps, peer].map((v) => v.map((x) => x.toFixed(0)).join("/")).join(", ")}; ${loadNote()})`,
+              `(runs: ${COLUMN_ORDER.map((who) => rps[who].map((x) => x.toFixed(0)).join("/")).join(", ")}; ${loadNote()})`,
           );
           vsSharp.push({ label: cell, ratio: s / rs });
           vsIpx.push({ label: cell, ratio: s / ip });
           // One column: a thread group's median over the runs, service / sharp / floor / IPX.
           const column = (group: keyof ThreadGroupCpu, digits: number) =>
-            [cpu.service, cpu.sharp, cpu.floor, cpu.ipx]
-              .map((runs) => (runs.length > 0 ? median(runs.map((t) => t[group])).toFixed(digits) : "?"))
-              .join(" / ");
+            COLUMN_ORDER.map((who) =>
+              cpu[who].length > 0 ? median(cpu[who].map((t) => t[group])).toFixed(digits) : "?",
+            ).join(" / ");
           rows.push([
             image.name,
             step.name,
