@@ -281,17 +281,31 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     );
     started.push(floor);
     const floorBase = `http://127.0.0.1:${floorPort}`;
-    const pidOf = (who: HttpMissSystem) => (who === "service" ? media.pid : who === "ipx" ? ipx.pid : floor.pid);
+    // Each HTTP system once: its process, its base URL and how it names an original and a step.
+    const idSuffix = (image: BenchImage) => assetId(0, image).slice(8);
+    const http: Record<
+      HttpMissSystem,
+      { pid: number | undefined; url: string; path: (image: BenchImage, step: BenchStep) => Omit<MissTarget, "url"> }
+    > = {
+      service: {
+        pid: media.pid,
+        url: base,
+        path: (image, step) => ({ prefix: `/${step.service}/`, suffix: `${idSuffix(image)}.${image.extension}` }),
+      },
+      floor: {
+        pid: floor.pid,
+        url: floorBase,
+        path: (image, step) => ({ prefix: `/${benchSteps.indexOf(step)}/`, suffix: `${idSuffix(image)}@blob` }),
+      },
+      ipx: {
+        pid: ipx.pid,
+        url: ipxBase,
+        path: (image, step) => ({ prefix: `/${step.ipx(image)}/`, suffix: `${idSuffix(image)}@blob` }),
+      },
+    };
     const missTarget = (who: HttpMissSystem, image: BenchImage, step: BenchStep): MissTarget => ({
-      url: who === "ipx" ? ipxBase : who === "floor" ? floorBase : base,
-      prefix:
-        who === "ipx"
-          ? `/${step.ipx(image)}/`
-          : who === "floor"
-            ? `/${benchSteps.indexOf(step)}/`
-            : `/${step.service}/`,
-      suffix:
-        who === "service" ? `${assetId(0, image).slice(8)}.${image.extension}` : `${assetId(0, image).slice(8)}@blob`,
+      url: http[who].url,
+      ...http[who].path(image, step),
     });
     // Expected rate per image/step (from one timed request, then the warm-up and the measurements):
     // enough fresh ids per wrk run, and cells long enough for ~40 requests (slow work gets up to
@@ -327,7 +341,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           }
         }
         warmed.set(who, requests);
-        await waitIdle(pidOf(who));
+        await waitIdle(http[who].pid);
       }
       log(`MISS warm-up: ${[...warmed].map(([who, n]) => `${who} ${n}`).join(", ")} requests`);
     }
@@ -369,7 +383,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 if (ref.threads !== undefined) cpu.sharp.push(ref.threads);
               } else {
                 const target = missTarget(who, image, step);
-                const pid = pidOf(who);
+                const pid = http[who].pid;
                 const before = who === "service" ? await readMisses(base) : 0;
                 const cpuBefore = threadGroupCpuMs(pid);
                 const res = await missLoad(wrk, originals, {
