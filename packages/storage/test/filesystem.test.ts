@@ -113,6 +113,31 @@ describe("FilesystemBlobStore specifics", () => {
     });
   });
 
+  test("read() up to 4 MiB answers synchronously (no hop through libuv's pool); a larger one is asynchronous, with the same bytes", async () => {
+    const dir = path.join(root, "sync-read");
+    const store = new FilesystemBlobStore(dir);
+    const bytes = Buffer.alloc(5 * 1024 * 1024);
+    for (let i = 0; i < bytes.length; i += 4096) bytes.writeUInt32BE(i, i);
+    await store.put("originals/x", bytes, "image/jpeg");
+    const blob = (await store.get("originals/x"))!;
+    const PENDING = Symbol("pending");
+    // An already settled promise wins a race against a resolved one listed after it; a pending one loses.
+    const stateOf = (p: Promise<number>) => Promise.race([p, Promise.resolve(PENDING)]);
+
+    const small = Buffer.alloc(4 * 1024 * 1024);
+    const smallRead = blob.read!(small, 4096);
+    expect(await stateOf(smallRead)).toBe(small.length);
+    expect(small.equals(bytes.subarray(4096, 4096 + small.length))).toBe(true);
+
+    const large = Buffer.alloc(bytes.length);
+    const largeRead = blob.read!(large, 0);
+    expect(await stateOf(largeRead)).toBe(PENDING);
+    expect(await largeRead).toBe(bytes.length);
+    expect(large.equals(bytes)).toBe(true);
+    blob.release();
+    await expect(blob.read!(Buffer.alloc(4), 0)).rejects.toBeInstanceOf(StorageUnavailableError);
+  });
+
   test("a failed stream removes its temp file", async () => {
     const dir = path.join(root, "failed");
     const store = new FilesystemBlobStore(dir);
@@ -140,7 +165,10 @@ describe("FilesystemBlobStore specifics", () => {
     const store = new FilesystemBlobStore(dir);
     await store.put("k", Buffer.from("x"), "text/plain");
     const long = "\u00e9".repeat(6000); // 12,000 bytes of UTF-8, split across the first read's end
-    await writeFile(path.join(dir, "k@meta.json"), JSON.stringify({ contentType: "image/png", metadata: { note: long } }));
+    await writeFile(
+      path.join(dir, "k@meta.json"),
+      JSON.stringify({ contentType: "image/png", metadata: { note: long } }),
+    );
     const blob = await store.get("k");
     blob!.release();
     expect(blob!.contentType).toBe("image/png");
