@@ -44,8 +44,8 @@ const READ_CHUNK_MAX = 16 * 1024 * 1024;
  * Positional reads up to this size are synchronous. From the page cache a pread of 200 KB took
  * 10 µs on the bench VM, while the same read through libuv's pool took 150 µs idle and 0.5-0.9 ms
  * under MISS load (a hand-off to a pool thread that image work keeps busy, and back): latency on
- * the critical path of every MISS. Up to 4 MiB blocks the event loop for about 0.2 ms at most;
- * larger reads still go through the pool.
+ * the critical path of every MISS. A 4 MiB read blocks the event loop for about 0.2 ms on an idle
+ * core (several times that while libvips keeps the cores busy); larger reads still go through the pool.
  */
 const SYNC_READ_MAX = 4 * 1024 * 1024;
 
