@@ -1,10 +1,18 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
+import {
+  MANAGEMENT_READY,
+  MEDIA_READY,
+  REPO_ROOT,
+  startServiceProcess,
+  stopServiceProcess,
+  type ServiceProcess,
+} from "./support/service-process";
 
 /**
  * The real-world corpus (sharp's own test images, `../shared/fixtures/corpus/sharp` beside the
@@ -21,9 +29,8 @@ import sharp from "sharp";
  * with other drivers and leaves it out to keep CI's time.
  */
 
-const ROOT = path.resolve(__dirname, "..", "..", "..");
+const ROOT = REPO_ROOT;
 const CORPUS = path.resolve(ROOT, "..", "shared", "fixtures", "corpus", "sharp");
-const STARTUP_MS = 90_000;
 const run = process.env.REQUIRE_SERVICES === "1" ? describe.skip : describe;
 
 /** Files the platform refuses, by the status it answers: undecodable, unsupported or over limits. */
@@ -94,45 +101,6 @@ const SHARP_FORMAT: Record<string, string[]> = {
   "image/tiff": ["tiff"],
 };
 
-interface Service {
-  child: ChildProcess;
-  url: string;
-}
-
-function startService(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<Service> {
-  const child = spawn(process.execPath, [entry], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  return new Promise<Service>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`${entry} did not start within ${STARTUP_MS} ms`)), STARTUP_MS);
-    const fail = (err: Error) => {
-      clearTimeout(timer);
-      child.kill("SIGKILL");
-      reject(new Error(`${err.message}\n--- output ---\n${output}`));
-    };
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = ready.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ child, url: match[1]! });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => fail(new Error(`${entry} exited with code ${code} before it was ready`)));
-  });
-}
-
-async function stop(service: Service | undefined): Promise<void> {
-  const child = service?.child;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const force = setTimeout(() => child.kill("SIGKILL"), 10_000);
-  await exited;
-  clearTimeout(force);
-}
-
 /** Runs `work` over `items` with at most `limit` at once. */
 async function pool<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -155,8 +123,8 @@ interface MediaResult {
 run("real-world corpus through the production bundle", () => {
   let dataDir: string;
   let env: NodeJS.ProcessEnv;
-  let media: Service | undefined;
-  let management: Service | undefined;
+  let media: ServiceProcess | undefined;
+  let management: ServiceProcess | undefined;
   let token: string;
   const assets = new Map<string, Asset>();
   const uploads = new Map<string, { status: number; type?: string }>();
@@ -186,11 +154,11 @@ run("real-world corpus through the production bundle", () => {
       MEDIA_PORT: "0",
       MANAGEMENT_PORT: "0",
     };
-    media = await startService("services/media/dist/index.js", env, /media service listening on (http:\/\/\S+)/);
-    management = await startService(
+    media = await startServiceProcess("services/media/dist/index.js", env, MEDIA_READY);
+    management = await startServiceProcess(
       "services/management/dist/index.js",
       { ...env, MEDIA_PUBLIC_URL: media.url },
-      /Management API: (http:\/\/\S+)/,
+      MANAGEMENT_READY,
     );
     const tokenRun = spawnSync(
       process.execPath,
@@ -247,7 +215,7 @@ run("real-world corpus through the production bundle", () => {
   }, 30 * 60_000);
 
   afterAll(async () => {
-    await Promise.all([stop(media), stop(management)]);
+    await Promise.all([stopServiceProcess(media), stopServiceProcess(management)]);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 

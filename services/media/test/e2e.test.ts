@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -6,6 +6,14 @@ import path from "node:path";
 import sharp from "sharp";
 import { ApiError, MediaPlatformClient, mediaUrl, step } from "@media-platform/client";
 import { FIXTURES_DIR } from "./support/memory-store";
+import {
+  MANAGEMENT_READY,
+  MEDIA_READY,
+  REPO_ROOT,
+  startServiceProcess,
+  stopServiceProcess,
+  type ServiceProcess,
+} from "./support/service-process";
 
 /**
  * End to end on the embedded defaults: both services as real processes (`node --import tsx`),
@@ -13,58 +21,13 @@ import { FIXTURES_DIR } from "./support/memory-store";
  * then fetch a transformation URL from the media service: MISS, then HIT with the same bytes.
  */
 
-const ROOT = path.resolve(__dirname, "..", "..", "..");
-const STARTUP_MS = 90_000;
-
-interface Service {
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-}
-
-function startService(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<Service> {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
-    cwd: ROOT,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  return new Promise<Service>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`${entry} did not start within ${STARTUP_MS} ms`)), STARTUP_MS);
-    const fail = (err: Error) => {
-      clearTimeout(timer);
-      child.kill("SIGKILL");
-      reject(new Error(`${err.message}\n--- output ---\n${output}`));
-    };
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = ready.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ child, url: match[1]!, output: () => output });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => fail(new Error(`${entry} exited with code ${code} before it was ready`)));
-  });
-}
-
-async function stop(service: Service | undefined): Promise<void> {
-  const child = service?.child;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const force = setTimeout(() => child.kill("SIGKILL"), 10_000);
-  await exited;
-  clearTimeout(force);
-}
+const ROOT = REPO_ROOT;
 
 describe("end to end: management upload -> media MISS -> HIT", () => {
   let dataDir: string;
   let env: NodeJS.ProcessEnv;
-  let media: Service | undefined;
-  let management: Service | undefined;
+  let media: ServiceProcess | undefined;
+  let management: ServiceProcess | undefined;
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), "media-e2e-"));
@@ -85,16 +48,16 @@ describe("end to end: management upload -> media MISS -> HIT", () => {
       MEDIA_PORT: "0",
       MANAGEMENT_PORT: "0",
     };
-    media = await startService("services/media/src/index.ts", env, /media service listening on (http:\/\/\S+)/);
-    management = await startService(
+    media = await startServiceProcess("services/media/src/index.ts", env, MEDIA_READY);
+    management = await startServiceProcess(
       "services/management/src/index.ts",
       { ...env, MEDIA_PUBLIC_URL: media.url },
-      /Management API: (http:\/\/\S+)/,
+      MANAGEMENT_READY,
     );
-  }, 2 * STARTUP_MS);
+  }, 180_000);
 
   afterAll(async () => {
-    await Promise.all([stop(media), stop(management)]);
+    await Promise.all([stopServiceProcess(media), stopServiceProcess(management)]);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 

@@ -1,0 +1,57 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+
+/** The repository root, where services are started from. */
+export const REPO_ROOT = path.resolve(__dirname, "..", "..", "..", "..");
+const STARTUP_MS = 90_000;
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** The URL the service printed in its start-up banner. */
+  url: string;
+  output: () => string;
+}
+
+/**
+ * Starts `node [...nodeArgs] entry` from the repository root and resolves once its output
+ * matches `ready`, whose first group is the service's URL. A `.ts` entry runs through tsx.
+ */
+export function startServiceProcess(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<ServiceProcess> {
+  const args = entry.endsWith(".ts") ? ["--import", "tsx", entry] : [entry];
+  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  return new Promise<ServiceProcess>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`${entry} did not start within ${STARTUP_MS} ms`)), STARTUP_MS);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(new Error(`${err.message}\n--- output ---\n${output}`));
+    };
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = ready.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1]!, output: () => output });
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => fail(new Error(`${entry} exited with code ${code} before it was ready`)));
+  });
+}
+
+/** SIGTERM, then SIGKILL after 10 s; resolves when the process has exited. */
+export async function stopServiceProcess(service: ServiceProcess | undefined): Promise<void> {
+  const child = service?.child;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const force = setTimeout(() => child.kill("SIGKILL"), 10_000);
+  await exited;
+  clearTimeout(force);
+}
+
+/** The banners each service prints once it listens. */
+export const MEDIA_READY = /media service listening on (http:\/\/\S+)/;
+export const MANAGEMENT_READY = /Management API: (http:\/\/\S+)/;
