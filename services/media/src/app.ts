@@ -295,7 +295,8 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
         bucket ? { ...request, convertTo: { format: bucket, avifEffort: deps.avifEffort } } : request,
         log,
         departure,
-        sharedMiss,
+        // The hot path looked the target as sent up in Redis; another spelling's key is not that one.
+        spelledOtherwise ? undefined : sharedMiss,
       );
       const link = spelledOtherwise ? `<${signer ? canonical : canonical + query}>; rel="canonical"` : undefined;
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
