@@ -23,7 +23,7 @@ export interface BackfillSummary {
 
 /**
  * Fills the placeholder and metadata columns of assets that have none (rows older than the
- * asset_metadata migration), in every workspace, from the stored original (`originals/<id>`, or
+ * asset_metadata migration), and turns their width and height to the displayed ones, in every workspace, from the stored original (`originals/<id>`, or
  * `trash/<id>` for an asset in the trash). Keyset batches over the primary key, so a failed row is
  * reported once and never retried in the same run. Idempotent: only rows whose placeholder is still
  * null are read, and the update is conditional on the placeholder being null and the sha256 being
@@ -41,7 +41,7 @@ export async function backfillMetadata(
       where: { placeholder: null, ...(after ? { id: { gt: after } } : {}) },
       orderBy: { id: "asc" },
       take: options.batchSize,
-      select: { id: true, sha256: true, deletedAt: true },
+      select: { id: true, sha256: true, deletedAt: true, width: true, height: true },
     });
     if (rows.length === 0) break;
     for (const row of rows) {
@@ -51,7 +51,11 @@ export async function backfillMetadata(
         const metadata = await imageMetadataFromBytes(await buffer(blob.body), options.limitInputPixels, options);
         const { count } = await prisma.asset.updateMany({
           where: { id: row.id, sha256: row.sha256, placeholder: null },
-          data: metadataColumns(metadata),
+          data: {
+            ...metadataColumns(metadata),
+            // Rows this fills predate displayed dimensions: orientations 5-8 swap the stored size.
+            ...((metadata.exif?.orientation ?? 1) >= 5 && { width: row.height, height: row.width }),
+          },
         });
         summary.filled += count;
       } catch (err) {

@@ -234,6 +234,7 @@ export function uploadMiddleware(maxUploadBytes: number, settings: UploadSetting
 export interface AnalysedImage {
   format: AssetFormat;
   mimeType: string;
+  /** Displayed size: after the EXIF orientation, as every client coordinate is. */
   width: number;
   height: number;
   bytes: number;
@@ -307,11 +308,13 @@ export async function analyseImage(
       throw new UndecodableImageError();
     }
   }
+  // Displayed dimensions: EXIF orientations 5-8 turn the stored image a quarter.
+  const turned = (meta.orientation ?? 1) >= 5;
   return {
     format,
     mimeType: IMAGE_FORMATS[format].mimeType,
-    width: meta.width,
-    height: frameHeight,
+    width: turned ? frameHeight : meta.width,
+    height: turned ? meta.width : frameHeight,
     bytes: file.size,
     sha256: file.sha256,
     phash: phashToBigInt(hashBits),
