@@ -9,6 +9,7 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
 import multer from "multer";
 import sharp from "sharp";
 import phash from "sharp-phash";
+import { removePrivateMetadata, type OriginalMetadataPolicy } from "./original-privacy";
 import { IMAGE_FORMATS, originalHeaderOf, type AssetFormat, type OriginalHeader } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ProblemError, badRequest } from "../problem";
@@ -250,6 +251,8 @@ export interface AnalysedImage {
 export interface AnalyseOptions extends MetadataOptions {
   /** Compute the placeholder and metadata (default true; false only to measure their cost). */
   metadata?: boolean;
+  /** What of the original's metadata is stored (original-privacy.ts); default private. */
+  originalMetadata?: OriginalMetadataPolicy;
 }
 
 /** "0101..." (64 chars) -> signed 64-bit value for a Postgres BIGINT column. */
@@ -308,6 +311,17 @@ export async function analyseImage(
       throw new UndecodableImageError();
     }
   }
+  // The stored original is served publicly: GPS (and, by default, serial numbers) go first.
+  let storedBytes = file.size;
+  try {
+    storedBytes =
+      (await removePrivateMetadata(file.path, IMAGE_FORMATS[format].extensions[0], meta, {
+        policy: options.originalMetadata ?? "private",
+        keepGps: options.keepGps,
+      })) ?? file.size;
+  } catch {
+    throw new UndecodableImageError("The image's metadata could not be rewritten without its GPS position");
+  }
   // Displayed dimensions: EXIF orientations 5-8 turn the stored image a quarter.
   const turned = (meta.orientation ?? 1) >= 5;
   return {
@@ -315,7 +329,9 @@ export async function analyseImage(
     mimeType: IMAGE_FORMATS[format].mimeType,
     width: turned ? frameHeight : meta.width,
     height: turned ? meta.width : frameHeight,
-    bytes: file.size,
+    bytes: storedBytes,
+    // Of the bytes as uploaded (an upload of the same file is an exact duplicate), even when the
+    // stored original lost its GPS position.
     sha256: file.sha256,
     phash: phashToBigInt(hashBits),
     metadata,
