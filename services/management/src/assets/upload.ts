@@ -312,16 +312,15 @@ export async function analyseImage(
     }
   }
   // The stored original is served publicly: GPS (and, by default, serial numbers) go first.
-  let storedBytes = file.size;
-  try {
-    storedBytes =
-      (await removePrivateMetadata(file.path, IMAGE_FORMATS[format].extensions[0], meta, {
-        policy: options.originalMetadata ?? "private",
-        keepGps: options.keepGps,
-      })) ?? file.size;
-  } catch {
-    throw new UndecodableImageError("The image's metadata could not be rewritten without its GPS position");
-  }
+  const storedBytes = await removePrivateMetadata(file.path, IMAGE_FORMATS[format].extensions[0], meta, {
+    policy: options.originalMetadata ?? "private",
+    keepGps: options.keepGps,
+  }).then(
+    (size) => size ?? file.size,
+    () => {
+      throw new UndecodableImageError("The image's metadata could not be rewritten without its GPS position");
+    },
+  );
   // Displayed dimensions: EXIF orientations 5-8 turn the stored image a quarter.
   const turned = (meta.orientation ?? 1) >= 5;
   return {
