@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import {
+  canonicalMediaPath,
   defaultMediaLimits,
   formatMediaPath,
   MAX_STEPS,
@@ -98,16 +99,11 @@ function valueArbitrary(spec: ParamSpec): fc.Arbitrary<number | string> {
     case "enum":
       return fc.constantFrom(...spec.values);
     case "color": {
-      const digit = fc.constantFrom(..."0123456789abcdefABCDEF");
-      const hex = fc
-        .constantFrom(3, 4, 6, 8)
-        .chain((n) => fc.array(digit, { minLength: n, maxLength: n }))
-        .map((digits) => digits.join(""));
-      if (spec.hexOnly) return hex;
-      const rgb = fc
-        .tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 255 }))
-        .map(([r, g, b]) => `rgb(${r},${g},${b})`);
-      return fc.oneof(hex, rgb, fc.constantFrom("red", "white", "rebeccapurple", "transparent", "navy"));
+      // A parsed request holds the canonical colour (lower-case hex, 6 digits, 8 when not opaque).
+      const byte = fc.integer({ min: 0, max: 255 }).map((n) => n.toString(16).padStart(2, "0"));
+      return fc
+        .tuple(byte, byte, byte, fc.option(fc.integer({ min: 0, max: 254 }), { nil: undefined }))
+        .map(([r, g, b, a]) => r + g + b + (a === undefined ? "" : a.toString(16).padStart(2, "0")));
     }
   }
 }
@@ -341,6 +337,28 @@ describe("spec rules beyond ranges", () => {
       expect(() => parseMediaPath(`/avatar:shape=${shape}/${ID}.png`)).not.toThrow();
     }
     expect(() => parseMediaPath(`/avatar:shape=oval/${ID}.png`)).toThrow(MediaUrlError);
+  });
+
+  it("colours: every spelling of one colour parses to its one canonical spelling", () => {
+    for (const spelling of [
+      "fff",
+      "FFF",
+      "ffffff",
+      "FFFFFF",
+      "ffff",
+      "ffffffff",
+      "white",
+      "WHITE",
+      "rgb(255,255,255)",
+      "rgb(255,%20255,%20%20255)",
+    ]) {
+      const parsed = parseMediaPath(`/fit:width=10:height=10:background=${spelling}/${ID}.png`);
+      expect([spelling, (parsed.steps[0]!.params as Record<string, unknown>).background]).toEqual([spelling, "ffffff"]);
+      expect(canonicalMediaPath(parsed)).toBe(`/fit:width=10:height=10:background=ffffff/${ID}.png`);
+    }
+    const paramsOf = (path: string) => parseMediaPath(path).steps[0]!.params as Record<string, unknown>;
+    expect(paramsOf(`/fit:width=10:height=10:background=0000ff80/${ID}.png`).background).toBe("0000ff80");
+    expect(paramsOf(`/avatar:border=2:border_color=0F0/${ID}.png`).border_color).toBe("00ff00");
   });
 
   it("colours: fit.background takes hex without #, rgb() and CSS names; avatar.border_color hex only", () => {

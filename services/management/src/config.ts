@@ -41,7 +41,14 @@ const ownEnvSchema = z.object({
   LIMIT_INPUT_PIXELS: positiveInt.default(100_000_000).describe("sharp limitInputPixels for decoding uploads"),
   KEEP_GPS: z
     .preprocess(blankAsUnset, z.stringbool().default(false))
-    .describe("Keep the GPS position in an asset's exif metadata (default: left out)"),
+    .describe(
+      "Keep the GPS position: in an asset's exif metadata and in the stored original, which the media service serves publicly (default: removed from both at upload)",
+    ),
+  ORIGINAL_METADATA: z
+    .preprocess(blankAsUnset, z.enum(["private", "keep"]).default("private"))
+    .describe(
+      "Metadata kept in stored originals (served publicly at {media}/original/<id>.<ext>): private = GPS and serial numbers removed at upload, orientation, colour profile, copyright and other EXIF kept; keep = only GPS removed (unless KEEP_GPS). Removal is lossless: the image data is not re-encoded",
+    ),
   UPLOAD_SPOOL_DIR: optionalString.describe(
     "Folder upload bodies stream to while they are checked (default <os tmpdir>/media-platform-uploads); leftovers older than ORPHAN_GRACE_SECONDS are swept",
   ),
@@ -125,6 +132,8 @@ export interface ManagementConfig {
   limitInputPixels: number;
   /** KEEP_GPS: keep the GPS position in an asset's exif. */
   keepGps: boolean;
+  /** ORIGINAL_METADATA: what of an original's metadata is stored. */
+  originalMetadata: "private" | "keep";
   /** Upload spool folder, body idle timeout, concurrent upload cap. */
   uploads: UploadSettings;
   headersTimeoutMs: number;
@@ -194,6 +203,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
     keepGps: e.KEEP_GPS,
+    originalMetadata: e.ORIGINAL_METADATA,
     uploads: {
       spoolDir: path.resolve(e.UPLOAD_SPOOL_DIR ?? defaultUploadSettings().spoolDir),
       bodyIdleTimeoutMs: e.UPLOAD_IDLE_TIMEOUT_MS,

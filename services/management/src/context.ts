@@ -15,6 +15,8 @@ export interface AppContext {
   limitInputPixels: number;
   /** KEEP_GPS: keep the GPS position in the asset's exif (default false: left out). */
   keepGps?: boolean;
+  /** ORIGINAL_METADATA: what of an original's metadata is stored (assets/original-privacy.ts). Default private. */
+  originalMetadata?: "private" | "keep";
   duplicateHammingThreshold: number;
   /** Upload spool folder, body idle timeout, concurrent upload cap; defaultUploadSettings() when omitted. */
   uploads?: UploadSettings;

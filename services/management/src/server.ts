@@ -76,6 +76,7 @@ export async function startManagement(
       maxUploadBytes: config.maxUploadBytes,
       limitInputPixels: config.limitInputPixels,
       keepGps: config.keepGps,
+      originalMetadata: config.originalMetadata,
       uploads: config.uploads,
       duplicateHammingThreshold: config.duplicateHammingThreshold,
       assetVersionsKept: config.lifecycle.assetVersionsKept,

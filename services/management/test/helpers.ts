@@ -117,7 +117,7 @@ export async function createTestApp(
   options: Partial<
     Pick<
       AppDeps,
-      "maxUploadBytes" | "duplicateHammingThreshold" | "webhookUrls" | "assetVersionsKept" | "propagator" | "keepGps"
+      "maxUploadBytes" | "duplicateHammingThreshold" | "webhookUrls" | "assetVersionsKept" | "propagator" | "keepGps" | "originalMetadata"
     >
   > = {},
 ): Promise<TestApp> {
@@ -138,6 +138,7 @@ export async function createTestApp(
     assetVersionsKept: options.assetVersionsKept,
     propagator: options.propagator,
     keepGps: options.keepGps,
+    originalMetadata: options.originalMetadata,
   };
   const app = createApp(deps);
   const token = (ws: string, sub = "user-1") => signToken(secret, { workspaceId: ws, sub, ttl: "1h" });

@@ -38,11 +38,15 @@ import {
  *
  *   GET|HEAD /<step>[/<step>...]/<assetId>.<ext>[?sig=<signature>]
  *
- * Cache key: the request-target exactly as received (`req.url`: path AND query string, byte
- * for byte, no normalisation). Other spellings of a valid path are refused (400), so one
- * rendition has one key per parameter order; `?v=2` works as a cache buster unless
- * MEDIA_ALLOW_QUERY=false. With signing on, the query must be exactly `sig=...`, so the key is
- * effectively the signed path. Stored per key: bytes, content type, strong ETag.
+ * Cache key: the canonical spelling of the path (contracts' canonicalMediaPath: numbers without
+ * leading zeros or trailing decimal zeros, `.5` as `0.5`, colours as lower-case hex, a lower-case
+ * asset id and extension, escapes of plain characters decoded) plus the query string as received.
+ * Every spelling the grammar accepts for one rendition is answered from that one entry; an
+ * answer to a spelling that is not canonical carries `Link: <canonical path>; rel="canonical"`.
+ * The hot path looks canonical targets up byte for byte. `?v=2` works as a cache buster unless
+ * MEDIA_ALLOW_QUERY=false. With signing on, the signature is checked on the path AS SENT (sign
+ * the exact bytes the client requests) and stays in the key. Stored per key: bytes, content
+ * type, strong ETag.
  *
  * 200  image; Content-Type of the stored original; ETag "<base64url sha256>";
  *      Cache-Control: immutable for a `?v=<version>` URL, else max-age + stale-while-revalidate
@@ -55,8 +59,7 @@ import {
  *      parameter (`<transformation>.<param>`) and the allowed range. Also a valid step that
  *      cannot apply to this image (crop outside it, output above MEDIA_MAX_OUTPUT_PIXELS, work
  *      above MEDIA_MAX_WORK_PIXELS: decided from the original's header, before decoding).
- *      non-canonical-media-url: another spelling of a valid URL (detail names the canonical
- *      path); query-not-allowed: a query string with MEDIA_ALLOW_QUERY=false
+ *      query-not-allowed: a query string with MEDIA_ALLOW_QUERY=false
  * 403  invalid-signature: MEDIA_SIGNING_KEY set and sig missing or wrong (checked first)
  * 404  asset-not-found (no originals/<assetId>, or an id that is not a UUID while the rest of
  *      the URL is valid), not-found (other routes)
@@ -274,7 +277,13 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       if (refused) throw refused;
       const cacheControl = signer ? requireSignature(signer, target) : undefined;
       const { request, canonical } = parsed ?? paths.parse(path);
-      refuseOtherSpellings(path, target, canonical, signer !== undefined, allowQuery);
+      const query = target.length > path.length ? target.slice(path.length) : "";
+      refuseQuery(path, query, signer !== undefined, allowQuery);
+      // Another spelling of a valid URL (`value=1.0`, `.5`, an upper-case id, escapes) is the
+      // same rendition: one cache entry, under the canonical spelling. The signature was checked
+      // on the target as sent, and stays in the key, so the hot path's own check still holds.
+      const spelledOtherwise = canonical !== path;
+      const key = spelledOtherwise ? canonical + query : target;
       const bucket = negotiator?.bucket(req.headers.accept);
       // A client that disconnects leaves its wait; the render stops when no other client waits.
       const departure: Departure = (leave) =>
@@ -282,23 +291,27 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
           if (!res.writableFinished) leave(new RequestCancelledError());
         });
       const { entry, xCache } = await service.deliver(
-        bucket ? `${target}#${bucket}` : target,
+        bucket ? `${key}#${bucket}` : key,
         bucket ? { ...request, convertTo: { format: bucket, avifEffort: deps.avifEffort } } : request,
         log,
         departure,
-        sharedMiss,
+        // The hot path looked the target as sent up in Redis; another spelling's key is not that one.
+        spelledOtherwise ? undefined : sharedMiss,
       );
+      const link = spelledOtherwise ? `<${signer ? canonical : canonical + query}>; rel="canonical"` : undefined;
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
         res.writeHead(304, {
           ...entry.notModifiedHeaders,
           "X-Cache": xCache,
           ...(cacheControl && { "Cache-Control": cacheControl }),
+          ...(link && { Link: link }),
         });
         res.end();
         return;
       }
       const headers = responseHeaders(entry, xCache);
       if (cacheControl) headers["Cache-Control"] = cacheControl;
+      if (link) headers.Link = link;
       res.writeHead(200, headers);
       res.end(req.method === "HEAD" ? undefined : entry.body);
     },
@@ -329,31 +342,10 @@ export function answerFailure(
 }
 
 /**
- * The cache key is the request target as received (the hot path looks it up byte for byte), so
- * every other spelling of one rendition is refused rather than stored again: `size=0256`,
- * `size=+256`, `%32%35%36`, an upper-case asset id. With MEDIA_ALLOW_QUERY off, a query string
- * (a cache buster) is refused as well, except the signature on a signing deployment.
+ * With MEDIA_ALLOW_QUERY off, a query string (a cache buster) is refused, except the signature
+ * on a signing deployment.
  */
-function refuseOtherSpellings(
-  path: string,
-  target: string,
-  /** ParsedMediaPath.canonical: presets are compared before expansion (`/preset:name=card/<id>.jpg` is canonical as written). */
-  canonical: string,
-  signing: boolean,
-  allowQuery: boolean,
-): void {
-  const query = target.length > path.length ? target.slice(path.length) : "";
-  if (canonical !== path) {
-    throw new ProblemError(
-      400,
-      "non-canonical-media-url",
-      `This media URL is not in canonical form; request ${canonical}${signing ? "?[exp=<unix seconds>&]sig=<signature of that path>" : query} instead`,
-      {
-        title: "Non-canonical media URL",
-        errors: [{ path: "path", message: `canonical form: ${canonical}` }],
-      },
-    );
-  }
+function refuseQuery(path: string, query: string, signing: boolean, allowQuery: boolean): void {
   if (queryRefused(query !== "", allowQuery, signing)) {
     throw new ProblemError(
       400,

@@ -177,8 +177,7 @@ describe("preset URLs", () => {
     expect(((await res.json()) as { detail: string }).detail).toMatch(/at most 8 transformations.*presets expanded/);
   });
 
-  it("is canonical as written; other spellings of the preset or of a step beside it are 400 naming the canonical path, before any work", async () => {
-    const before = counting.calls.length;
+  it("is canonical as written; other spellings of the preset or of a step beside it are the same rendition, with Link rel=canonical", async () => {
     for (const [target, canonical] of [
       [`/preset:name=c%61rd/${id}.jpg`, `/preset:name=card/${id}.jpg`],
       [`/preset:name=card/${id}.JPG`, `/preset:name=card/${id}.jpg`],
@@ -188,13 +187,16 @@ describe("preset URLs", () => {
       ],
       [`/preset:name=thumb/saturation:value=1.50/${id}.jpg`, `/preset:name=thumb/saturation:value=1.5/${id}.jpg`],
     ] as const) {
+      const reference = await fetch(`${media.url}${canonical}`);
+      await reference.arrayBuffer();
+      const before = counting.calls.length;
       const res = await fetch(`${media.url}${target}`);
-      expect([target, res.status]).toEqual([target, 400]);
-      const body = (await res.json()) as { type: string; errors: unknown[] };
-      expect(body.type).toBe("https://media-platform.dev/problems/non-canonical-media-url");
-      expect(body.errors).toEqual([{ path: "path", message: `canonical form: ${canonical}` }]);
+      await res.arrayBuffer();
+      expect([target, res.status, res.headers.get("x-cache")]).toEqual([target, 200, "HIT"]);
+      expect(res.headers.get("etag")).toBe(reference.headers.get("etag"));
+      expect(res.headers.get("link")).toBe(`<${canonical}>; rel="canonical"`);
+      expect(counting.calls.length).toBe(before);
     }
-    expect(counting.calls.length).toBe(before);
     const chained = await fetch(`${media.url}/preset:name=thumb/saturation:value=1.5/${id}.jpg`);
     expect(chained.status).toBe(200);
   });

@@ -175,6 +175,16 @@ export function parseColor(value: string, hexOnly = false): Rgba | null {
   return parsed ? { r: parsed[0], g: parsed[1], b: parsed[2], alpha: parsed[3] } : null;
 }
 
+/**
+ * The one spelling of a colour: lower-case hex, 6 digits, or 8 when it is not opaque. `fff`,
+ * `FFFFFF`, `white` and `rgb(255, 255, 255)` are one rendition, so one cache entry.
+ */
+export function canonicalColor(colour: Rgba): string {
+  const hex = (n: number) => Math.round(n).toString(16).padStart(2, "0");
+  const rgb = hex(colour.r) + hex(colour.g) + hex(colour.b);
+  return colour.alpha >= 1 ? rgb : rgb + hex(colour.alpha * 255);
+}
+
 /** Parses one raw URL value against its spec: the value, or a message naming the allowed range. */
 export function parseParamValue(
   spec: ParamSpec,
@@ -197,7 +207,9 @@ export function parseParamValue(
     }
     case "enum":
       return enumValues(spec).includes(raw) ? { ok: true, value: raw } : fail("is not an allowed value");
-    case "color":
-      return parseColor(raw, spec.hexOnly) ? { ok: true, value: raw } : fail("is not a colour");
+    case "color": {
+      const colour = parseColor(raw, spec.hexOnly);
+      return colour ? { ok: true, value: canonicalColor(colour) } : fail("is not a colour");
+    }
   }
 }

@@ -1,8 +1,11 @@
 import { buffer } from "node:stream/consumers";
 import type { BlobStore } from "@media-platform/storage";
 import type { PrismaClient } from "../generated/prisma/client";
-import { originalKey, trashKey } from "../lifecycle/blobs";
+import { originalKey, trashKey, versionKey } from "../lifecycle/blobs";
+import sharp from "sharp";
+import { formatOfMimeType, IMAGE_FORMATS } from "@media-platform/contracts";
 import { imageMetadataFromBytes, metadataColumns } from "./image-metadata";
+import { withoutPrivateMetadata, type OriginalPrivacyOptions } from "./original-privacy";
 
 export interface BackfillOptions {
   /** Rows read and processed per batch. */
@@ -23,7 +26,7 @@ export interface BackfillSummary {
 
 /**
  * Fills the placeholder and metadata columns of assets that have none (rows older than the
- * asset_metadata migration), in every workspace, from the stored original (`originals/<id>`, or
+ * asset_metadata migration), and turns their width and height to the displayed ones, in every workspace, from the stored original (`originals/<id>`, or
  * `trash/<id>` for an asset in the trash). Keyset batches over the primary key, so a failed row is
  * reported once and never retried in the same run. Idempotent: only rows whose placeholder is still
  * null are read, and the update is conditional on the placeholder being null and the sha256 being
@@ -41,7 +44,7 @@ export async function backfillMetadata(
       where: { placeholder: null, ...(after ? { id: { gt: after } } : {}) },
       orderBy: { id: "asc" },
       take: options.batchSize,
-      select: { id: true, sha256: true, deletedAt: true },
+      select: { id: true, sha256: true, deletedAt: true, width: true, height: true },
     });
     if (rows.length === 0) break;
     for (const row of rows) {
@@ -51,7 +54,11 @@ export async function backfillMetadata(
         const metadata = await imageMetadataFromBytes(await buffer(blob.body), options.limitInputPixels, options);
         const { count } = await prisma.asset.updateMany({
           where: { id: row.id, sha256: row.sha256, placeholder: null },
-          data: metadataColumns(metadata),
+          data: {
+            ...metadataColumns(metadata),
+            // Rows this fills predate displayed dimensions: orientations 5-8 swap the stored size.
+            ...((metadata.exif?.orientation ?? 1) >= 5 && { width: row.height, height: row.width }),
+          },
         });
         summary.filled += count;
       } catch (err) {
@@ -63,4 +70,74 @@ export async function backfillMetadata(
     options.onBatch?.(summary);
   }
   return summary;
+}
+
+export interface PrivacySummary {
+  /** Stored originals (current, trashed or earlier versions) rewritten without private metadata. */
+  cleaned: number;
+  failed: number;
+  failures: Array<{ key: string; reason: string }>;
+}
+
+/**
+ * Removes from every stored original (current, trashed, and kept versions, in every workspace)
+ * what ORIGINAL_METADATA and KEEP_GPS say must not be stored: originals uploaded before the upload
+ * did it. Losslessly, keeping each blob's content type and header facts; the current row's
+ * `bytes` follows the new size. Idempotent: a clean original is read and left alone.
+ */
+export async function backfillPrivacy(
+  prisma: PrismaClient,
+  blobStore: BlobStore,
+  options: OriginalPrivacyOptions & { batchSize: number; onBatch?: (progress: PrivacySummary) => void },
+): Promise<PrivacySummary> {
+  const summary: PrivacySummary = { cleaned: 0, failed: 0, failures: [] };
+  let after: string | undefined;
+  for (;;) {
+    const rows = await prisma.asset.findMany({
+      where: after ? { id: { gt: after } } : {},
+      orderBy: { id: "asc" },
+      take: options.batchSize,
+      select: { id: true, deletedAt: true, versions: { select: { version: true } } },
+    });
+    if (rows.length === 0) break;
+    for (const row of rows) {
+      const current = row.deletedAt ? trashKey(row.id) : originalKey(row.id);
+      const keys = [current, ...row.versions.map((v) => versionKey(row.id, v.version))];
+      for (const key of keys) {
+        try {
+          const size = await cleanBlob(blobStore, key, options);
+          if (size === undefined) continue;
+          summary.cleaned++;
+          if (key === current) await prisma.asset.updateMany({ where: { id: row.id }, data: { bytes: size } });
+        } catch (err) {
+          summary.failed++;
+          summary.failures.push({ key, reason: err instanceof Error ? err.message : String(err) });
+        }
+      }
+    }
+    after = rows[rows.length - 1]!.id;
+    options.onBatch?.(summary);
+  }
+  return summary;
+}
+
+async function cleanBlob(
+  blobStore: BlobStore,
+  key: string,
+  options: OriginalPrivacyOptions,
+): Promise<number | undefined> {
+  const blob = await blobStore.get(key);
+  if (!blob) return undefined;
+  const bytes = await buffer(blob.body);
+  const format = formatOfMimeType(blob.contentType);
+  if (!format) return undefined;
+  const cleaned = await withoutPrivateMetadata(
+    bytes,
+    IMAGE_FORMATS[format].extensions[0],
+    await sharp(bytes).metadata(),
+    options,
+  );
+  if (!cleaned) return undefined;
+  await blobStore.put(key, cleaned, blob.contentType, blob.metadata);
+  return cleaned.length;
 }

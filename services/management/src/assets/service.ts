@@ -67,7 +67,10 @@ export async function uploadAsset(
   if (fields.collectionId !== undefined) {
     await assertCollectionInWorkspace(ctx, workspaceId, fields.collectionId, "body.collectionId");
   }
-  const image = await analyseImage(file, ctx.limitInputPixels, { keepGps: ctx.keepGps ?? false });
+  const image = await analyseImage(file, ctx.limitInputPixels, {
+    keepGps: ctx.keepGps ?? false,
+    originalMetadata: ctx.originalMetadata ?? "private",
+  });
   const duplicates = fields.warnAboutDuplicateImages
     ? await findDuplicates(ctx.prisma, workspaceId, image, ctx.duplicateHammingThreshold)
     : undefined;

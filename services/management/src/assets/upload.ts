@@ -9,6 +9,7 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
 import multer from "multer";
 import sharp from "sharp";
 import phash from "sharp-phash";
+import { removePrivateMetadata, type OriginalMetadataPolicy } from "./original-privacy";
 import { IMAGE_FORMATS, originalHeaderOf, type AssetFormat, type OriginalHeader } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ProblemError, badRequest } from "../problem";
@@ -234,6 +235,7 @@ export function uploadMiddleware(maxUploadBytes: number, settings: UploadSetting
 export interface AnalysedImage {
   format: AssetFormat;
   mimeType: string;
+  /** Displayed size: after the EXIF orientation, as every client coordinate is. */
   width: number;
   height: number;
   bytes: number;
@@ -249,6 +251,8 @@ export interface AnalysedImage {
 export interface AnalyseOptions extends MetadataOptions {
   /** Compute the placeholder and metadata (default true; false only to measure their cost). */
   metadata?: boolean;
+  /** What of the original's metadata is stored (original-privacy.ts); default private. */
+  originalMetadata?: OriginalMetadataPolicy;
 }
 
 /** "0101..." (64 chars) -> signed 64-bit value for a Postgres BIGINT column. */
@@ -307,12 +311,26 @@ export async function analyseImage(
       throw new UndecodableImageError();
     }
   }
+  // The stored original is served publicly: GPS (and, by default, serial numbers) go first.
+  const storedBytes = await removePrivateMetadata(file.path, IMAGE_FORMATS[format].extensions[0], meta, {
+    policy: options.originalMetadata ?? "private",
+    keepGps: options.keepGps,
+  }).then(
+    (size) => size ?? file.size,
+    () => {
+      throw new UndecodableImageError("The image's metadata could not be rewritten without its GPS position");
+    },
+  );
+  // Displayed dimensions: EXIF orientations 5-8 turn the stored image a quarter.
+  const turned = (meta.orientation ?? 1) >= 5;
   return {
     format,
     mimeType: IMAGE_FORMATS[format].mimeType,
-    width: meta.width,
-    height: frameHeight,
-    bytes: file.size,
+    width: turned ? frameHeight : meta.width,
+    height: turned ? meta.width : frameHeight,
+    bytes: storedBytes,
+    // Of the bytes as uploaded (an upload of the same file is an exact duplicate), even when the
+    // stored original lost its GPS position.
     sha256: file.sha256,
     phash: phashToBigInt(hashBits),
     metadata,

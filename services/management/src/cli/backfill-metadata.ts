@@ -5,12 +5,14 @@
  * asset_metadata migration (every workspace), reading each original from the blob store. Safe to
  * run again and while the service runs: rows that already have metadata are left alone. Uses the
  * management configuration (DATABASE_URL or the embedded PGlite, storage, LIMIT_INPUT_PIXELS,
- * KEEP_GPS); applies pending migrations first, so it also works right after an upgrade. Exit code 1
- * when some asset could not be filled (listed).
+ * KEEP_GPS); applies pending migrations first, so it also works right after an upgrade. Then
+ * removes from every stored original (current, trashed, kept versions) the metadata that
+ * ORIGINAL_METADATA and KEEP_GPS say must not be stored (GPS, serial numbers), losslessly. Exit
+ * code 1 when some asset could not be filled or cleaned (listed).
  */
 import { parseArgs } from "node:util";
 import { createBlobStore } from "@media-platform/storage";
-import { backfillMetadata } from "../assets/backfill";
+import { backfillMetadata, backfillPrivacy } from "../assets/backfill";
 import { loadConfig } from "../config";
 import { openDatabase } from "../db/client";
 import { migrate } from "../db/migrate";
@@ -42,7 +44,17 @@ async function main(): Promise<void> {
       for (const f of summary.failures) process.stdout.write(`failed ${f.assetId}: ${f.reason}\n`);
       process.stdout.write(`${summary.filled} asset(s) filled, ${summary.failed} failed\n`);
     }
-    if (summary.failed > 0) process.exitCode = 1;
+    const privacy = await backfillPrivacy(db.prisma, createBlobStore(config.storage), {
+      batchSize,
+      policy: config.originalMetadata,
+      keepGps: config.keepGps,
+    });
+    if (values.json) process.stdout.write(`${JSON.stringify({ privacy })}\n`);
+    else {
+      for (const f of privacy.failures) process.stdout.write(`failed ${f.key}: ${f.reason}\n`);
+      process.stdout.write(`${privacy.cleaned} original(s) cleaned of private metadata, ${privacy.failed} failed\n`);
+    }
+    if (summary.failed > 0 || privacy.failed > 0) process.exitCode = 1;
   } finally {
     await db.close();
   }

@@ -365,7 +365,10 @@ export async function replaceOriginal(
   // Refuse a foreign/unknown/trashed id before decoding a large file.
   const exists = await ctx.prisma.asset.count({ where: { id, workspaceId: principal.workspaceId, deletedAt: null } });
   if (exists === 0) throw notFound("Asset not found");
-  const image = await analyseImage(file, ctx.limitInputPixels, { keepGps: ctx.keepGps ?? false });
+  const image = await analyseImage(file, ctx.limitInputPixels, {
+    keepGps: ctx.keepGps ?? false,
+    originalMetadata: ctx.originalMetadata ?? "private",
+  });
   const { metadata } = image;
   if (!metadata) throw new Error("analyseImage returned no metadata");
   // The replaced original is swapped inside the row lock, and the previous one must be restorable

@@ -32,6 +32,11 @@ export interface RenderDeps {
   limits: MediaLimits;
   /** sharp's decompression-bomb guard: originals above this many pixels are refused. */
   limitInputPixels: number;
+  /**
+   * AVIF encoder effort (0-9, MEDIA_AVIF_EFFORT) of every AVIF output: a stored AVIF, a
+   * `format:type=avif` step and a negotiated AVIF alike; unset = sharp's default.
+   */
+  avifEffort?: number;
 }
 
 /** Negotiated output (MEDIA_AUTO_FORMAT): applies to still JPEG/PNG originals only. */
@@ -190,7 +195,10 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       width: oriented.width,
       height: oriented.height,
       hasAlpha: meta.hasAlpha,
-      output: convert ? { format: input.convertTo!.format, effort: input.convertTo!.avifEffort } : { format },
+      output: {
+        format: convert ? input.convertTo!.format : format,
+        effort: (convert ? input.convertTo!.avifEffort : undefined) ?? deps.avifEffort,
+      },
       limits: deps.limits,
       pixels: deps.pixels,
       faces: deps.faces,
