@@ -117,7 +117,15 @@ export async function createTestApp(
   options: Partial<
     Pick<
       AppDeps,
-      "maxUploadBytes" | "duplicateHammingThreshold" | "webhookUrls" | "assetVersionsKept" | "propagator" | "keepGps"
+      | "maxUploadBytes"
+      | "duplicateHammingThreshold"
+      | "webhookUrls"
+      | "assetVersionsKept"
+      | "propagator"
+      | "keepGps"
+      | "mediaSigningKey"
+      | "libraryDir"
+      | "devSignIn"
     >
   > = {},
 ): Promise<TestApp> {
@@ -138,6 +146,9 @@ export async function createTestApp(
     assetVersionsKept: options.assetVersionsKept,
     propagator: options.propagator,
     keepGps: options.keepGps,
+    mediaSigningKey: options.mediaSigningKey,
+    libraryDir: options.libraryDir,
+    devSignIn: options.devSignIn,
   };
   const app = createApp(deps);
   const token = (ws: string, sub = "user-1") => signToken(secret, { workspaceId: ws, sub, ttl: "1h" });
