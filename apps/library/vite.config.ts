@@ -11,6 +11,8 @@ export default defineConfig({
       // The contracts' URL signing uses node:crypto; the browser never signs (the management API
       // does, POST /v1/media-urls/sign), so it gets a stub that throws if ever called.
       "node:crypto": fileURLToPath(new URL("./src/platform/node-crypto.ts", import.meta.url)),
+      // The client opens a path with node:fs only under Node; a browser uploads Files.
+      "node:fs": fileURLToPath(new URL("./src/platform/node-fs.ts", import.meta.url)),
     },
   },
   build: {

@@ -418,7 +418,8 @@ async function toBlob(file: UploadInput["file"], type: string): Promise<Blob> {
   // Loaded only for a path (Node): the client also runs in browsers, which have no node:fs.
   if (typeof file === "string") return (await import("node:fs")).openAsBlob(file, { type });
   if (file instanceof Blob) return file;
-  return new Blob([file], { type });
+  // Bytes are copied into the Blob; the view type only differs between the DOM and Node typings.
+  return new Blob([file as Uint8Array<ArrayBuffer>], { type });
 }
 
 async function readProblem(response: Response): Promise<Problem> {
