@@ -19,7 +19,7 @@ interface Item {
  * One multipart POST per file through XMLHttpRequest: fetch reports no upload progress. Resolves
  * with the status and the parsed body (the asset, or the problem).
  */
-function send(file: File, collectionId: string, onProgress: (loaded: number) => void) {
+function send(file: File, collectionId: string, onProgress: (fraction: number) => void) {
   return new Promise<{ status: number; body: unknown }>((resolve, reject) => {
     const form = new FormData();
     if (collectionId) form.append("collectionId", collectionId);
@@ -29,7 +29,10 @@ function send(file: File, collectionId: string, onProgress: (loaded: number) => 
     xhr.open("POST", `${settings.apiUrl}/v1/assets/upload`);
     xhr.setRequestHeader("Authorization", `Bearer ${token.get() ?? ""}`);
     xhr.setRequestHeader("Accept", "application/json, application/problem+json");
-    xhr.upload.onprogress = (e) => onProgress(e.loaded);
+    // The body is the file plus the multipart framing: progress is the fraction sent.
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable && e.total > 0) onProgress(Math.min(1, e.loaded / e.total));
+    };
     xhr.onload = () => {
       let body: unknown = null;
       try {
@@ -59,7 +62,7 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
     await Promise.all(
       batch.map(async ({ file, item }) => {
         try {
-          const { status, body } = await send(file, collectionId, (loaded) => update(item.key, { loaded }));
+          const { status, body } = await send(file, collectionId, (fraction) => update(item.key, { loaded: Math.round(fraction * item.size) }));
           if (status === 401) signOut();
           if (status !== 201) {
             const problem = body as Partial<Problem>;
