@@ -1,3 +1,4 @@
+import "./platform/zod-jitless";
 import { render } from "preact";
 import { App } from "./app";
 import "./style.css";
