@@ -210,7 +210,6 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
       [...document.querySelectorAll<HTMLImageElement>(".grid img.image")].every((i) => i.complete && i.naturalWidth > 0),
     );
     expect(await axeViolations()).toEqual([]);
-    if (DOC_SHOTS) await page.screenshot({ path: path.join(DOC_SHOTS, "library.png") });
   });
 
   await step("edit-title-and-tags", async () => {
@@ -296,7 +295,10 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     await page.getByLabel("width value").fill("200");
     await expect(facts).toHaveTextEventually(/^HIT · 200 × 150 px/);
     expect(await axeViolations()).toEqual([]);
-    if (DOC_SHOTS) await page.screenshot({ path: path.join(DOC_SHOTS, "studio.png") });
+    if (DOC_SHOTS) {
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: path.join(DOC_SHOTS, "studio.png") });
+    }
     // A value the service refuses: its problem detail next to the parameter it names.
     await page.getByLabel("width value").fill("0");
     const error = page.locator('.step[data-step="resize"] .param[data-param="width"] [data-testid="param-error"]');
@@ -313,6 +315,13 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     await expect(cards()).toHaveCountEventually(0);
     await page.getByRole("link", { name: "Library", exact: true }).click();
     await expect(cards()).toHaveCountEventually(2);
+    if (DOC_SHOTS) {
+      await page.waitForFunction(() =>
+        [...document.querySelectorAll<HTMLImageElement>(".grid img.image")].every((i) => i.complete && i.naturalWidth > 0),
+      );
+      await page.waitForTimeout(500);
+      await page.screenshot({ path: path.join(DOC_SHOTS, "library.png") });
+    }
   });
 
   await step("widths", async () => {
