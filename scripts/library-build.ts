@@ -21,6 +21,8 @@ export function buildLibrary(options: { quiet?: boolean } = {}): void {
     stdio: options.quiet ? "pipe" : "inherit",
   });
   if (result.status !== 0) {
-    throw new Error(`the library app's build failed (exit ${result.status}): ${result.stderr ?? ""}${result.stdout ?? ""}`);
+    throw new Error(
+      `the library app's build failed (exit ${result.status}): ${result.stderr ?? ""}${result.stdout ?? ""}`,
+    );
   }
 }

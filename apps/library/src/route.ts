@@ -2,9 +2,7 @@ import { signal } from "./signal";
 
 /** Hash routes: the server serves one page, and no token or id ever goes to it in a URL path. */
 export type Route =
-  | { view: "library"; trash: boolean }
-  | { view: "asset"; id: string }
-  | { view: "studio"; id: string };
+  { view: "library"; trash: boolean } | { view: "asset"; id: string } | { view: "studio"; id: string };
 
 const UUID = "[0-9a-fA-F-]{36}";
 

@@ -76,7 +76,11 @@ async function axeViolations(): Promise<string[]> {
   const source = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
   await page.evaluate(source);
   const results = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const axe = (
+      globalThis as unknown as {
+        axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
+      }
+    ).axe;
     return (await axe.run()).violations;
   });
   return results
@@ -146,7 +150,9 @@ beforeAll(async () => {
   await context.addInitScript(() => {
     const w = globalThis as unknown as { cspViolations: string[] };
     w.cspViolations = [];
-    document.addEventListener("securitypolicyviolation", (e) => w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    document.addEventListener("securitypolicyviolation", (e) =>
+      w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`),
+    );
   });
   page.on("dialog", (d) => void d.accept());
 }, 120_000);
@@ -160,14 +166,17 @@ afterAll(async () => {
 
 /** Drops files on the drop zone as a user's drag and drop does (a DataTransfer of Files). */
 async function dropFiles(files: { name: string; type: string; bytes: Buffer }[]): Promise<void> {
-  const transfer = await page.evaluateHandle((list) => {
-    const dt = new DataTransfer();
-    for (const f of list) {
-      const bytes = Uint8Array.from(atob(f.base64), (c) => c.charCodeAt(0));
-      dt.items.add(new File([bytes], f.name, { type: f.type }));
-    }
-    return dt;
-  }, files.map((f) => ({ name: f.name, type: f.type, base64: f.bytes.toString("base64") })));
+  const transfer = await page.evaluateHandle(
+    (list) => {
+      const dt = new DataTransfer();
+      for (const f of list) {
+        const bytes = Uint8Array.from(atob(f.base64), (c) => c.charCodeAt(0));
+        dt.items.add(new File([bytes], f.name, { type: f.type }));
+      }
+      return dt;
+    },
+    files.map((f) => ({ name: f.name, type: f.type, base64: f.bytes.toString("base64") })),
+  );
   await page.dispatchEvent('[data-testid="drop-zone"]', "drop", { dataTransfer: transfer });
 }
 
@@ -207,7 +216,9 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     await expect(page.getByTestId("count")).toHaveTextEventually("2 assets");
     // Each card shows its thumbnail from the media service.
     await page.waitForFunction(() =>
-      [...document.querySelectorAll<HTMLImageElement>(".grid img.image")].every((i) => i.complete && i.naturalWidth > 0),
+      [...document.querySelectorAll<HTMLImageElement>(".grid img.image")].every(
+        (i) => i.complete && i.naturalWidth > 0,
+      ),
     );
     expect(await axeViolations()).toEqual([]);
   });
@@ -251,13 +262,10 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     const box = (await image.boundingBox())!;
     await image.click({ position: { x: box.width * 0.05, y: box.height * 0.5 } });
     await page.locator(".focal-marker").waitFor();
-    await page.waitForFunction(
-      (old) => {
-        const img = document.querySelector<HTMLImageElement>('[data-testid="thumbnail"]');
-        return img !== null && img.getAttribute("src") !== old && img.complete && img.naturalWidth === 256;
-      },
-      before.src,
-    );
+    await page.waitForFunction((old) => {
+      const img = document.querySelector<HTMLImageElement>('[data-testid="thumbnail"]');
+      return img !== null && img.getAttribute("src") !== old && img.complete && img.naturalWidth === 256;
+    }, before.src);
     expect((await thumb.screenshot()).equals(before.shot)).toBe(false);
     expect(await page.locator("figcaption").textContent()).toMatch(/now 0\.0\d+, 0\.[45]\d*/);
   });
@@ -285,7 +293,8 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
       ctx.drawImage(img, 0, 0);
       const data = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
       let max = 0;
-      for (let i = 0; i < data.length; i += 4) max = Math.max(max, Math.abs(data[i]! - data[i + 1]!), Math.abs(data[i + 1]! - data[i + 2]!));
+      for (let i = 0; i < data.length; i += 4)
+        max = Math.max(max, Math.abs(data[i]! - data[i + 1]!), Math.abs(data[i + 1]! - data[i + 2]!));
       return max;
     });
     expect(spread).toBeLessThanOrEqual(3);
@@ -317,7 +326,9 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     await expect(cards()).toHaveCountEventually(2);
     if (DOC_SHOTS) {
       await page.waitForFunction(() =>
-        [...document.querySelectorAll<HTMLImageElement>(".grid img.image")].every((i) => i.complete && i.naturalWidth > 0),
+        [...document.querySelectorAll<HTMLImageElement>(".grid img.image")].every(
+          (i) => i.complete && i.naturalWidth > 0,
+        ),
       );
       await page.waitForTimeout(500);
       await page.screenshot({ path: path.join(DOC_SHOTS, "library.png") });
@@ -377,7 +388,10 @@ async function poll<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T
 
 expect.extend({
   async toHaveCountEventually(locator: { count(): Promise<number> }, count: number) {
-    const seen = await poll(() => locator.count(), (n) => n === count);
+    const seen = await poll(
+      () => locator.count(),
+      (n) => n === count,
+    );
     return { pass: seen === count, message: () => `expected ${count} elements, saw ${seen}` };
   },
   async toHaveTextEventually(locator: { textContent(): Promise<string | null> }, text: string | RegExp) {

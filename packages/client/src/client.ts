@@ -160,9 +160,7 @@ export class MediaPlatformClient {
   }
 
   /** Every asset matching the filters, across pages: `for await (const a of client.iterateAssets({ tag: "x" }))`. */
-  async *iterateAssets(
-    params: Omit<ListAssetsParams, "cursor"> = {},
-  ): AsyncGenerator<ListedAssetDto, void, undefined> {
+  async *iterateAssets(params: Omit<ListAssetsParams, "cursor"> = {}): AsyncGenerator<ListedAssetDto, void, undefined> {
     for await (const page of this.assetPages(params)) yield* page.assets;
   }
 

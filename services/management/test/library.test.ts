@@ -109,17 +109,32 @@ describe("POST /v1/media-urls/sign", () => {
 
   it("returns the URL unsigned when no key is configured", async () => {
     const own = (await upload(unsigned.as(WS), fixture("rocket.jpg"), "rocket.jpg")).body.id;
-    const res = await unsigned.as(WS).post("/v1/media-urls/sign").send({ path: `/grayscale/${own}.jpg` });
+    const res = await unsigned
+      .as(WS)
+      .post("/v1/media-urls/sign")
+      .send({ path: `/grayscale/${own}.jpg` });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ url: `http://media.test/grayscale/${own}.jpg`, signed: false });
   });
 
   it("refuses another workspace's asset, a trashed one and a path without an id (404)", async () => {
-    expectProblem(await t.as(WS).post("/v1/media-urls/sign").send({ path: `/grayscale/${otherId}.png` }), 404);
+    expectProblem(
+      await t
+        .as(WS)
+        .post("/v1/media-urls/sign")
+        .send({ path: `/grayscale/${otherId}.png` }),
+      404,
+    );
     expectProblem(await t.as(WS).post("/v1/media-urls/sign").send({ path: "/grayscale/photo.png" }), 404);
     const trashed = (await upload(t.as(WS), fixture("coffee.png"), "coffee.png")).body.id;
     expect((await t.as(WS).delete(`/v1/assets/${trashed}`)).status).toBe(204);
-    expectProblem(await t.as(WS).post("/v1/media-urls/sign").send({ path: `/grayscale/${trashed}.png` }), 404);
+    expectProblem(
+      await t
+        .as(WS)
+        .post("/v1/media-urls/sign")
+        .send({ path: `/grayscale/${trashed}.png` }),
+      404,
+    );
   });
 
   it.each([
@@ -135,7 +150,12 @@ describe("POST /v1/media-urls/sign", () => {
   });
 
   it("needs a bearer token", async () => {
-    expectProblem(await request(t.app).post("/v1/media-urls/sign").send({ path: `/grayscale/${id}.jpg` }), 401);
+    expectProblem(
+      await request(t.app)
+        .post("/v1/media-urls/sign")
+        .send({ path: `/grayscale/${id}.jpg` }),
+      401,
+    );
   });
 });
 

@@ -27,8 +27,14 @@ export function AssetPage({ id }: { id: string }) {
 
   useEffect(() => {
     client.getAsset(id).then(setAsset, (err: unknown) => setError(describeError(err)));
-    client.listCollections().then((r) => setCollections(r.collections), () => undefined);
-    client.listAssetVersions(id).then((r) => setVersions(r.versions), () => undefined);
+    client.listCollections().then(
+      (r) => setCollections(r.collections),
+      () => undefined,
+    );
+    client.listAssetVersions(id).then(
+      (r) => setVersions(r.versions),
+      () => undefined,
+    );
   }, [id]);
 
   async function patch(change: AssetPatch, what: string) {
@@ -58,7 +64,12 @@ export function AssetPage({ id }: { id: string }) {
     const box = img.getBoundingClientRect();
     const round = (v: number) => Math.min(1, Math.max(0, Math.round(v * 1000) / 1000));
     void patch(
-      { focalPoint: { x: round((event.clientX - box.left) / box.width), y: round((event.clientY - box.top) / box.height) } },
+      {
+        focalPoint: {
+          x: round((event.clientX - box.left) / box.width),
+          y: round((event.clientY - box.top) / box.height),
+        },
+      },
       "Focal point",
     );
   }
@@ -223,7 +234,10 @@ export function AssetPage({ id }: { id: string }) {
             <dt>Alpha</dt>
             <dd>{asset.hasAlpha === null ? "unknown" : asset.hasAlpha ? "yes" : "no"}</dd>
             <dt>Frames</dt>
-            <dd>{asset.pages ?? "unknown"}{asset.animated ? " (animated)" : ""}</dd>
+            <dd>
+              {asset.pages ?? "unknown"}
+              {asset.animated ? " (animated)" : ""}
+            </dd>
             {exif &&
               (
                 [

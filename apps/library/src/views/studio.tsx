@@ -104,7 +104,13 @@ function ParamControl({
   let control;
   if (param.type === "enum") {
     control = (
-      <select id={id} value={shown} disabled={!set} aria-describedby={describedBy} onChange={(e) => onChange(e.currentTarget.value)}>
+      <select
+        id={id}
+        value={shown}
+        disabled={!set}
+        aria-describedby={describedBy}
+        onChange={(e) => onChange(e.currentTarget.value)}
+      >
         {[...(param.values ?? []), ...(param.extensionValues ?? [])].map((v) => (
           <option key={v} value={v}>
             {v}
@@ -114,7 +120,13 @@ function ParamControl({
     );
   } else if (param.type === "color") {
     control = (
-      <input id={id} value={shown} disabled={!set} aria-describedby={describedBy} onInput={(e) => onChange(e.currentTarget.value)} />
+      <input
+        id={id}
+        value={shown}
+        disabled={!set}
+        aria-describedby={describedBy}
+        onInput={(e) => onChange(e.currentTarget.value)}
+      />
     );
   } else {
     const min = param.min ?? 0;
@@ -197,13 +209,13 @@ export function Studio({ id }: { id: string }) {
       .then(setCatalog, (err: unknown) => setError(describeError(err)));
     fetch(`${settings.mediaUrl}/presets`)
       .then((r) => (r.ok ? (r.json() as Promise<{ presets: { name: string }[] }>) : { presets: [] }))
-      .then((body) => setPresets(body.presets.map((p) => p.name)), () => setPresets([]));
+      .then(
+        (body) => setPresets(body.presets.map((p) => p.name)),
+        () => setPresets([]),
+      );
   }, [id]);
 
-  const byName = useMemo(
-    () => new Map((catalog?.transformations ?? []).map((t) => [t.name, t])),
-    [catalog],
-  );
+  const byName = useMemo(() => new Map((catalog?.transformations ?? []).map((t) => [t.name, t])), [catalog]);
   const path = useMemo(() => {
     if (!asset) return null;
     const segments = steps.flatMap((s) => {
@@ -240,7 +252,8 @@ export function Studio({ id }: { id: string }) {
         }
         // The URL's facts, where the media service has an /info endpoint.
         const info = await fetch(`${settings.mediaUrl}/info${new URL(url).pathname}`).catch(() => null);
-        if (info?.ok && info.headers.get("Content-Type")?.includes("json")) next.info = (await info.json()) as Record<string, unknown>;
+        if (info?.ok && info.headers.get("Content-Type")?.includes("json"))
+          next.info = (await info.json()) as Record<string, unknown>;
       } catch (err) {
         next = { url: mediaHref(path), signed: false, problem: describeError(err) };
       }
@@ -262,7 +275,8 @@ export function Studio({ id }: { id: string }) {
     const values: Record<string, string> = {};
     for (const p of t.params) if (p.required) values[p.name] = initialValue(p);
     // A step that needs one of its optional parameters (resize: width or height) starts with the first.
-    if (Object.keys(values).length === 0 && t.name === "resize" && t.params[0]) values[t.params[0].name] = initialValue(t.params[0]);
+    if (Object.keys(values).length === 0 && t.name === "resize" && t.params[0])
+      values[t.params[0].name] = initialValue(t.params[0]);
     setSteps([...steps, { key: nextKey++, name: t.name, values }]);
   }
 

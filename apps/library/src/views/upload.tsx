@@ -34,7 +34,7 @@ function send(file: File, collectionId: string, onProgress: (fraction: number) =
       if (e.lengthComputable && e.total > 0) onProgress(Math.min(1, e.loaded / e.total));
     };
     xhr.onload = () => {
-      let body: unknown = null;
+      let body: unknown;
       try {
         body = JSON.parse(xhr.responseText);
       } catch {
@@ -57,12 +57,17 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
     setItems((prev) => prev.map((i) => (i.key === key ? { ...i, ...patch } : i)));
 
   async function uploadAll(files: File[]) {
-    const batch = files.map((f) => ({ file: f, item: { key: nextKey++, name: f.name, size: f.size, loaded: 0, state: "uploading" as const } }));
+    const batch = files.map((f) => ({
+      file: f,
+      item: { key: nextKey++, name: f.name, size: f.size, loaded: 0, state: "uploading" as const },
+    }));
     setItems((prev) => [...batch.map((b) => b.item), ...prev]);
     await Promise.all(
       batch.map(async ({ file, item }) => {
         try {
-          const { status, body } = await send(file, collectionId, (fraction) => update(item.key, { loaded: Math.round(fraction * item.size) }));
+          const { status, body } = await send(file, collectionId, (fraction) =>
+            update(item.key, { loaded: Math.round(fraction * item.size) }),
+          );
           if (status === 401) signOut();
           if (status !== 201) {
             const problem = body as Partial<Problem>;
@@ -130,15 +135,17 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
       </div>
       {items.length > 0 && (
         <div class="progress-list">
-          <label for="total-progress">
-            Total: {Math.round((100 * totalLoaded) / Math.max(totalSize, 1))}%
-          </label>
+          <label for="total-progress">Total: {Math.round((100 * totalLoaded) / Math.max(totalSize, 1))}%</label>
           <progress id="total-progress" max={totalSize || 1} value={totalLoaded} />
           <ul>
             {items.map((item) => (
               <li key={item.key} class={`upload-item ${item.state}`} data-state={item.state}>
                 <label for={`progress-${item.key}`}>{item.name}</label>
-                <progress id={`progress-${item.key}`} max={item.size || 1} value={item.state === "uploading" ? item.loaded : item.size} />
+                <progress
+                  id={`progress-${item.key}`}
+                  max={item.size || 1}
+                  value={item.state === "uploading" ? item.loaded : item.size}
+                />
                 {item.state === "done" && item.asset && (
                   <a href={href.asset(item.asset.id)}>Open {titleOf(item.asset)}</a>
                 )}

@@ -1,4 +1,9 @@
-import { mediaAssetIdOf, signedMediaUrl, type SignMediaUrlRequest, type SignMediaUrlResponse } from "@media-platform/contracts";
+import {
+  mediaAssetIdOf,
+  signedMediaUrl,
+  type SignMediaUrlRequest,
+  type SignMediaUrlResponse,
+} from "@media-platform/contracts";
 import type { Principal } from "../auth/keys";
 import type { AppContext } from "../context";
 import { notFound } from "../problem";
