@@ -335,6 +335,18 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     }
   });
 
+  await step("duplicate-warning", async () => {
+    await dropFiles([{ name: "again.jpg", type: "image/jpeg", bytes: corpus("Landscape_1.jpg") }]);
+    const duplicate = page.locator(".upload-item", { hasText: "again.jpg" }).locator(".duplicates img");
+    await duplicate.waitFor();
+    expect(await duplicate.getAttribute("alt")).toBe("Existing asset Harbour at dusk");
+    await page.waitForFunction(() => {
+      const img = document.querySelector<HTMLImageElement>(".duplicates img");
+      return img !== null && img.complete && img.naturalWidth === 256;
+    });
+    await expect(cards()).toHaveCountEventually(3);
+  });
+
   await step("widths", async () => {
     for (const width of [375, 1440]) {
       await page.setViewportSize({ width, height: 800 });
