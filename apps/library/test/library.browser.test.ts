@@ -268,6 +268,11 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     }, before.src);
     expect((await thumb.screenshot()).equals(before.shot)).toBe(false);
     expect(await page.locator("figcaption").textContent()).toMatch(/now 0\.0\d+, 0\.[45]\d*/);
+    // The keyboard's way: fractions typed in.
+    await page.getByLabel("Focal x").fill("0.9");
+    await page.getByLabel("Focal y").fill("0.25");
+    await page.getByLabel("Focal y").press("Enter");
+    await expect(page.locator("figcaption")).toHaveTextEventually(/now 0\.9, 0\.25/);
   });
 
   await step("studio", async () => {

@@ -143,6 +143,39 @@ export function AssetPage({ id }: { id: string }) {
               </button>
             )}
           </figcaption>
+          {/* The same point without a pointer: fractions of the width and height. */}
+          <form
+            class="focal-form"
+            onSubmit={(e) => {
+              e.preventDefault();
+              const data = new FormData(e.currentTarget);
+              void patch({ focalPoint: { x: Number(data.get("x")), y: Number(data.get("y")) } }, "Focal point");
+            }}
+          >
+            <label for="focal-x">Focal x</label>
+            <input
+              id="focal-x"
+              name="x"
+              type="number"
+              min={0}
+              max={1}
+              step={0.001}
+              required
+              defaultValue={String(asset.focalPoint?.x ?? 0.5)}
+            />
+            <label for="focal-y">Focal y</label>
+            <input
+              id="focal-y"
+              name="y"
+              type="number"
+              min={0}
+              max={1}
+              step={0.001}
+              required
+              defaultValue={String(asset.focalPoint?.y ?? 0.5)}
+            />
+            <button type="submit">Set focal point</button>
+          </form>
           <div class="thumbnail-preview">
             <p>Thumbnail (centres on the focal point)</p>
             <img src={thumbnailUrl(asset)} alt="Thumbnail" width={128} height={128} data-testid="thumbnail" />
