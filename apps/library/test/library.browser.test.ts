@@ -373,6 +373,35 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     expect(await page.evaluate(() => sessionStorage.getItem("media-library-token"))).toBeNull();
   });
 
+  await step("infinite-scroll", async () => {
+    // 45 assets in a fresh workspace: the grid shows a page of 40, the rest as the end scrolls into view.
+    const { token } = (await (
+      await fetch(`${management}/library/dev-token`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ workspaceId: "browser-scroll" }),
+      })
+    ).json()) as { token: string };
+    const png = corpus("2x2_fdcce6.png");
+    for (let i = 0; i < 45; i++) {
+      const form = new FormData();
+      form.append("file", new Blob([png], { type: "image/png" }), `tile-${i}.png`);
+      const res = await fetch(`${management}/v1/assets/upload`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${token}` },
+        body: form,
+      });
+      expect(res.status).toBe(201);
+    }
+    await page.getByLabel("Workspace").fill("browser-scroll");
+    await page.getByRole("button", { name: "Sign in as developer" }).click();
+    await expect(page.getByTestId("count")).toHaveTextEventually("45 assets");
+    expect(await cards().count()).toBe(40);
+    await page.locator(".sentinel").scrollIntoViewIfNeeded();
+    await expect(cards()).toHaveCountEventually(45);
+    expect(await page.getByRole("button", { name: "Load more" }).count()).toBe(0);
+  });
+
   // Only the two services (and data:/blob: URLs the page makes itself); no policy violations.
   const foreign = requests.filter(
     (u) => !u.startsWith(`${management}/`) && !u.startsWith(`${media}/`) && !/^(data|blob):/.test(u),

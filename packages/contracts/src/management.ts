@@ -268,8 +268,11 @@ export const LIST_INCLUDE_FIELDS = ["placeholderDataUrl", "exif"] as const;
 export type ListIncludeField = (typeof LIST_INCLUDE_FIELDS)[number];
 
 export const listIncludeSchema = z
-  .string()
-  .max(200, "must be at most 200 characters")
+  .preprocess(
+    // `?include=exif&include=placeholderDataUrl` means the same as `?include=exif,placeholderDataUrl`.
+    (v) => (Array.isArray(v) && v.every((s) => typeof s === "string") ? v.join(",") : v),
+    z.string().max(200, "must be at most 200 characters"),
+  )
   .transform((value, ctx) => {
     const names = value
       .split(",")
