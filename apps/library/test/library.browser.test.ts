@@ -393,6 +393,7 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
       });
       expect(res.status).toBe(201);
     }
+    await page.goto(`${management}/library#/`);
     await page.getByLabel("Workspace").fill("browser-scroll");
     await page.getByRole("button", { name: "Sign in as developer" }).click();
     await expect(page.getByTestId("count")).toHaveTextEventually("45 assets");
