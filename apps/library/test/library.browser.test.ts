@@ -385,7 +385,7 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     const png = corpus("2x2_fdcce6.png");
     for (let i = 0; i < 45; i++) {
       const form = new FormData();
-      form.append("file", new Blob([png], { type: "image/png" }), `tile-${i}.png`);
+      form.append("file", new Blob([new Uint8Array(png)], { type: "image/png" }), `tile-${i}.png`);
       const res = await fetch(`${management}/v1/assets/upload`, {
         method: "POST",
         headers: { Authorization: `Bearer ${token}` },
