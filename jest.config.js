@@ -23,6 +23,7 @@ module.exports = {
     "packages/runtime",
     "services/management",
     "services/media",
+    "apps/library",
     "infra",
     "bench",
   ]

@@ -12,6 +12,7 @@
 import { build, type BuildOptions } from "esbuild";
 import fs from "node:fs";
 import path from "node:path";
+import { buildLibrary, LIBRARY_DIST_DIR } from "./library-build";
 
 const root = path.resolve(__dirname, "..");
 
@@ -21,6 +22,8 @@ interface ServiceBuild {
   entries: Record<string, string>;
   /** Plain CommonJS worker files copied as they are: dist name -> source. */
   copies: Record<string, string>;
+  /** Runs after the bundle: static files the service serves from its dist folder. */
+  after?: (outdir: string) => void;
 }
 
 const services: ServiceBuild[] = [
@@ -32,6 +35,11 @@ const services: ServiceBuild[] = [
       "cli/migrate": "src/cli/migrate.ts",
     },
     copies: {},
+    // The media library app, served at /library from dist/library (library/router.ts findLibraryDir).
+    after: (outdir) => {
+      buildLibrary();
+      fs.cpSync(LIBRARY_DIST_DIR, path.join(outdir, "library"), { recursive: true });
+    },
   },
   {
     name: "media",
@@ -74,6 +82,7 @@ async function buildService(service: ServiceBuild): Promise<void> {
   };
   await build(options);
   for (const [out, src] of Object.entries(service.copies)) fs.copyFileSync(path.join(dir, src), path.join(outdir, out));
+  service.after?.(outdir);
   console.log(`built services/${service.name}/dist (${Object.keys(service.entries).join(", ")})`);
 }
 

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { buildLibrary } from "./library-build";
 
 const root = path.resolve(__dirname, "..");
 const services = [
@@ -33,6 +34,15 @@ console.error(
     ? `[start] preloading ${env.LD_PRELOAD}`
     : "[start] jemalloc not found: using the system allocator (install libjemalloc2 for lower media memory)",
 );
+
+// The media library app at /library: built from source on every start (under a second), so a
+// fresh clone and every edit serve the current app. A failed build leaves /library answering 503.
+try {
+  buildLibrary({ quiet: true });
+  console.error("[start] built the media library app (apps/library/dist)");
+} catch (error) {
+  console.error(`[start] ${error instanceof Error ? error.message : String(error)}`);
+}
 
 const children: ChildProcess[] = [];
 let stopping = false;

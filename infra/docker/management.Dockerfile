@@ -33,7 +33,8 @@ RUN pnpm build management
 # in), no devDependencies, plus its own files including dist/.
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     pnpm deploy --legacy --filter @media-platform/management --prod /out/services/management \
- && test -f /out/services/management/dist/index.js
+ && test -f /out/services/management/dist/index.js \
+ && test -f /out/services/management/dist/library/index.html
 
 FROM ${NODE_IMAGE} AS runtime
 # jemalloc instead of glibc malloc: glibc's per-thread arenas fragment around libvips' large,

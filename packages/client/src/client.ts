@@ -1,5 +1,3 @@
-import fs from "node:fs";
-import path from "node:path";
 import type { z } from "zod";
 import {
   assetSchema,
@@ -21,6 +19,10 @@ import {
   type AssetSort,
   type CollectionDto,
   type FullTextResponse,
+  type ListedAssetDto,
+  type ListIncludeField,
+  signMediaUrlResponseSchema,
+  type SignMediaUrlResponse,
   type ListAssetsResponse,
   type ListCollectionsResponse,
   type patchAssetSchema,
@@ -59,11 +61,15 @@ export interface ListAssetsParams {
   cursor?: string;
   /** List the trash instead of the live assets (each with deletedAt). */
   trashed?: boolean;
+  /** Heavy fields to add to each listed asset (left out by default): placeholderDataUrl, exif. */
+  include?: readonly ListIncludeField[];
 }
 
 export interface FullTextParams {
   /** Maximum number of results, 1-100 (default 25). */
   limit?: number;
+  /** Heavy fields to add to each result (left out by default): placeholderDataUrl, exif. */
+  include?: readonly ListIncludeField[];
 }
 
 /** PATCH body as a client writes it: only given fields change; null clears. */
@@ -81,8 +87,18 @@ export interface UploadInput {
   warnAboutDuplicateImages?: boolean;
 }
 
+/** The last segment of a path, either separator (no node:path: the client also runs in browsers). */
+const baseName = (file: string): string => file.split(/[\\/]/).pop() ?? file;
+
+/** ".png" of "a/photo.png"; "" without an extension (as node:path's extname). */
+function extensionOf(filename: string): string {
+  const name = baseName(filename);
+  const dot = name.lastIndexOf(".");
+  return dot > 0 ? name.slice(dot) : "";
+}
+
 export function guessContentType(filename: string): string {
-  const format = formatOfExtension(path.extname(filename));
+  const format = formatOfExtension(extensionOf(filename));
   return format ? IMAGE_FORMATS[format].mimeType : "application/octet-stream";
 }
 
@@ -125,7 +141,7 @@ export class MediaPlatformClient {
     return this.request({
       method: "GET",
       path: "/v1/assets",
-      query: { ...params },
+      query: { ...params, include: params.include?.length ? params.include.join(",") : undefined },
       schema: listAssetsResponseSchema,
       expect: 200,
     });
@@ -144,7 +160,7 @@ export class MediaPlatformClient {
   }
 
   /** Every asset matching the filters, across pages: `for await (const a of client.iterateAssets({ tag: "x" }))`. */
-  async *iterateAssets(params: Omit<ListAssetsParams, "cursor"> = {}): AsyncGenerator<AssetDto, void, undefined> {
+  async *iterateAssets(params: Omit<ListAssetsParams, "cursor"> = {}): AsyncGenerator<ListedAssetDto, void, undefined> {
     for await (const page of this.assetPages(params)) yield* page.assets;
   }
 
@@ -153,7 +169,7 @@ export class MediaPlatformClient {
     return this.request({
       method: "GET",
       path: "/v1/assets/search/full-text",
-      query: { q, limit: params.limit },
+      query: { q, limit: params.limit, include: params.include?.length ? params.include.join(",") : undefined },
       schema: fullTextResponseSchema,
       expect: 200,
     });
@@ -182,7 +198,7 @@ export class MediaPlatformClient {
 
   /** POST /v1/assets/upload (multipart). A path is streamed from disk, not read into memory. */
   async uploadAsset(input: UploadInput): Promise<UploadResponse> {
-    const filename = input.filename ?? (typeof input.file === "string" ? path.basename(input.file) : "upload");
+    const filename = input.filename ?? (typeof input.file === "string" ? baseName(input.file) : "upload");
     const type = input.contentType ?? guessContentType(filename);
     const blob = await toBlob(input.file, type);
     const form = new FormData();
@@ -250,7 +266,7 @@ export class MediaPlatformClient {
 
   /** PUT /v1/assets/:assetId/original (multipart): a new original, version + 1. */
   async replaceOriginal(assetId: string, input: Omit<UploadInput, "collectionId" | "warnAboutDuplicateImages">) {
-    const filename = input.filename ?? (typeof input.file === "string" ? path.basename(input.file) : "upload");
+    const filename = input.filename ?? (typeof input.file === "string" ? baseName(input.file) : "upload");
     const form = new FormData();
     form.append("file", await toBlob(input.file, input.contentType ?? guessContentType(filename)), filename);
     return this.request({
@@ -297,6 +313,23 @@ export class MediaPlatformClient {
   async findCollectionByName(name: string): Promise<CollectionDto | undefined> {
     const { collections } = await this.listCollections();
     return collections.find((c) => c.name === name);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Media URLs
+
+  /**
+   * POST /v1/media-urls/sign: the absolute media URL of `path` (one of your assets), signed by the
+   * server when it holds MEDIA_SIGNING_KEY (`signed`), so browsers never see the key.
+   */
+  signMediaUrl(path: string, options: { expiresAt?: number } = {}): Promise<SignMediaUrlResponse> {
+    return this.request({
+      method: "POST",
+      path: "/v1/media-urls/sign",
+      json: { path, expiresAt: options.expiresAt },
+      schema: signMediaUrlResponseSchema,
+      expect: 200,
+    });
   }
 
   // ------------------------------------------------------------------------------------------
@@ -380,9 +413,11 @@ export class MediaPlatformClient {
 }
 
 async function toBlob(file: UploadInput["file"], type: string): Promise<Blob> {
-  if (typeof file === "string") return fs.openAsBlob(file, { type });
+  // Loaded only for a path (Node): the client also runs in browsers, which have no node:fs.
+  if (typeof file === "string") return (await import("node:fs")).openAsBlob(file, { type });
   if (file instanceof Blob) return file;
-  return new Blob([file], { type });
+  // Bytes are copied into the Blob; the view type only differs between the DOM and Node typings.
+  return new Blob([file as Uint8Array<ArrayBuffer>], { type });
 }
 
 async function readProblem(response: Response): Promise<Problem> {

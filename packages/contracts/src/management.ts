@@ -268,6 +268,38 @@ const pageLimit = (what: string) =>
     )
     .describe(what);
 
+/**
+ * Fields a list leaves out unless asked for (`?include=placeholderDataUrl,exif`): the data URL
+ * alone was 75% of a list page, and the ThumbHash string (`placeholder`) draws the same image.
+ */
+export const LIST_INCLUDE_FIELDS = ["placeholderDataUrl", "exif"] as const;
+export type ListIncludeField = (typeof LIST_INCLUDE_FIELDS)[number];
+
+export const listIncludeSchema = z
+  .preprocess(
+    // `?include=exif&include=placeholderDataUrl` means the same as `?include=exif,placeholderDataUrl`.
+    (v) => (Array.isArray(v) && v.every((s) => typeof s === "string") ? v.join(",") : v),
+    z.string().max(200, "must be at most 200 characters"),
+  )
+  .transform((value, ctx) => {
+    const names = value
+      .split(",")
+      .map((n) => n.trim())
+      .filter((n) => n.length > 0);
+    const unknown = names.filter((n) => !(LIST_INCLUDE_FIELDS as readonly string[]).includes(n));
+    if (unknown.length > 0) {
+      ctx.addIssue({
+        code: "custom",
+        message: `unknown field ${JSON.stringify(unknown[0])}; must be a comma-separated list of ${LIST_INCLUDE_FIELDS.join(", ")}`,
+      });
+      return z.NEVER;
+    }
+    return [...new Set(names)] as ListIncludeField[];
+  })
+  .describe(
+    `Comma-separated heavy fields to add to each listed asset: ${LIST_INCLUDE_FIELDS.join(", ")} (left out by default; GET /v1/assets/:assetId always has them)`,
+  );
+
 export const listAssetsQuerySchema = z
   .object({
     search: userText()
@@ -291,6 +323,7 @@ export const listAssetsQuerySchema = z
     trashed: booleanFlag
       .optional()
       .describe("true/false/1/0: list the assets in the trash (each with deletedAt) instead of the live ones"),
+    include: listIncludeSchema.optional(),
   })
   .strict()
   .describe("GET /v1/assets query");
@@ -301,6 +334,15 @@ export type ListAssetsQuery = z.infer<typeof listAssetsQuerySchema>;
  * estimate (counting a million rows on every page would cost more than the page itself).
  */
 export const LIST_EXACT_COUNT_LIMIT = 10_000;
+
+/** An asset in a list: the fields of {@link LIST_INCLUDE_FIELDS} only when `include` names them. */
+export const listedAssetSchema = assetSchema
+  .extend({
+    placeholderDataUrl: assetSchema.shape.placeholderDataUrl.optional(),
+    exif: assetSchema.shape.exif.optional(),
+  })
+  .describe("Asset in a list: placeholderDataUrl and exif present only when the include parameter names them");
+export type ListedAssetDto = z.infer<typeof listedAssetSchema>;
 
 export const listAssetsResponseSchema = z
   .object({
@@ -316,7 +358,7 @@ export const listAssetsResponseSchema = z
       .describe(
         `Present (true) when more than ${LIST_EXACT_COUNT_LIMIT} assets match and count is the database's estimate; absent when count is exact`,
       ),
-    assets: z.array(assetSchema).describe("This page"),
+    assets: z.array(listedAssetSchema).describe("This page"),
     nextCursor: z.string().nullable().describe("Pass as cursor for the next page; null on the last page"),
   })
   .describe("GET /v1/assets result");
@@ -330,12 +372,13 @@ export const fullTextQuerySchema = z
       .max(200, "must be at most 200 characters")
       .describe('Web-search syntax: words, "quoted phrases", -excluded, or'),
     limit: pageLimit("Maximum number of results, 1-100"),
+    include: listIncludeSchema.optional(),
   })
   .strict()
   .describe("GET /v1/assets/search/full-text query");
 export type FullTextQuery = z.infer<typeof fullTextQuerySchema>;
 
-export const scoredAssetSchema = assetSchema
+export const scoredAssetSchema = listedAssetSchema
   .extend({
     score: z.number().describe("Relevance, higher is better"),
   })
@@ -500,3 +543,58 @@ export type BatchResponse = z.infer<typeof batchResponseSchema>;
 
 /** PUT /v1/assets/:assetId/original: no text fields besides the `file` part. */
 export const replaceFieldsSchema = z.object({}).strict().describe("multipart/form-data: only the required `file` part");
+
+/** POST /v1/media-urls/sign: a media path of one of the caller's assets, to be signed server-side. */
+export const signMediaUrlRequestSchema = z
+  .object({
+    path: z
+      .string()
+      .max(2000, "must be at most 2000 characters")
+      .regex(
+        /^\/[\x21-\x7e]+$/,
+        "must be a media path starting with / (e.g. /thumbnail:size=256/<assetId>.png), printable ASCII without spaces",
+      )
+      .refine((p) => !p.includes("?") && !p.includes("#"), "must not carry a query or fragment: expiresAt adds exp")
+      .describe("Media path as the media service receives it, e.g. /resize:width=800/<assetId>.jpg"),
+    expiresAt: z
+      .number()
+      .int("must be whole unix seconds")
+      .positive("must be whole unix seconds")
+      .optional()
+      .describe("Unix seconds after which the signed URL answers 403 (covered by the signature)"),
+  })
+  .strict()
+  .describe("POST /v1/media-urls/sign body");
+export type SignMediaUrlRequest = z.infer<typeof signMediaUrlRequestSchema>;
+
+export const signMediaUrlResponseSchema = z
+  .object({
+    url: z.string().url().describe("Absolute media URL: signed (?sig=, with exp when asked) when signed is true"),
+    signed: z
+      .boolean()
+      .describe("true when the server holds MEDIA_SIGNING_KEY and signed the URL; false: the URL is returned unsigned"),
+  })
+  .describe("A media URL of the caller's asset");
+export type SignMediaUrlResponse = z.infer<typeof signMediaUrlResponseSchema>;
+
+/** POST /library/dev-token (embedded authentication only): a token for the development sign-in. */
+export const devTokenRequestSchema = z
+  .object({
+    workspaceId: singleLine()
+      .trim()
+      .min(1, "must not be empty")
+      .max(200, "must be at most 200 characters")
+      .default("default")
+      .describe("Workspace the token is for (default: default)"),
+  })
+  .strict()
+  .describe("POST /library/dev-token body");
+
+export const devTokenResponseSchema = z
+  .object({
+    token: z.string().describe("Bearer token (HS256, embedded secret)"),
+    workspaceId: z.string(),
+    expiresAt: z.string().datetime().describe("When the token stops working"),
+  })
+  .describe("A development bearer token");
+export type DevTokenResponse = z.infer<typeof devTokenResponseSchema>;

@@ -183,8 +183,16 @@ describe("buildOpenApiDocument", () => {
     const collection = doc.components.schemas.Collection as Json;
     expect(Object.keys(collection.properties).sort()).toEqual(Object.keys(collectionSchema.shape).sort());
     expect((doc.components.schemas.AssetList as Json).properties.assets.items).toEqual({
-      $ref: "#/components/schemas/Asset",
+      $ref: "#/components/schemas/ListedAsset",
     });
+    // A listed asset has every field of an asset; the heavy ones only when ?include= names them.
+    const listed = doc.components.schemas.ListedAsset as Json;
+    expect(Object.keys(listed.properties).sort()).toEqual(Object.keys(assetSchema.shape).sort());
+    expect(listed.required.sort()).toEqual(
+      Object.keys(assetSchema.shape)
+        .filter((k) => k !== "placeholderDataUrl" && k !== "exif")
+        .sort(),
+    );
     expect((doc.components.schemas.CollectionList as Json).properties.collections.items).toEqual({
       $ref: "#/components/schemas/Collection",
     });

@@ -6,6 +6,8 @@ import { requireAuth } from "./auth/middleware";
 import { collectionsRouter } from "./collections/routes";
 import type { AppContext } from "./context";
 import { docsRouter } from "./docs";
+import { libraryRouter, type DevSignIn } from "./library/router";
+import { mediaUrlsRouter } from "./media-urls/routes";
 import { createManagementMetrics, type ManagementMetrics } from "./metrics";
 import { errorHandler, notFoundHandler } from "./problem";
 
@@ -17,6 +19,10 @@ export interface AppDeps extends AppContext {
   isDraining?: () => boolean;
   /** Per-check timeout of /readyz. Default 2000 ms. */
   readinessTimeoutMs?: number;
+  /** The built library app's folder (library/router.ts findLibraryDir); null or omitted = not built. */
+  libraryDir?: string | null;
+  /** Embedded authentication only: the library's development sign-in (POST /library/dev-token). */
+  devSignIn?: DevSignIn;
 }
 
 /** The Express app without a listener: supertest drives it directly. */
@@ -60,6 +66,12 @@ export function createApp(deps: AppDeps): Express {
   // GET /v1/openapi.json and GET /docs: public, so mounted before the /v1 auth middleware.
   app.use(docsRouter({ mediaUrl: deps.mediaPublicUrl }));
 
+  // The media library app: public static files under a strict Content-Security-Policy; it calls
+  // /v1 with the token its user pastes (or, in embedded mode only, the development sign-in's).
+  app.use(
+    libraryRouter({ dir: deps.libraryDir ?? null, mediaPublicUrl: deps.mediaPublicUrl, devSignIn: deps.devSignIn }),
+  );
+
   // Everything else under /v1: a bearer token, JSON bodies.
   const v1 = express.Router();
   // Workspace data: never stored by shared caches, whatever the status.
@@ -74,6 +86,7 @@ export function createApp(deps: AppDeps): Express {
   // included, is labelled with its documented route pattern in the access log and the metrics.
   app.use(assetsRouter(ctx));
   app.use(collectionsRouter(ctx));
+  app.use(mediaUrlsRouter(ctx));
 
   app.use(notFoundHandler);
   app.use(errorHandler({ log: deps.log, metrics }));

@@ -81,6 +81,11 @@ const ownEnvSchema = z.object({
     .default("http://localhost:3001")
     .transform((u) => u.replace(/\/+$/, ""))
     .describe("Public base URL of the media service, used in mediaUrl"),
+  MEDIA_SIGNING_KEY: z
+    .preprocess(blankAsUnset, z.string().min(16, "must be at least 16 characters").optional())
+    .describe(
+      "The media service's MEDIA_SIGNING_KEY: POST /v1/media-urls/sign signs URLs of the caller's assets with it; unset = URLs are returned unsigned",
+    ),
   AUTH_JWKS_URL: optionalString
     .refine((v) => v === undefined || /^https?:\/\//.test(v), "must be an http(s) URL")
     .describe("JWKS endpoint of the identity provider"),
@@ -140,6 +145,8 @@ export interface ManagementConfig {
   /** Orphan sweep: grace period and interval (ms; interval 0 = start-up only). */
   orphanSweep: { graceMs: number; intervalMs: number };
   mediaPublicUrl: string;
+  /** MEDIA_SIGNING_KEY: signs media URLs for POST /v1/media-urls/sign; undefined = unsigned. */
+  mediaSigningKey: string | undefined;
   auth: {
     jwksUrl: string | undefined;
     jwtSecret: string | undefined;
@@ -212,6 +219,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     orphanSweep: { graceMs: e.ORPHAN_GRACE_SECONDS * 1000, intervalMs: e.ORPHAN_SWEEP_INTERVAL_SECONDS * 1000 },
     mediaPublicUrl: e.MEDIA_PUBLIC_URL,
+    mediaSigningKey: e.MEDIA_SIGNING_KEY,
     auth: {
       jwksUrl: e.AUTH_JWKS_URL,
       jwtSecret: e.AUTH_JWT_SECRET,

@@ -11,6 +11,8 @@ export interface AppContext {
   blobStore: BlobStore;
   log: Logger;
   mediaPublicUrl: string;
+  /** MEDIA_SIGNING_KEY: POST /v1/media-urls/sign signs with it; undefined = URLs stay unsigned. */
+  mediaSigningKey?: string;
   maxUploadBytes: number;
   limitInputPixels: number;
   /** KEEP_GPS: keep the GPS position in the asset's exif (default false: left out). */

@@ -9,6 +9,7 @@ import { loadConfig, type ManagementConfig } from "./config";
 import { openDatabase, type Database } from "./db/client";
 import { migrate } from "./db/migrate";
 import { createLogger } from "./logger";
+import { findLibraryDir } from "./library/router";
 import { createPropagator, startBackgroundJobs } from "./lifecycle/runtime";
 import { createManagementMetrics, type ManagementMetrics } from "./metrics";
 
@@ -73,6 +74,7 @@ export async function startManagement(
       log,
       verifier,
       mediaPublicUrl: config.mediaPublicUrl,
+      mediaSigningKey: config.mediaSigningKey,
       maxUploadBytes: config.maxUploadBytes,
       limitInputPixels: config.limitInputPixels,
       keepGps: config.keepGps,
@@ -83,7 +85,21 @@ export async function startManagement(
       webhookUrls: config.lifecycle.webhookUrls,
       propagator,
     };
-    const app = createApp(ctx);
+    const embedded = keySource.kind === "secret" && keySource.embedded;
+    const app = createApp({
+      ...ctx,
+      libraryDir: findLibraryDir(),
+      // The development sign-in exists only while the embedded secret signs the tokens.
+      devSignIn: embedded
+        ? {
+            secret: keySource.secret,
+            workspaceClaim: config.auth.workspaceClaim,
+            ttlSeconds: Math.min(3600, config.auth.maxTokenLifetimeSeconds || 3600),
+            issuer: config.auth.issuer,
+            audience: config.auth.audience,
+          }
+        : undefined,
+    });
     const server = http.createServer(
       {
         // A stalled header is cut after HEADERS_TIMEOUT_MS (Node answers 408); the check runs every

@@ -1,7 +1,7 @@
 import sharp from "sharp";
 import { liveAssetsByIds } from "../src/assets/rows";
 import { fullTextSearch } from "../src/assets/search";
-import { serializeAsset } from "../src/assets/serializer";
+import { serializeListedAsset } from "../src/assets/serializer";
 import { createTestApp, fixture, PHOTOS, upload, type TestApp } from "./helpers";
 
 const WS = "ws-rows";
@@ -104,7 +104,7 @@ describe("the full-text page's rows", () => {
       expect(res.body).toEqual({
         count: hits.length,
         assets: hits.map((h) => ({
-          ...JSON.parse(JSON.stringify(serializeAsset(rowOf.get(h.id)!, "http://media.test"))),
+          ...JSON.parse(JSON.stringify(serializeListedAsset(rowOf.get(h.id)!, "http://media.test"))),
           score: h.score,
         })),
       });

@@ -1,5 +1,5 @@
 import { encodeCursor } from "../src/assets/cursor";
-import { serializeAsset } from "../src/assets/serializer";
+import { serializeListedAsset } from "../src/assets/serializer";
 import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./helpers";
 
 let t: TestApp;
@@ -252,7 +252,7 @@ describe("GET /v1/assets listing", () => {
           field === "userTitle" ? [{ userTitle: { sort: dir, nulls: "last" } }, { id: dir }] : [{ [field]: dir }, { id: dir }],
       });
       expect(reference.length).toBeGreaterThan(2);
-      const expected = reference.map((a) => JSON.parse(JSON.stringify(serializeAsset(a, "http://media.test"))));
+      const expected = reference.map((a) => JSON.parse(JSON.stringify(serializeListedAsset(a, "http://media.test"))));
       const served: unknown[] = [];
       let cursor: string | null = null;
       do {

@@ -236,6 +236,10 @@ describe("route table vs the management app", () => {
       "POST /v1/assets/batch",
       await agent.post("/v1/assets/batch").send({ action: "addTags", ids: [assetId], value: ["x"] }),
     );
+    check(
+      "POST /v1/media-urls/sign",
+      await agent.post("/v1/media-urls/sign").send({ path: `/thumbnail:size=64/${assetId}.png` }),
+    );
     check("DELETE /v1/assets/:assetId", await agent.delete(`/v1/assets/${assetId}`));
     check("POST /v1/assets/:assetId/restore", await agent.post(`/v1/assets/${assetId}/restore`));
     for (const r of managementRoutes.filter((x) => !x.auth)) {

@@ -117,7 +117,16 @@ export async function createTestApp(
   options: Partial<
     Pick<
       AppDeps,
-      "maxUploadBytes" | "duplicateHammingThreshold" | "webhookUrls" | "assetVersionsKept" | "propagator" | "keepGps" | "originalMetadata"
+      | "maxUploadBytes"
+      | "duplicateHammingThreshold"
+      | "webhookUrls"
+      | "assetVersionsKept"
+      | "propagator"
+      | "keepGps"
+      | "originalMetadata"
+      | "mediaSigningKey"
+      | "libraryDir"
+      | "devSignIn"
     >
   > = {},
 ): Promise<TestApp> {
@@ -139,6 +148,9 @@ export async function createTestApp(
     propagator: options.propagator,
     keepGps: options.keepGps,
     originalMetadata: options.originalMetadata,
+    mediaSigningKey: options.mediaSigningKey,
+    libraryDir: options.libraryDir,
+    devSignIn: options.devSignIn,
   };
   const app = createApp(deps);
   const token = (ws: string, sub = "user-1") => signToken(secret, { workspaceId: ws, sub, ttl: "1h" });

@@ -10,7 +10,7 @@ import {
 } from "@media-platform/observability";
 import { MediaUrlError, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
-import { ifNoneMatchMatches, responseHeaders } from "./cache/entry";
+import { CORS_HEADER_LIST, ifNoneMatchMatches, responseHeaders } from "./cache/entry";
 import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
 import { queryRefused } from "./delivery/query-policy";
 import { QueueFullError } from "./delivery/limiter";
@@ -175,6 +175,13 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   app.disable("x-powered-by");
   app.set("etag", false);
 
+  // Public answers, readable from any origin (no credentials): the catalog and 400 problems too,
+  // so a browser tool can build URLs and show which parameter was refused. Cached answers carry
+  // the same pair from cache/entry.ts.
+  app.use((_req: Request, res: Response, next: NextFunction) => {
+    for (let i = 0; i < CORS_HEADER_LIST.length; i += 2) res.setHeader(CORS_HEADER_LIST[i]!, CORS_HEADER_LIST[i + 1]!);
+    next();
+  });
   // First: request id (reusing the one the hot path may have set), req.log, access line, latency.
   app.use(
     requestContext({

@@ -21,6 +21,8 @@ describe("cache entries", () => {
       "Cache-Tag": "a1",
       "X-Cache": "HIT",
       "X-Content-Type-Options": "nosniff",
+      "Access-Control-Allow-Origin": "*",
+      "Access-Control-Expose-Headers": "X-Cache",
     });
     // The hot path writes the flat lists: the same headers, tags and Cache-Control included.
     expect(entry.hitHeaderList).toEqual(Object.entries(entry.hitHeaders).flatMap(([k, v]) => [k, String(v)]));
@@ -37,6 +39,10 @@ describe("cache entries", () => {
       "HIT",
       "X-Content-Type-Options",
       "nosniff",
+      "Access-Control-Allow-Origin",
+      "*",
+      "Access-Control-Expose-Headers",
+      "X-Cache",
     ]);
   });
 

@@ -5,6 +5,9 @@ import {
   createCollectionSchema,
   duplicateMatchSchema,
   fullTextResponseSchema,
+  listedAssetSchema,
+  signMediaUrlRequestSchema,
+  signMediaUrlResponseSchema,
   listAssetsResponseSchema,
   listCollectionsResponseSchema,
   patchAssetSchema,
@@ -33,6 +36,7 @@ export const BEARER_SCHEME = "bearerAuth";
 /** Response schemas (generated as the service sends them: zod "output" side). */
 const outputComponents: Record<string, z.ZodType> = {
   Asset: assetSchema,
+  ListedAsset: listedAssetSchema,
   DuplicateMatch: duplicateMatchSchema,
   UploadResult: uploadResponseSchema,
   AssetList: listAssetsResponseSchema,
@@ -42,6 +46,7 @@ const outputComponents: Record<string, z.ZodType> = {
   CollectionList: listCollectionsResponseSchema,
   AssetVersionList: listAssetVersionsResponseSchema,
   BatchResult: batchResponseSchema,
+  MediaUrl: signMediaUrlResponseSchema,
   Problem: problemSchema,
 };
 
@@ -50,6 +55,7 @@ const inputComponents: Record<string, z.ZodType> = {
   AssetPatch: patchAssetSchema,
   CollectionCreate: createCollectionSchema,
   BatchRequest: batchRequestSchema,
+  MediaUrlSignRequest: signMediaUrlRequestSchema,
 };
 
 /** Base of the problem `type` URIs the management service sends. */

@@ -20,6 +20,8 @@ import {
   batchRequestSchema,
   batchResponseSchema,
   replaceFieldsSchema,
+  signMediaUrlRequestSchema,
+  signMediaUrlResponseSchema,
 } from "../management";
 
 /**
@@ -77,6 +79,7 @@ export interface ApiRoute {
 export const TAGS = {
   assets: "Assets",
   collections: "Collections",
+  mediaUrls: "Media URLs",
   docs: "Documentation",
   operations: "Operations",
 } as const;
@@ -293,6 +296,19 @@ export const managementRoutes: readonly ApiRoute[] = [
     body: { type: "json", schema: batchRequestSchema, description: "Action, ids and value" },
     responses: { 200: { description: "What matched and changed", schema: batchResponseSchema } },
     problems: [400, 415],
+  },
+  {
+    method: "post",
+    path: "/v1/media-urls/sign",
+    operationId: "signMediaUrl",
+    summary: "Sign a media URL of one of your assets",
+    description:
+      "Returns the absolute media URL of `path`, signed with the server's MEDIA_SIGNING_KEY (`signed: true`), or unsigned when no key is configured (`signed: false`). The path's asset must be a live asset of the caller's workspace (404 otherwise). Its steps are not validated here: the media service answers 400 for an invalid one.",
+    tag: TAGS.mediaUrls,
+    auth: true,
+    body: { type: "json", schema: signMediaUrlRequestSchema, description: "Media path and optional expiry" },
+    responses: { 200: { description: "The media URL", schema: signMediaUrlResponseSchema } },
+    problems: [400, 404, 415],
   },
   {
     method: "get",

@@ -4,6 +4,8 @@ import {
   type AssetDto,
   type AssetExif,
   type AssetFormat,
+  type ListedAssetDto,
+  type ListIncludeField,
 } from "@media-platform/contracts";
 import type { Asset } from "../generated/prisma/client";
 import { focalPointOf } from "./attributes";
@@ -46,4 +48,17 @@ export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
     exif: (asset.exif as AssetExif | null) ?? null,
     focalPoint: focalPointOf(asset),
   };
+}
+
+/** An asset as lists show it: the heavy fields only when `include` names them. */
+export function serializeListedAsset(
+  asset: Asset,
+  mediaPublicUrl: string,
+  include: readonly ListIncludeField[] = [],
+): ListedAssetDto {
+  const { placeholderDataUrl, exif, ...rest } = serializeAsset(asset, mediaPublicUrl);
+  const listed: ListedAssetDto = rest;
+  if (include.includes("placeholderDataUrl")) listed.placeholderDataUrl = placeholderDataUrl;
+  if (include.includes("exif")) listed.exif = exif;
+  return listed;
 }

@@ -28,7 +28,7 @@ import { findDuplicates } from "./duplicates";
 import { isDatabaseUnavailable } from "../db/availability";
 import { fullTextSearch } from "./search";
 import { ASSET_COLUMNS, liveAssetsByIds } from "./rows";
-import { serializeAsset } from "./serializer";
+import { serializeAsset, serializeListedAsset } from "./serializer";
 import { metadataColumns } from "./image-metadata";
 import { analyseImage, type SpooledFile } from "./upload";
 import { recordEvents, type Tx } from "../webhooks/outbox";
@@ -280,7 +280,7 @@ export async function listAssets(
     rows.length > query.limit && last
       ? encodeCursor({ s: query.sort, v: cursorValue(last, field), id: last.id })
       : null;
-  const assets = page.map((a) => serializeAsset(a, ctx.mediaPublicUrl));
+  const assets = page.map((a) => serializeListedAsset(a, ctx.mediaPublicUrl, query.include));
   const capped = listed.capped ?? (await countCapped(ctx, conditions));
   if (capped <= LIST_EXACT_COUNT_LIMIT) return { count: capped, assets, nextCursor };
   return { count: Math.max(estimate, LIST_EXACT_COUNT_LIMIT + 1), countIsEstimate: true, assets, nextCursor };
@@ -366,7 +366,7 @@ export async function searchAssetsFullText(
   const byId = new Map(rows.map((r) => [r.id, r]));
   const assets = hits.flatMap((h) => {
     const row = byId.get(h.id);
-    return row ? [{ ...serializeAsset(row, ctx.mediaPublicUrl), score: h.score }] : [];
+    return row ? [{ ...serializeListedAsset(row, ctx.mediaPublicUrl, query.include), score: h.score }] : [];
   });
   return { count: assets.length, assets };
 }

@@ -42,6 +42,16 @@ export interface EntryMeta {
 /** Every media response says its Content-Type is authoritative (no MIME sniffing by browsers). */
 export const NOSNIFF_HEADER = "X-Content-Type-Options";
 export const NOSNIFF = "nosniff";
+/**
+ * Media answers are public (or carry their own signature): any origin may read them, and a
+ * browser tool (the library's URL studio) may read X-Cache. No credentials are ever allowed.
+ */
+export const CORS_HEADER_LIST: readonly string[] = [
+  "Access-Control-Allow-Origin",
+  "*",
+  "Access-Control-Expose-Headers",
+  "X-Cache",
+];
 
 /**
  * One cached result with everything the hot path needs precomputed, so a HIT is a map
@@ -77,7 +87,7 @@ export function makeEntry(body: Buffer, contentType: string, etag = etagOf(body)
   // when a response needs them.
   const notModifiedHeaderList = ["ETag", etag, "Cache-Control", cacheControl];
   if (meta.assetId) notModifiedHeaderList.push("Surrogate-Key", meta.assetId, "Cache-Tag", meta.assetId);
-  notModifiedHeaderList.push("X-Cache", "HIT", NOSNIFF_HEADER, NOSNIFF);
+  notModifiedHeaderList.push("X-Cache", "HIT", NOSNIFF_HEADER, NOSNIFF, ...CORS_HEADER_LIST);
   const hitHeaderList = ["Content-Type", contentType, "Content-Length", String(body.length), ...notModifiedHeaderList];
   return new Entry(body, contentType, meta.assetId, etag, hitHeaderList, notModifiedHeaderList);
 }

@@ -1,0 +1,60 @@
+import { ApiError, MediaPlatformClient } from "@media-platform/client";
+import { signal } from "./signal";
+
+/** Settings the management service writes into the page as <meta> tags (no inline script under the CSP). */
+function meta(name: string): string | null {
+  return document.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content ?? null;
+}
+
+export const settings = {
+  /** Public base URL of the media service. */
+  mediaUrl: (meta("media-url") ?? "http://localhost:3001").replace(/\/+$/, ""),
+  /** The embedded mode's development sign-in is on. */
+  devSignIn: meta("dev-sign-in") === "true",
+  /** The management API: the page's own origin. */
+  apiUrl: window.location.origin,
+};
+
+/** sessionStorage: the token lives as long as the tab, never in a URL or a cookie. */
+const TOKEN_KEY = "media-library-token";
+
+export const token = signal<string | null>(sessionStorage.getItem(TOKEN_KEY));
+
+export function signIn(value: string): void {
+  sessionStorage.setItem(TOKEN_KEY, value);
+  token.set(value);
+}
+
+export function signOut(): void {
+  sessionStorage.removeItem(TOKEN_KEY);
+  token.set(null);
+}
+
+/** Every API call goes through this: a 401 ends the session and shows the sign-in again. */
+export const client = new MediaPlatformClient({
+  baseUrl: settings.apiUrl,
+  token: () => token.get() ?? "",
+  fetch: async (input, init) => {
+    const response = await fetch(input, init);
+    if (response.status === 401) signOut();
+    return response;
+  },
+});
+
+/** The development sign-in (embedded authentication only). */
+export async function devSignIn(workspaceId: string): Promise<void> {
+  const response = await fetch(`${settings.apiUrl}/library/dev-token`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+    body: JSON.stringify(workspaceId ? { workspaceId } : {}),
+  });
+  const body = (await response.json()) as { token?: string; detail?: string };
+  if (!response.ok || !body.token) throw new Error(body.detail ?? `sign-in failed (${response.status})`);
+  signIn(body.token);
+}
+
+/** The message to show for a failed call: the server's problem detail when there is one. */
+export function describeError(error: unknown): string {
+  if (error instanceof ApiError) return error.problem.detail ?? error.problem.title;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,336 @@
+import { useEffect, useState } from "preact/hooks";
+import type { AssetDto, CollectionDto } from "@media-platform/client";
+import type { AssetPatch } from "@media-platform/client";
+import { placeholderUrl, thumbnailUrl, titleOf } from "../components/thumb";
+import { mediaHref, mediaPath } from "../media";
+import { href, navigate } from "../route";
+import { client, describeError } from "../session";
+
+interface Version {
+  version: number;
+  originalFilename: string;
+  width: number;
+  height: number;
+  bytes: number;
+  replacedAt: string;
+}
+
+const formatBytes = (n: number): string =>
+  n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
+
+export function AssetPage({ id }: { id: string }) {
+  const [asset, setAsset] = useState<AssetDto | null>(null);
+  const [collections, setCollections] = useState<CollectionDto[]>([]);
+  const [versions, setVersions] = useState<Version[]>([]);
+  const [status, setStatus] = useState<string>("");
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    client.getAsset(id).then(setAsset, (err: unknown) => setError(describeError(err)));
+    client.listCollections().then(
+      (r) => setCollections(r.collections),
+      () => undefined,
+    );
+    client.listAssetVersions(id).then(
+      (r) => setVersions(r.versions),
+      () => undefined,
+    );
+  }, [id]);
+
+  async function patch(change: AssetPatch, what: string) {
+    setError(null);
+    try {
+      setAsset(await client.updateAsset(id, change));
+      setStatus(`${what} saved`);
+    } catch (err) {
+      setError(describeError(err));
+    }
+  }
+
+  if (!asset) {
+    return error ? (
+      <p class="error" role="alert">
+        {error}
+      </p>
+    ) : (
+      <p>Loading…</p>
+    );
+  }
+  const preview = mediaHref(mediaPath(asset, ["resize:width=1200"])) + `?v=${Date.parse(asset.updatedAt)}`;
+  const placeholder = placeholderUrl(asset.placeholder);
+
+  function setFocus(event: MouseEvent) {
+    const img = event.currentTarget as HTMLImageElement;
+    const box = img.getBoundingClientRect();
+    const round = (v: number) => Math.min(1, Math.max(0, Math.round(v * 1000) / 1000));
+    void patch(
+      {
+        focalPoint: {
+          x: round((event.clientX - box.left) / box.width),
+          y: round((event.clientY - box.top) / box.height),
+        },
+      },
+      "Focal point",
+    );
+  }
+
+  async function replace(file: File) {
+    setError(null);
+    try {
+      setAsset(await client.replaceOriginal(id, { file, filename: file.name }));
+      setVersions((await client.listAssetVersions(id)).versions);
+      setStatus("Original replaced");
+    } catch (err) {
+      setError(describeError(err));
+    }
+  }
+
+  async function restoreVersion(version: number) {
+    try {
+      setAsset(await client.restoreAssetVersion(id, version));
+      setVersions((await client.listAssetVersions(id)).versions);
+      setStatus(`Version ${version} restored`);
+    } catch (err) {
+      setError(describeError(err));
+    }
+  }
+
+  async function remove(permanent: boolean) {
+    const question = permanent
+      ? `Delete “${titleOf(asset!)}” permanently? Its versions and cached images go too; this cannot be undone.`
+      : `Move “${titleOf(asset!)}” to the trash?`;
+    if (!window.confirm(question)) return;
+    try {
+      await client.deleteAsset(id, { permanent });
+      navigate(permanent ? href.library : href.trash);
+    } catch (err) {
+      setError(describeError(err));
+    }
+  }
+
+  const exif = asset.exif;
+  return (
+    <article class="asset" aria-labelledby="asset-title">
+      <p>
+        <a href={href.library}>← Library</a> · <a href={href.studio(id)}>Open in URL studio</a>
+      </p>
+      <h1 id="asset-title">{titleOf(asset)}</h1>
+      <div class="asset-layout">
+        <figure class="preview">
+          <div class="focal-frame" style={placeholder ? { backgroundImage: `url("${placeholder}")` } : undefined}>
+            <img
+              src={preview}
+              alt={`${titleOf(asset)}: click to set the focal point`}
+              width={asset.width}
+              height={asset.height}
+              onClick={setFocus}
+              data-testid="focal-image"
+            />
+            {asset.focalPoint && (
+              <span
+                class="focal-marker"
+                aria-hidden="true"
+                style={{ left: `${asset.focalPoint.x * 100}%`, top: `${asset.focalPoint.y * 100}%` }}
+              />
+            )}
+          </div>
+          <figcaption>
+            Click the image to set the focal point
+            {asset.focalPoint ? ` (now ${asset.focalPoint.x}, ${asset.focalPoint.y})` : ""}.{" "}
+            {asset.focalPoint && (
+              <button type="button" onClick={() => patch({ focalPoint: null }, "Focal point")}>
+                Clear focal point
+              </button>
+            )}
+          </figcaption>
+          {/* The same point without a pointer: fractions of the width and height. */}
+          <form
+            class="focal-form"
+            onSubmit={(e) => {
+              e.preventDefault();
+              const data = new FormData(e.currentTarget);
+              void patch({ focalPoint: { x: Number(data.get("x")), y: Number(data.get("y")) } }, "Focal point");
+            }}
+          >
+            <label for="focal-x">Focal x</label>
+            <input
+              id="focal-x"
+              name="x"
+              type="number"
+              min={0}
+              max={1}
+              step={0.001}
+              required
+              defaultValue={String(asset.focalPoint?.x ?? 0.5)}
+            />
+            <label for="focal-y">Focal y</label>
+            <input
+              id="focal-y"
+              name="y"
+              type="number"
+              min={0}
+              max={1}
+              step={0.001}
+              required
+              defaultValue={String(asset.focalPoint?.y ?? 0.5)}
+            />
+            <button type="submit">Set focal point</button>
+          </form>
+          <div class="thumbnail-preview">
+            <p>Thumbnail (centres on the focal point)</p>
+            <img src={thumbnailUrl(asset)} alt="Thumbnail" width={128} height={128} data-testid="thumbnail" />
+          </div>
+        </figure>
+        <div class="details">
+          <p class="status" role="status" aria-live="polite">
+            {status}
+          </p>
+          {error && (
+            <p class="error" role="alert">
+              {error}
+            </p>
+          )}
+          <div class="field">
+            <label for="title">Title</label>
+            <input
+              id="title"
+              defaultValue={asset.userTitle ?? ""}
+              onChange={(e) => patch({ userTitle: e.currentTarget.value }, "Title")}
+            />
+          </div>
+          <div class="field">
+            <label for="tags">Tags (comma-separated)</label>
+            <input
+              id="tags"
+              defaultValue={asset.userTags.join(", ")}
+              onChange={(e) =>
+                patch(
+                  {
+                    userTags: e.currentTarget.value
+                      .split(",")
+                      .map((t) => t.trim())
+                      .filter(Boolean),
+                  },
+                  "Tags",
+                )
+              }
+            />
+          </div>
+          <ul class="tags" aria-label="Tags">
+            {asset.userTags.map((t) => (
+              <li key={t}>{t}</li>
+            ))}
+          </ul>
+          <div class="field">
+            <label for="caption">Caption</label>
+            <textarea
+              id="caption"
+              rows={3}
+              defaultValue={asset.userCaption ?? ""}
+              onChange={(e) => patch({ userCaption: e.currentTarget.value }, "Caption")}
+            />
+          </div>
+          <div class="field">
+            <label for="asset-collection">Collection</label>
+            <select
+              id="asset-collection"
+              value={asset.collectionId ?? ""}
+              onChange={(e) => patch({ collectionId: e.currentTarget.value || null }, "Collection")}
+            >
+              <option value="">No collection</option>
+              {collections.map((c) => (
+                <option key={c.id} value={c.id}>
+                  {c.name}
+                </option>
+              ))}
+            </select>
+          </div>
+          <h2>Facts</h2>
+          <dl class="facts">
+            <dt>File</dt>
+            <dd>{asset.originalFilename}</dd>
+            <dt>Size</dt>
+            <dd>
+              {asset.width} × {asset.height} px, {asset.format.toUpperCase()}, {formatBytes(asset.bytes)}
+            </dd>
+            <dt>Version</dt>
+            <dd>{asset.version}</dd>
+            {asset.dominantColor && (
+              <>
+                <dt>Dominant colour</dt>
+                <dd>
+                  <span class="swatch" style={{ backgroundColor: asset.dominantColor }} aria-hidden="true" />{" "}
+                  {asset.dominantColor}
+                </dd>
+              </>
+            )}
+            <dt>Alpha</dt>
+            <dd>{asset.hasAlpha === null ? "unknown" : asset.hasAlpha ? "yes" : "no"}</dd>
+            <dt>Frames</dt>
+            <dd>
+              {asset.pages ?? "unknown"}
+              {asset.animated ? " (animated)" : ""}
+            </dd>
+            {exif &&
+              (
+                [
+                  ["Camera", [exif.make, exif.model].filter(Boolean).join(" ")],
+                  ["Lens", exif.lens],
+                  ["Taken", exif.takenAt],
+                  ["Exposure", exif.exposureTime ? `1/${Math.round(1 / exif.exposureTime)} s` : null],
+                  ["Aperture", exif.fNumber ? `f/${exif.fNumber}` : null],
+                  ["ISO", exif.iso],
+                  ["Orientation", exif.orientation],
+                ] as const
+              )
+                .filter(([, v]) => v !== null && v !== undefined && v !== "")
+                .map(([k, v]) => (
+                  <>
+                    <dt>{k}</dt>
+                    <dd>{String(v)}</dd>
+                  </>
+                ))}
+          </dl>
+          <h2>Original</h2>
+          <div class="field">
+            <label for="replace">Replace the original</label>
+            <input
+              id="replace"
+              type="file"
+              accept="image/*"
+              onChange={(e) => {
+                const file = e.currentTarget.files?.[0];
+                e.currentTarget.value = "";
+                if (file) void replace(file);
+              }}
+            />
+          </div>
+          <h3>Previous versions</h3>
+          {versions.length === 0 ? (
+            <p>None.</p>
+          ) : (
+            <ul class="versions">
+              {versions.map((v) => (
+                <li key={v.version}>
+                  v{v.version}: {v.originalFilename}, {v.width} × {v.height}, {formatBytes(v.bytes)}{" "}
+                  <button type="button" onClick={() => restoreVersion(v.version)}>
+                    Restore version {v.version}
+                  </button>
+                </li>
+              ))}
+            </ul>
+          )}
+          <h2>Delete</h2>
+          <div class="danger">
+            <button type="button" onClick={() => remove(false)}>
+              Move to trash
+            </button>
+            <button type="button" class="destructive" onClick={() => remove(true)}>
+              Delete permanently
+            </button>
+          </div>
+        </div>
+      </div>
+    </article>
+  );
+}

@@ -1,0 +1,146 @@
+import fs from "node:fs";
+import path from "node:path";
+import express, { Router, type Request } from "express";
+import { devTokenRequestSchema, type DevTokenResponse } from "@media-platform/contracts";
+import { signToken } from "../auth/keys";
+import { parseOr400, ProblemError } from "../problem";
+
+/** Where the browser app is served. */
+export const LIBRARY_PATH = "/library";
+
+/** The development sign-in: only given when the embedded (DATA_DIR) secret signs the tokens. */
+export interface DevSignIn {
+  secret: string;
+  workspaceClaim: string;
+  ttlSeconds: number;
+  issuer?: string;
+  audience?: string;
+}
+
+export interface LibraryOptions {
+  /** Folder of the built app (index.html + assets/); null = not built (503 naming the build command). */
+  dir: string | null;
+  /** Public base URL of the media service: the page may load images from it and fetch it. */
+  mediaPublicUrl: string;
+  devSignIn?: DevSignIn;
+}
+
+/**
+ * The built app: next to the bundle in production (scripts/build.ts copies it to
+ * dist/library), the package's Vite output in development. null when neither has an index.html.
+ */
+export function findLibraryDir(): string | null {
+  const candidates = [path.join(__dirname, "library"), path.resolve(__dirname, "../../../../apps/library/dist")];
+  return candidates.find((dir) => fs.existsSync(path.join(dir, "index.html"))) ?? null;
+}
+
+/**
+ * The page may run only its own scripts, and talk to and show images from itself and the media
+ * service; nothing else (no third party, no inline script, no framing).
+ */
+export function libraryContentSecurityPolicy(mediaPublicUrl: string): string {
+  const media = new URL(mediaPublicUrl).origin;
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    `img-src 'self' ${media} data: blob:`,
+    `connect-src 'self' ${media}`,
+    "font-src 'self'",
+    "manifest-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
+
+const escapeAttribute = (value: string): string =>
+  value.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/** Only a browser on this machine may mint a development token, whatever HOST the service binds. */
+const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
+const isLoopback = (req: Request): boolean => LOOPBACK.has(req.socket.remoteAddress ?? "");
+
+/**
+ * GET /library: the media library app (its settings passed as <meta> tags, since the policy
+ * forbids inline scripts); /library/assets/*: its hashed files; POST /library/dev-token: the
+ * development sign-in, registered only when `devSignIn` is given.
+ */
+export function libraryRouter(options: LibraryOptions): Router {
+  const r = Router();
+  const csp = libraryContentSecurityPolicy(options.mediaPublicUrl);
+  r.use(LIBRARY_PATH, (_req, res, next) => {
+    res.setHeader("Content-Security-Policy", csp);
+    res.setHeader("Referrer-Policy", "no-referrer");
+    res.setHeader("X-Frame-Options", "DENY");
+    next();
+  });
+
+  if (options.devSignIn) {
+    const dev = options.devSignIn;
+    r.use(`${LIBRARY_PATH}/dev-token`, express.json({ limit: "1kb", strict: true }), (req, res, next) => {
+      if (req.method !== "POST") {
+        next();
+        return;
+      }
+      if (!isLoopback(req)) {
+        throw new ProblemError(403, "forbidden", "The development sign-in answers requests from this machine only");
+      }
+      const input = parseOr400(devTokenRequestSchema, req.body ?? {}, "body");
+      const token = signToken(dev.secret, {
+        workspaceId: input.workspaceId,
+        sub: "library-dev",
+        ttl: dev.ttlSeconds,
+        workspaceClaim: dev.workspaceClaim,
+        issuer: dev.issuer,
+        audience: dev.audience,
+      });
+      const body: DevTokenResponse = {
+        token,
+        workspaceId: input.workspaceId,
+        expiresAt: new Date(Date.now() + dev.ttlSeconds * 1000).toISOString(),
+      };
+      res.setHeader("Cache-Control", "no-store");
+      res.json(body);
+    });
+  }
+
+  const meta =
+    `<meta name="media-url" content="${escapeAttribute(options.mediaPublicUrl)}">` +
+    (options.devSignIn ? `<meta name="dev-sign-in" content="true">` : "");
+  r.use(LIBRARY_PATH, (req, res, next) => {
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      next();
+      return;
+    }
+    if (req.path !== "/" && req.path !== "/index.html") {
+      next();
+      return;
+    }
+    if (!options.dir) {
+      throw new ProblemError(
+        503,
+        "library-not-built",
+        "The library app is not built: run `pnpm build:library` (pnpm start builds it)",
+      );
+    }
+    const html = fs.readFileSync(path.join(options.dir, "index.html"), "utf8").replace("</head>", `${meta}</head>`);
+    res.setHeader("Cache-Control", "no-cache");
+    res.type("html").send(html);
+  });
+  if (options.dir) {
+    // Vite names every file after its content hash: cached for a year.
+    r.use(
+      `${LIBRARY_PATH}/assets`,
+      express.static(path.join(options.dir, "assets"), {
+        index: false,
+        dotfiles: "ignore",
+        fallthrough: true,
+        immutable: true,
+        maxAge: "365d",
+      }),
+    );
+    r.use(LIBRARY_PATH, express.static(options.dir, { index: false, dotfiles: "ignore", fallthrough: true }));
+  }
+  return r;
+}
