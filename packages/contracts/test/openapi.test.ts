@@ -179,7 +179,11 @@ describe("buildOpenApiDocument", () => {
     expect(asset.required.sort()).toEqual(Object.keys(assetSchema.shape).sort());
     expect(asset.properties.userTitle.type).toEqual(["string", "null"]);
     expect(asset.properties.createdAt.format).toBe("date-time");
-    expect(asset.properties.width).toEqual({ type: "integer", description: "Width in pixels (first frame / page)" });
+    expect(asset.properties.width).toEqual({
+      type: "integer",
+      description:
+        "Width in pixels as displayed: after the EXIF orientation (5-8 swap the stored width and height), of the first frame or page",
+    });
     const collection = doc.components.schemas.Collection as Json;
     expect(Object.keys(collection.properties).sort()).toEqual(Object.keys(collectionSchema.shape).sort());
     expect((doc.components.schemas.AssetList as Json).properties.assets.items).toEqual({

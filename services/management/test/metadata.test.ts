@@ -321,7 +321,12 @@ describe("pnpm run backfill:metadata", () => {
       const result = await run(["--json"], env);
       expect(result.stderr).toBe("");
       expect(result.code).toBe(0);
-      expect(JSON.parse(result.stdout)).toEqual({ filled: 1, failed: 0, failures: [] });
+      expect(JSON.parse(result.stdout)).toEqual({
+        filled: 1,
+        failed: 0,
+        failures: [],
+        privacy: { cleaned: 0, failed: 0, failures: [] },
+      });
 
       db = await openDatabase({ pgliteDir: path.join(dataDir, "pg") });
       const row = await db.prisma.asset.findUniqueOrThrow({ where: { id } });

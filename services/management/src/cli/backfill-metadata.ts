@@ -39,8 +39,7 @@ async function main(): Promise<void> {
       keepGps: config.keepGps,
       onBatch: values.json ? undefined : (s) => process.stderr.write(`filled ${s.filled}, failed ${s.failed}\n`),
     });
-    if (values.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
-    else {
+    if (!values.json) {
       for (const f of summary.failures) process.stdout.write(`failed ${f.assetId}: ${f.reason}\n`);
       process.stdout.write(`${summary.filled} asset(s) filled, ${summary.failed} failed\n`);
     }
@@ -49,7 +48,7 @@ async function main(): Promise<void> {
       policy: config.originalMetadata,
       keepGps: config.keepGps,
     });
-    if (values.json) process.stdout.write(`${JSON.stringify({ privacy })}\n`);
+    if (values.json) process.stdout.write(`${JSON.stringify({ ...summary, privacy })}\n`);
     else {
       for (const f of privacy.failures) process.stdout.write(`failed ${f.key}: ${f.reason}\n`);
       process.stdout.write(`${privacy.cleaned} original(s) cleaned of private metadata, ${privacy.failed} failed\n`);
