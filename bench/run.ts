@@ -1,5 +1,5 @@
 /**
- * pnpm bench [media] [management] [upload-metadata]
+ * pnpm bench [media] [management] [upload-metadata] [avif-originals]
  * Runs the selected benchmark sections (all when none is named) and prints them. Each section's
  * run is written to bench/results/<section>.md (a section not run keeps its last file), and
  * bench/results/latest.md is rebuilt from all section files, so running one section never drops
@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { benchAvifOriginals } from "./avif-originals";
 import { benchManagement } from "./management";
 import { benchMedia } from "./media";
 import { benchUploadMetadata } from "./upload-metadata";
@@ -19,6 +20,7 @@ const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = 
   media: { title: "Media service", run: benchMedia },
   management: { title: "Management service", run: benchManagement },
   "upload-metadata": { title: "Upload metadata cost (placeholder, dominant colour, EXIF)", run: benchUploadMetadata },
+  "avif-originals": { title: "AVIF originals against JPEG (MISS)", run: benchAvifOriginals },
 };
 
 /** Error with its stack and its cause chain (fetch failures carry the real reason in `cause`). */
