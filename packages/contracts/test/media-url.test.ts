@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import {
+  canonicalMediaPath,
   defaultMediaLimits,
   formatMediaPath,
   MAX_STEPS,
@@ -98,16 +99,13 @@ function valueArbitrary(spec: ParamSpec): fc.Arbitrary<number | string> {
     case "enum":
       return fc.constantFrom(...spec.values);
     case "color": {
-      const digit = fc.constantFrom(..."0123456789abcdefABCDEF");
-      const hex = fc
-        .constantFrom(3, 4, 6, 8)
-        .chain((n) => fc.array(digit, { minLength: n, maxLength: n }))
-        .map((digits) => digits.join(""));
-      if (spec.hexOnly) return hex;
-      const rgb = fc
-        .tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 255 }))
-        .map(([r, g, b]) => `rgb(${r},${g},${b})`);
-      return fc.oneof(hex, rgb, fc.constantFrom("red", "white", "rebeccapurple", "transparent", "navy"));
+      // A parsed colour is in canonicalColor's spelling: 6 lower-case hex digits, 8 when not opaque.
+      const byte = (max: number) => fc.integer({ min: 0, max }).map((n) => n.toString(16).padStart(2, "0"));
+      const opaque = fc.tuple(byte(255), byte(255), byte(255)).map((bytes) => bytes.join(""));
+      return fc.oneof(
+        opaque,
+        fc.tuple(opaque, byte(254)).map(([rgb, alpha]) => rgb + alpha),
+      );
     }
   }
 }
@@ -351,7 +349,40 @@ describe("spec rules beyond ranges", () => {
       expect(() => parseMediaPath(`/fit:width=1:height=1:background=${c}/${ID}.png`)).toThrow(MediaUrlError);
     }
     expect(() => parseMediaPath(`/avatar:border=2:border_color=00ff00/${ID}.png`)).not.toThrow();
+    expect(() => parseMediaPath(`/fit:width=1:height=1:background=rgb(0001,0,0)/${ID}.png`)).toThrow(/fit\.background/);
     expect(() => parseMediaPath(`/avatar:border=2:border_color=red/${ID}.png`)).toThrow(/avatar\.border_color/);
+  });
+
+  it("colours: every spelling parses to canonicalColor's one spelling (6 or 8 lower-case hex digits)", () => {
+    const background = (c: string) =>
+      (parseMediaPath(`/fit:width=1:height=1:background=${c}/${ID}.png`).steps[0]!.params as { background: string })
+        .background;
+    for (const c of [
+      "fff",
+      "FFF",
+      "ffffff",
+      "FFFFFF",
+      "ffff",
+      "ffffffff",
+      "rgb(255,255,255)",
+      "rgb(255,%20255,%20255)",
+      "white",
+      "WHITE",
+    ]) {
+      expect(background(c)).toBe("ffffff");
+    }
+    expect(background("F008")).toBe("ff000088");
+    expect(background("ff000088")).toBe("ff000088");
+    expect(background("rgba(255,0,0,0)")).toBe("ff000000");
+    expect(background("transparent")).toBe("00000000");
+    expect(background("rebeccapurple")).toBe("663399");
+    expect(canonicalMediaPath(parseMediaPath(`/fit:width=1:height=1:background=Red/${ID.toUpperCase()}.PNG`))).toBe(
+      `/fit:width=1:height=1:background=ff0000/${ID}.png`,
+    );
+    expect(
+      (parseMediaPath(`/avatar:border=2:border_color=0F0/${ID}.png`).steps[0]!.params as { border_color: string })
+        .border_color,
+    ).toBe("00ff00");
   });
 
   it("at most 8 steps", () => {

@@ -38,11 +38,15 @@ import {
  *
  *   GET|HEAD /<step>[/<step>...]/<assetId>.<ext>[?sig=<signature>]
  *
- * Cache key: the request-target exactly as received (`req.url`: path AND query string, byte
- * for byte, no normalisation). Other spellings of a valid path are refused (400), so one
- * rendition has one key per parameter order; `?v=2` works as a cache buster unless
- * MEDIA_ALLOW_QUERY=false. With signing on, the query must be exactly `sig=...`, so the key is
- * effectively the signed path. Stored per key: bytes, content type, strong ETag.
+ * Cache key: the canonical spelling of the path (contracts' canonicalMediaPath: numbers as
+ * `1` not `1.0`/`01`/`1.00`, `0.5` not `.5`, no needless percent-escapes, lower-case asset id,
+ * colours as 6-digit lower-case hex) plus the query string as received. Another spelling the
+ * grammar accepts is answered from that one entry, with `Link: <canonical>; rel="canonical"`
+ * (the canonical spelling itself carries no Link); parameter order is kept as written.
+ * `?v=2` works as a cache buster unless MEDIA_ALLOW_QUERY=false. With signing on, the query
+ * must be exactly `[exp=...&]sig=...`, and the signature is checked over the path AS SENT, byte
+ * for byte: a signed URL is signed over the exact bytes the client sends, whatever its spelling.
+ * Stored per key: bytes, content type, strong ETag.
  *
  * 200  image; Content-Type of the stored original; ETag "<base64url sha256>";
  *      Cache-Control: immutable for a `?v=<version>` URL, else max-age + stale-while-revalidate
@@ -55,8 +59,7 @@ import {
  *      parameter (`<transformation>.<param>`) and the allowed range. Also a valid step that
  *      cannot apply to this image (crop outside it, output above MEDIA_MAX_OUTPUT_PIXELS, work
  *      above MEDIA_MAX_WORK_PIXELS: decided from the original's header, before decoding).
- *      non-canonical-media-url: another spelling of a valid URL (detail names the canonical
- *      path); query-not-allowed: a query string with MEDIA_ALLOW_QUERY=false
+ *      query-not-allowed: a query string with MEDIA_ALLOW_QUERY=false
  * 403  invalid-signature: MEDIA_SIGNING_KEY set and sig missing or wrong (checked first)
  * 404  asset-not-found (no originals/<assetId>, or an id that is not a UUID while the rest of
  *      the URL is valid), not-found (other routes)
@@ -274,7 +277,12 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       if (refused) throw refused;
       const cacheControl = signer ? requireSignature(signer, target) : undefined;
       const { request, canonical } = parsed ?? paths.parse(path);
-      refuseOtherSpellings(path, target, canonical, signer !== undefined, allowQuery);
+      const query = target.length > path.length ? target.slice(path.length) : "";
+      refuseQuery(path, query, signer !== undefined, allowQuery);
+      // Another spelling of a valid path is served from the canonical spelling's entry, so one
+      // rendition has one entry whatever the client typed; the Link names that spelling.
+      const key = canonical === path ? target : canonical + query;
+      const link = canonical === path ? undefined : canonicalLink(canonical, query, signer !== undefined);
       const bucket = negotiator?.bucket(req.headers.accept);
       // A client that disconnects leaves its wait; the render stops when no other client waits.
       const departure: Departure = (leave) =>
@@ -282,7 +290,7 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
           if (!res.writableFinished) leave(new RequestCancelledError());
         });
       const { entry, xCache } = await service.deliver(
-        bucket ? `${target}#${bucket}` : target,
+        bucket ? `${key}#${bucket}` : key,
         bucket ? { ...request, convertTo: { format: bucket, avifEffort: deps.avifEffort } } : request,
         log,
         departure,
@@ -293,12 +301,14 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
           ...entry.notModifiedHeaders,
           "X-Cache": xCache,
           ...(cacheControl && { "Cache-Control": cacheControl }),
+          ...(link && { Link: link }),
         });
         res.end();
         return;
       }
       const headers = responseHeaders(entry, xCache);
       if (cacheControl) headers["Cache-Control"] = cacheControl;
+      if (link) headers.Link = link;
       res.writeHead(200, headers);
       res.end(req.method === "HEAD" ? undefined : entry.body);
     },
@@ -329,31 +339,19 @@ export function answerFailure(
 }
 
 /**
- * The cache key is the request target as received (the hot path looks it up byte for byte), so
- * every other spelling of one rendition is refused rather than stored again: `size=0256`,
- * `size=+256`, `%32%35%36`, an upper-case asset id. With MEDIA_ALLOW_QUERY off, a query string
- * (a cache buster) is refused as well, except the signature on a signing deployment.
+ * `Link: <canonical>; rel="canonical"` for another spelling of a valid path. The query string
+ * stays, except on a signing deployment: its signature covers the path as sent, not the
+ * canonical one, so the client signs that path itself.
  */
-function refuseOtherSpellings(
-  path: string,
-  target: string,
-  /** ParsedMediaPath.canonical: presets are compared before expansion (`/preset:name=card/<id>.jpg` is canonical as written). */
-  canonical: string,
-  signing: boolean,
-  allowQuery: boolean,
-): void {
-  const query = target.length > path.length ? target.slice(path.length) : "";
-  if (canonical !== path) {
-    throw new ProblemError(
-      400,
-      "non-canonical-media-url",
-      `This media URL is not in canonical form; request ${canonical}${signing ? "?[exp=<unix seconds>&]sig=<signature of that path>" : query} instead`,
-      {
-        title: "Non-canonical media URL",
-        errors: [{ path: "path", message: `canonical form: ${canonical}` }],
-      },
-    );
-  }
+function canonicalLink(canonical: string, query: string, signing: boolean): string {
+  return `<${signing ? canonical : canonical + query}>; rel="canonical"`;
+}
+
+/**
+ * With MEDIA_ALLOW_QUERY off, a query string (a cache buster) is refused, except the signature
+ * on a signing deployment.
+ */
+function refuseQuery(path: string, query: string, signing: boolean, allowQuery: boolean): void {
   if (queryRefused(query !== "", allowQuery, signing)) {
     throw new ProblemError(
       400,
