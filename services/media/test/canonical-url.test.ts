@@ -26,20 +26,39 @@ describe("one spelling per rendition (cache-key equivalence)", () => {
     ["an upper-case extension", (id: string) => `/thumbnail:size=256/${id}.PNG`],
     ["a trailing decimal zero", (id: string) => `/saturation:value=1.50/${id}.png`],
     ["a doubled slash", (id: string) => `//thumbnail:size=256/${id}.png`],
-  ])("answers 400 for %s, naming the canonical URL, and renders nothing", async (_what, url) => {
-    const before = counting.calls.length;
-    const res = await request(media.server).get(url(id));
-    expect(res.status).toBe(400);
-    expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
-    expect(res.headers["cache-control"]).toBe("no-store");
-    const body = problem(res);
-    expect(body.type).toBe("https://media-platform.dev/problems/non-canonical-media-url");
+  ])("serves %s from the canonical spelling's entry, with Link rel=canonical", async (_what, url) => {
     const canonical = url(id).includes("saturation")
       ? `/saturation:value=1.5/${id}.png`
       : `/thumbnail:size=256/${id}.png`;
-    expect(body.detail).toBe(`This media URL is not in canonical form; request ${canonical} instead`);
-    expect(body.errors).toEqual([{ path: "path", message: `canonical form: ${canonical}` }]);
+    const first = await request(media.server).get(canonical);
+    expect(first.status).toBe(200);
+    expect(first.headers.link).toBeUndefined();
+    const before = counting.calls.length;
+    const res = await request(media.server).get(url(id));
+    expect(res.status).toBe(200);
+    expect(res.headers["x-cache"]).toBe("HIT");
+    expect(res.headers.etag).toBe(first.headers.etag);
+    expect(res.headers.link).toBe(`<${canonical}>; rel="canonical"`);
+    expect(res.body).toEqual(first.body);
     expect(counting.calls.length).toBe(before);
+  });
+
+  it("keeps the query string in the key and in the Link of another spelling", async () => {
+    const first = await request(media.server).get(`/thumbnail:size=0077/${id}.png?v=3`);
+    expect([first.status, first.headers["x-cache"]]).toEqual([200, "MISS"]);
+    expect(first.headers.link).toBe(`<${`/thumbnail:size=77/${id}.png?v=3`}>; rel="canonical"`);
+    const canonical = await request(media.server).get(`/thumbnail:size=77/${id}.png?v=3`);
+    expect([canonical.status, canonical.headers["x-cache"], canonical.headers.link]).toEqual([200, "HIT", undefined]);
+    expect(canonical.headers.etag).toBe(first.headers.etag);
+  });
+
+  it("answers 304 to another spelling whose ETag the client holds, with the Link", async () => {
+    const first = await request(media.server).get(`/thumbnail:size=256/${id}.png`);
+    const res = await request(media.server)
+      .get(`/thumbnail:size=256/${id.toUpperCase()}.png`)
+      .set("If-None-Match", first.headers.etag!);
+    expect(res.status).toBe(304);
+    expect(res.headers.link).toBe(`</thumbnail:size=256/${id}.png>; rel="canonical"`);
   });
 
   it("serves the canonical spelling, in any parameter order (each order its own entry)", async () => {
@@ -98,7 +117,7 @@ describe("MEDIA_ALLOW_QUERY=false", () => {
     expect(problem(res).type).toBe("https://media-platform.dev/problems/query-not-allowed");
   });
 
-  it("accepts a signed exp when signing is on; a non-canonical signed path is still 400", async () => {
+  it("accepts a signed exp when signing is on; another spelling is checked as sent and served from the canonical entry", async () => {
     const key = "0123456789abcdef0123456789abcdef";
     media = await startTestMedia({ allowQuery: false, signingKey: key });
     const id = await media.store.putFixture("astronaut.png");
@@ -107,9 +126,17 @@ describe("MEDIA_ALLOW_QUERY=false", () => {
     expect(res.status).toBe(200);
     expect(res.headers["cache-control"]).toMatch(/^public, max-age=\d+$/);
     const other = await request(media.server).get(signedMediaUrl(`/thumbnail:size=0100/${id}.png`, key, { expiresAt }));
-    expect(other.status).toBe(400);
-    expect(problem(other).type).toBe("https://media-platform.dev/problems/non-canonical-media-url");
-    expect(problem(other).detail).toContain(`request /thumbnail:size=100/${id}.png?[exp=<unix seconds>&]sig=`);
+    // The key keeps the query as sent (here its signature): another signed URL, another entry.
+    expect([other.status, other.headers["x-cache"]]).toEqual([200, "MISS"]);
+    expect(other.headers.etag).toBe(res.headers.etag);
+    const again = await request(media.server).get(signedMediaUrl(`/thumbnail:size=0100/${id}.png`, key, { expiresAt }));
+    expect([again.status, again.headers["x-cache"], again.headers.etag]).toEqual([200, "HIT", res.headers.etag]);
+    // The signature covers the path as sent; the Link names the canonical path alone (sign it anew).
+    expect(other.headers.link).toBe(`</thumbnail:size=100/${id}.png>; rel="canonical"`);
+    // A signature of the canonical path does not sign another spelling of it.
+    const signed = signedMediaUrl(`/thumbnail:size=100/${id}.png`, key, { expiresAt });
+    const forged = await request(media.server).get(signed.replace("size=100", "size=0100"));
+    expect(forged.status).toBe(403);
   });
 
   it("still accepts the signature when signing is on", async () => {
