@@ -115,9 +115,9 @@ interface Flight {
  * The miss path below the hot path. Per cache key:
  *   1. in-process LRU (normally already answered by the hot path);
  *   2. single-flight: one flight per key in this process; followers answer HIT;
- *   3. inside the flight: Redis lookup; then a Redis lock (SET NX PX) so that only one
- *      replica computes: a replica that finds the lock taken polls for the result for at most
- *      half the request budget, then computes itself;
+ *   3. inside the flight: Redis lookup; then SharedRender.claim (cache/shared-render.ts), so
+ *      that only one replica computes: a replica that finds the lock taken polls for the result
+ *      for at most half the request budget, then computes itself;
  *   4. compute in a limiter slot: blob read + render, within MEDIA_REQUEST_TIMEOUT_MS;
  *   5. store in both tiers (errors are never stored).
  * X-Cache: MISS exactly for the request whose flight ran the transformation, so the number of
