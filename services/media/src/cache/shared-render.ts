@@ -77,12 +77,15 @@ export class SharedRender {
   }
 
   /** Stores the turn's result, before the lock is released, so a waiting replica finds it. */
-  async publish(key: string, result: StoredResult, assetId: string): Promise<void> {
-    await this.redis.set(key, result, assetId);
+  publish(key: string, result: StoredResult, assetId: string): Promise<boolean> {
+    return this.redis.set(key, result, assetId);
   }
 
-  /** Ends a turn, rendered or failed: the lock, when held, is released. */
-  async release(key: string, turn: RenderTurn): Promise<void> {
-    if (turn.state === "acquired") await this.redis.unlock(key, turn.token);
+  /**
+   * Ends a turn, rendered or failed: the lock, when held, is released (its promise); a turn
+   * without the lock has nothing to release (undefined: the MISS awaits nothing for it).
+   */
+  release(key: string, turn: RenderTurn): Promise<void> | undefined {
+    return turn.state === "acquired" ? this.redis.unlock(key, turn.token) : undefined;
   }
 }

@@ -281,7 +281,8 @@ export class RenditionService {
       }
       return { entry, computed: true };
     } finally {
-      if (shared && turn) await shared.release(flight.redisKey, turn);
+      const released = shared && turn && shared.release(flight.redisKey, turn);
+      if (released) await released;
     }
   }
 
