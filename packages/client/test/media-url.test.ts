@@ -67,22 +67,23 @@ describe("mediaUrl", () => {
     expect(built).toBe(`${BASE}/saturation:value=0.5/sharpen:value=1.5/${ID}.png`);
   });
 
-  it("encodes colour values so they survive the URL and parse back to the same colour", () => {
-    // Every spelling is written in its one canonical form: lower-case hex.
-    const cases: [string, string, string][] = [
-      ["ff8800", "background=ff8800", "ff8800"],
-      ["rgb(255,0,0)", "background=ff0000", "ff0000"],
-      ["rgb(10, 20, 30)", "background=0a141e", "0a141e"],
-      ["rebeccapurple", "background=663399", "663399"],
+  it("writes every colour spelling in the canonical one (6 lower-case hex digits, 8 when not opaque)", () => {
+    const cases: [string, string][] = [
+      ["ff8800", "background=ff8800"],
+      ["F80", "background=ff8800"],
+      ["rgb(255,0,0)", "background=ff0000"],
+      ["rgb(10, 20, 30)", "background=0a141e"],
+      ["rebeccapurple", "background=663399"],
+      ["transparent", "background=00000000"],
     ];
-    for (const [colour, expected, canonical] of cases) {
+    for (const [colour, expected] of cases) {
       const url = mediaUrl(BASE, ID, "png", [step("fit", { width: 300, height: 200, background: colour })]);
       expect(url).toBe(`${BASE}/fit:width=300:height=200:${expected}/${ID}.png`);
       expect(new URL(url).pathname).toBe(url.slice(BASE.length)); // already a valid URL path
       const parsed = parseMediaPath(new URL(url).pathname);
-      expect(parsed.steps[0]!.params).toMatchObject({ background: canonical });
+      expect(parsed.steps[0]!.params).toMatchObject({ background: expected.slice("background=".length) });
     }
-    expect(mediaUrl(BASE, ID, "png", [step("avatar", { size: 200, border: 4, border_color: "00ff00" })])).toBe(
+    expect(mediaUrl(BASE, ID, "png", [step("avatar", { size: 200, border: 4, border_color: "0F0" })])).toBe(
       `${BASE}/avatar:size=200:border=4:border_color=00ff00/${ID}.png`,
     );
   });

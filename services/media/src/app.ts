@@ -38,15 +38,15 @@ import {
  *
  *   GET|HEAD /<step>[/<step>...]/<assetId>.<ext>[?sig=<signature>]
  *
- * Cache key: the canonical spelling of the path (contracts' canonicalMediaPath: numbers without
- * leading zeros or trailing decimal zeros, `.5` as `0.5`, colours as lower-case hex, a lower-case
- * asset id and extension, escapes of plain characters decoded) plus the query string as received.
- * Every spelling the grammar accepts for one rendition is answered from that one entry; an
- * answer to a spelling that is not canonical carries `Link: <canonical path>; rel="canonical"`.
- * The hot path looks canonical targets up byte for byte. `?v=2` works as a cache buster unless
- * MEDIA_ALLOW_QUERY=false. With signing on, the signature is checked on the path AS SENT (sign
- * the exact bytes the client requests) and stays in the key. Stored per key: bytes, content
- * type, strong ETag.
+ * Cache key: the canonical spelling of the path (contracts' canonicalMediaPath: numbers as
+ * `1` not `1.0`/`01`/`1.00`, `0.5` not `.5`, no needless percent-escapes, lower-case asset id,
+ * colours as 6-digit lower-case hex) plus the query string as received. Another spelling the
+ * grammar accepts is answered from that one entry, with `Link: <canonical>; rel="canonical"`
+ * (the canonical spelling itself carries no Link); parameter order is kept as written.
+ * `?v=2` works as a cache buster unless MEDIA_ALLOW_QUERY=false. With signing on, the query
+ * must be exactly `[exp=...&]sig=...`, and the signature is checked over the path AS SENT, byte
+ * for byte: a signed URL is signed over the exact bytes the client sends, whatever its spelling.
+ * Stored per key: bytes, content type, strong ETag.
  *
  * 200  image; Content-Type of the stored original; ETag "<base64url sha256>";
  *      Cache-Control: immutable for a `?v=<version>` URL, else max-age + stale-while-revalidate
@@ -286,11 +286,10 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       const { request, canonical } = parsed ?? paths.parse(path);
       const query = target.length > path.length ? target.slice(path.length) : "";
       refuseQuery(path, query, signer !== undefined, allowQuery);
-      // Another spelling of a valid URL (`value=1.0`, `.5`, an upper-case id, escapes) is the
-      // same rendition: one cache entry, under the canonical spelling. The signature was checked
-      // on the target as sent, and stays in the key, so the hot path's own check still holds.
-      const spelledOtherwise = canonical !== path;
-      const key = spelledOtherwise ? canonical + query : target;
+      // Another spelling of a valid path is served from the canonical spelling's entry, so one
+      // rendition has one entry whatever the client typed; the Link names that spelling.
+      const key = canonical === path ? target : canonical + query;
+      const link = canonical === path ? undefined : canonicalLink(canonical, query, signer !== undefined);
       const bucket = negotiator?.bucket(req.headers.accept);
       // A client that disconnects leaves its wait; the render stops when no other client waits.
       const departure: Departure = (leave) =>
@@ -303,9 +302,8 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
         log,
         departure,
         // The hot path looked the target as sent up in Redis; another spelling's key is not that one.
-        spelledOtherwise ? undefined : sharedMiss,
+        link === undefined ? sharedMiss : undefined,
       );
-      const link = spelledOtherwise ? `<${signer ? canonical : canonical + query}>; rel="canonical"` : undefined;
       if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
         res.writeHead(304, {
           ...entry.notModifiedHeaders,
@@ -346,6 +344,15 @@ export function answerFailure(
   const path = instanceOf(req.url);
   if (problem.slug === "internal-error") log.error({ err, method: req.method, path }, "unhandled error");
   writeProblem(res, problem, path, req.method === "HEAD");
+}
+
+/**
+ * `Link: <canonical>; rel="canonical"` for another spelling of a valid path. The query string
+ * stays, except on a signing deployment: its signature covers the path as sent, not the
+ * canonical one, so the client signs that path itself.
+ */
+function canonicalLink(canonical: string, query: string, signing: boolean): string {
+  return `<${signing ? canonical : canonical + query}>; rel="canonical"`;
 }
 
 /**

@@ -96,6 +96,32 @@ describeWithRedis("Redis result tier", () => {
     expect(raw!.subarray(10 + etag.length + 1).equals(miss.body)).toBe(true);
   });
 
+  it("stores only the canonical spelling; another spelling on another replica is a Redis-tier HIT of it", async () => {
+    const id = await store.putFixture("astronaut.png");
+    const canonical = `/thumbnail:size=151/${id}.png`;
+    const writer = await start({ render: countingRender().render });
+    const miss = await fetchBytes(`${writer.url}/thumbnail:size=0151/${id.toUpperCase()}.png`);
+    expect([miss.res.status, miss.res.headers.get("x-cache")]).toEqual([200, "MISS"]);
+    expect(miss.res.headers.get("link")).toBe(`<${canonical}>; rel="canonical"`);
+    expect(await redis.exists(`${prefix}r:0:${canonical}`)).toBe(1);
+    expect(await redis.keys(`${prefix}r:*${id.toUpperCase()}*`)).toEqual([]);
+    expect(await redis.keys(`${prefix}r:*size=0151*`)).toEqual([]);
+    expect(writer.memory.get(`/thumbnail:size=0151/${id.toUpperCase()}.png`)).toBeUndefined();
+    expect(writer.memory.get(canonical)).toBeDefined();
+
+    const readerRender = countingRender();
+    const reader = await start({ render: readerRender.render });
+    const hit = await fetchBytes(`${reader.url}/thumbnail:size=%31%35%31/${id}.png`);
+    expect([hit.res.status, hit.res.headers.get("x-cache"), hit.res.headers.get("etag")]).toEqual([
+      200,
+      "HIT",
+      miss.res.headers.get("etag"),
+    ]);
+    expect(hit.res.headers.get("link")).toBe(`<${canonical}>; rel="canonical"`);
+    expect(readerRender.calls).toHaveLength(0);
+    expect(reader.memory.get(canonical)).toBeDefined();
+  });
+
   it("asks Redis once per MISS: the hot path's lookup is handed to the flight, which then locks and stores", async () => {
     const id = await store.putFixture("astronaut.png");
     const path = `/thumbnail:size=154/${id}.png`;

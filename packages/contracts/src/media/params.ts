@@ -175,14 +175,25 @@ export function parseColor(value: string, hexOnly = false): Rgba | null {
   return parsed ? { r: parsed[0], g: parsed[1], b: parsed[2], alpha: parsed[3] } : null;
 }
 
+const hexByte = (n: number): string => n.toString(16).padStart(2, "0");
+
 /**
- * The one spelling of a colour: lower-case hex, 6 digits, or 8 when it is not opaque. `fff`,
- * `FFFFFF`, `white` and `rgb(255, 255, 255)` are one rendition, so one cache entry.
+ * The one spelling of a colour value: 6 lower-case hex digits, 8 when it is not opaque
+ * (`fff`, `FFFFFF`, `rgb(255, 255, 255)`, `white` and `WHITE` are all `ffffff`). Every spelling
+ * of a colour is one cache entry; parseColor reads it back as the same colour. Null when
+ * `value` is not a colour.
  */
-export function canonicalColor(colour: Rgba): string {
-  const hex = (n: number) => Math.round(n).toString(16).padStart(2, "0");
-  const rgb = hex(colour.r) + hex(colour.g) + hex(colour.b);
-  return colour.alpha >= 1 ? rgb : rgb + hex(colour.alpha * 255);
+export function canonicalColor(value: string, hexOnly = false): string | null {
+  if (HEX.test(value)) {
+    // Hex digits expand without a round trip through a 0..1 alpha, so `fff8` keeps its 0x88.
+    const digits = value.length <= 4 ? [...value].map((d) => d + d).join("") : value;
+    const hex = digits.toLowerCase();
+    return hex.length === 8 && hex.endsWith("ff") ? hex.slice(0, 6) : hex;
+  }
+  const rgba = parseColor(value, hexOnly);
+  if (!rgba) return null;
+  const alpha = Math.round(rgba.alpha * 255);
+  return `${hexByte(rgba.r)}${hexByte(rgba.g)}${hexByte(rgba.b)}${alpha === 255 ? "" : hexByte(alpha)}`;
 }
 
 /** Parses one raw URL value against its spec: the value, or a message naming the allowed range. */
@@ -208,8 +219,8 @@ export function parseParamValue(
     case "enum":
       return enumValues(spec).includes(raw) ? { ok: true, value: raw } : fail("is not an allowed value");
     case "color": {
-      const colour = parseColor(raw, spec.hexOnly);
-      return colour ? { ok: true, value: canonicalColor(colour) } : fail("is not a colour");
+      const colour = canonicalColor(raw, spec.hexOnly);
+      return colour === null ? fail("is not a colour") : { ok: true, value: colour };
     }
   }
 }

@@ -225,8 +225,7 @@ export function formatMediaPath(request: MediaRequest): string {
  * The one spelling the media service accepts for a parsed request, keeping the parameter order
  * as written (the spec fixes none): names and values without percent-encoding where none is
  * needed, numbers as JavaScript prints them (no sign, no leading or trailing zeros), the asset
- * id and extension in lower case. Colours keep the spelling given (as formatMediaPath and the
- * client write them). Two URLs that mean the same rendition in other spellings would otherwise
+ * id and extension in lower case, colours as canonicalColor writes them. Two URLs that mean the same rendition in other spellings would otherwise
  * be two cache entries, without end.
  */
 export function canonicalMediaPath(request: MediaRequest): string {

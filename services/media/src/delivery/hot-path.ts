@@ -28,7 +28,8 @@ export type HotPath = (req: IncomingMessage, res: ServerResponse, next: HotPathN
  * parsing (only the asset id is cut out of the target for the Redis key), no Express, no logger.
  *
  * Only targets that were valid, canonical and (when signing) signed are ever stored, so a hit
- * needs no parse. What can change between the store and the hit is checked again here: the
+ * needs no parse; another spelling of a cached URL misses here and the media route answers it
+ * from the canonical key. What can change between the store and the hit is checked again here: the
  * signature (key rotated, `exp` passed) and, for the Redis tier that other replicas write, this
  * replica's own URL policy (presets only, query strings refused); the Express path answers those.
  *

@@ -11,10 +11,10 @@ import {
   type TransformationStep,
 } from "@media-platform/contracts";
 
-/** A valid media path: the request it names and the one spelling of it the service accepts. */
+/** A valid media path: the request it names and its canonical spelling (the cache key's path). */
 export interface ParsedMediaPath {
   request: MediaRequest;
-  /** canonicalMediaPathWithPresets of the path: a path that differs from it is refused (400). */
+  /** canonicalMediaPathWithPresets of the path: another spelling is served from this key, with a Link to it. */
   canonical: string;
 }
 

@@ -1,5 +1,4 @@
 import { buffer } from "node:stream/consumers";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@media-platform/observability";
 import {
   assetAttributesSchema,
@@ -18,6 +17,7 @@ import { cacheControlFor, makeEntry, type CacheEntry, type CachePolicy } from ".
 import type { AssetPurger } from "../purge/asset-purger";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache, StoredResult } from "../cache/redis-cache";
+import { isRenderTurn, SharedRender, type RenderTurn } from "../cache/shared-render";
 import type { MediaMetrics } from "../metrics";
 import { usesFocalPoint } from "../pipeline/plan";
 import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
@@ -92,26 +92,32 @@ interface FlightResult {
   computed: boolean;
 }
 
-/** Where a flight's result is stored: memory under the URL, Redis under the asset's generation + URL. */
-interface Store {
+/**
+ * One flight's record, carried through the miss path: what it renders, for whom, until when, and
+ * where its result is stored (memory under the URL, Redis under the asset's generation + URL).
+ */
+interface Flight {
   key: string;
   assetId: string;
   /** The asset's local generation when the flight started. */
   generation: string;
   /** `<shared generation>:<key>` once known; equal to `key` while Redis is off or down (not written). */
   redisKey: string;
+  request: DeliveryRequest;
+  /** The request's logger (its request id), so the render of a MISS traces to its request. */
+  log: Logger;
+  /** The flight's signal: aborted when no client waits any more, or by the timeout. */
+  signal: AbortSignal;
+  deadline: number;
 }
-
-const POLL_START_MS = 10;
-const POLL_MAX_MS = 200;
 
 /**
  * The miss path below the hot path. Per cache key:
  *   1. in-process LRU (normally already answered by the hot path);
  *   2. single-flight: one flight per key in this process; followers answer HIT;
- *   3. inside the flight: Redis lookup; then a Redis lock (SET NX PX) so that only one
- *      replica computes: a replica that finds the lock taken polls for the result for at most
- *      half the request budget, then computes itself;
+ *   3. inside the flight: Redis lookup; then SharedRender.claim (cache/shared-render.ts), so
+ *      that only one replica computes: a replica that finds the lock taken polls for the result
+ *      for at most half the request budget, then computes itself;
  *   4. compute in a limiter slot: blob read + render, within MEDIA_REQUEST_TIMEOUT_MS;
  *   5. store in both tiers (errors are never stored).
  * X-Cache: MISS exactly for the request whose flight ran the transformation, so the number of
@@ -119,8 +125,12 @@ const POLL_MAX_MS = 200;
  */
 export class RenditionService {
   private readonly flights = new SingleFlight<FlightResult>();
+  /** The cross-replica protocol of a MISS; undefined without Redis. */
+  private readonly shared: SharedRender | undefined;
 
-  constructor(private readonly deps: RenditionServiceDeps) {}
+  constructor(private readonly deps: RenditionServiceDeps) {
+    this.shared = deps.redis && new SharedRender(deps.redis, deps.metrics, deps.requestTimeoutMs);
+  }
 
   get inFlight(): number {
     return this.flights.inFlight;
@@ -149,13 +159,9 @@ export class RenditionService {
     const generation = this.deps.purger?.localGeneration(request.assetId) ?? "";
     const { promise, leader } = this.flights.run(
       `${generation}|${key}`,
-      (flightSignal, abort) =>
+      (signal, abort) =>
         this.flight(
-          key,
-          request,
-          log,
-          generation,
-          flightSignal,
+          { key, assetId: request.assetId, generation, redisKey: key, request, log, signal, deadline: 0 },
           abort,
           sharedMiss?.key === key ? sharedMiss : undefined,
         ),
@@ -181,115 +187,55 @@ export class RenditionService {
     const found = await redis.lookup(assetId, key);
     if (found === undefined) return undefined;
     if (found.result === undefined) return { miss: { key, generation: found.generation } };
-    const store = { key, assetId, generation, redisKey: `${found.generation}:${key}` };
-    return { entry: this.fromRedis(store, found.result).entry };
+    return { entry: this.fromRedis({ key, assetId, generation }, found.result).entry };
   }
 
   private async flight(
-    key: string,
-    request: DeliveryRequest,
-    log: Logger,
-    generation: string,
-    /** The flight's signal: aborted when no client waits any more, or by `abort`. */
-    signal: AbortSignal,
+    flight: Flight,
     abort: (reason: unknown) => void,
     sharedMiss: SharedMiss | undefined,
   ): Promise<FlightResult> {
     const { requestTimeoutMs } = this.deps;
-    const deadline = Date.now() + requestTimeoutMs;
+    flight.deadline = Date.now() + requestTimeoutMs;
     // The timeout aborts the flight (SingleFlight rejects its callers at once): one signal for
     // both ways a flight ends (no second controller following the first: each costs an
     // EventTarget and a listener per MISS).
     const timer = setTimeout(() => abort(new RequestTimeoutError(requestTimeoutMs)), requestTimeoutMs);
     timer.unref();
     try {
-      return await this.resolve(key, request, signal, deadline, log, generation, sharedMiss);
+      return await this.resolve(flight, sharedMiss);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private async resolve(
-    key: string,
-    request: DeliveryRequest,
-    signal: AbortSignal,
-    deadline: number,
-    log: Logger,
-    generation: string,
-    sharedMiss: SharedMiss | undefined,
-  ): Promise<FlightResult> {
-    const store: Store = { key, assetId: request.assetId, generation, redisKey: key };
+  private async resolve(flight: Flight, sharedMiss: SharedMiss | undefined): Promise<FlightResult> {
     const { redis } = this.deps;
-    if (!redis) return this.compute(store, request, signal, deadline, undefined, log);
+    const shared = this.shared;
+    if (!redis || !shared) return this.compute(flight, undefined);
     // The asset's shared generation is part of the Redis key: a purge (INCR) orphans old results.
     // One round trip reads it and the result stored under it, unless the hot path just did.
     const found = sharedMiss
       ? { generation: sharedMiss.generation, result: undefined }
-      : await redis.lookup(request.assetId, key);
-    if (found === undefined) return this.compute(store, request, signal, deadline, undefined, log);
-    store.redisKey = `${found.generation}:${key}`;
-    return this.resolveShared(store, request, signal, deadline, log, redis, found.result);
+      : await redis.lookup(flight.assetId, flight.key);
+    if (found === undefined) return this.compute(flight, undefined);
+    flight.redisKey = `${found.generation}:${flight.key}`;
+    const claim = await shared.claim(flight.redisKey, found.result, flight.signal);
+    return isRenderTurn(claim) ? this.compute(flight, claim) : this.fromRedis(flight, claim);
   }
 
-  private async resolveShared(
-    store: Store,
-    request: MediaRequest,
-    signal: AbortSignal,
-    deadline: number,
-    log: Logger,
-    redis: RedisCache,
-    /** The Redis-tier lookup's result (RedisCache.lookup, with the generation). */
-    stored: StoredResult | undefined,
-  ): Promise<FlightResult> {
-    const key = store.redisKey;
-
-    // The Redis-tier lookup (once per flight; the lock double-check and the polls below are
-    // coordination reads, counted as hits_peer / lock_waits). Redis down counts as a miss (and
-    // as a dependency error inside RedisCache).
-    this.deps.metrics.cacheLookup("redis", stored ? "hit" : "miss");
-    if (stored) return this.fromRedis(store, stored);
-
-    const waitUntil = Date.now() + this.deps.requestTimeoutMs / 2;
-    let pollMs = POLL_START_MS;
-    for (;;) {
-      signal.throwIfAborted();
-      const lock = await redis.tryLock(key, this.deps.requestTimeoutMs + 1000);
-      if (lock.state === "unavailable") return this.compute(store, request, signal, deadline, undefined, log);
-      if (lock.state === "acquired") {
-        // Double-check: another replica may have stored the result just before we locked.
-        const again = await redis.get(key);
-        if (again) {
-          await redis.unlock(key, lock.token);
-          this.deps.metrics.count("hits_peer");
-          return this.fromRedis(store, again);
-        }
-        return this.compute(store, request, signal, deadline, lock.token, log);
-      }
-      // Another replica is computing this URL: wait for its result (bounded).
-      this.deps.metrics.count("lock_waits");
-      while (Date.now() < waitUntil) {
-        signal.throwIfAborted();
-        await sleep(pollMs, undefined, { signal });
-        pollMs = Math.min(pollMs * 2, POLL_MAX_MS);
-        const peek = await redis.peek(key);
-        if (!peek) return this.compute(store, request, signal, deadline, undefined, log);
-        if (peek.result) {
-          this.deps.metrics.count("hits_peer");
-          return this.fromRedis(store, peek.result);
-        }
-        if (!peek.locked) break; // the holder gave up (error or crash): try to take over
-      }
-      if (Date.now() >= waitUntil) return this.compute(store, request, signal, deadline, undefined, log);
-    }
-  }
-
-  private fromRedis(store: Store, stored: StoredResult): FlightResult {
+  private fromRedis(store: Pick<Flight, "key" | "assetId" | "generation">, stored: StoredResult): FlightResult {
     const entry = this.entryFor(store, stored.body, stored.contentType, stored.etag);
     this.remember(store, entry);
     return { entry, computed: false };
   }
 
-  private entryFor(store: Store, body: Buffer, contentType: string, etag?: string): CacheEntry {
+  private entryFor(
+    store: Pick<Flight, "key" | "assetId">,
+    body: Buffer,
+    contentType: string,
+    etag?: string,
+  ): CacheEntry {
     return makeEntry(body, contentType, etag, {
       assetId: store.assetId,
       cacheControl: cacheControlFor(store.key, this.deps.cachePolicy),
@@ -297,59 +243,51 @@ export class RenditionService {
   }
 
   /** Into the memory tier, unless the asset was purged while this flight ran (its result may be stale). */
-  private remember(store: Store, entry: CacheEntry): void {
+  private remember(store: Pick<Flight, "key" | "assetId" | "generation">, entry: CacheEntry): void {
     if ((this.deps.purger?.localGeneration(store.assetId) ?? "") !== store.generation) return;
     this.deps.memory.set(store.key, entry);
   }
 
-  private async compute(
-    store: Store,
-    request: DeliveryRequest,
-    signal: AbortSignal,
-    deadline: number,
-    lockToken: string | undefined,
-    log: Logger,
-  ): Promise<FlightResult> {
-    const { redis } = this.deps;
-    const { key } = store;
+  /**
+   * Renders the flight in a limiter slot and stores the result in both tiers. `turn`: this
+   * replica's turn from SharedRender.claim (the result is published, then the turn released,
+   * whatever happened); undefined when Redis is off or down (nothing is written there).
+   */
+  private async compute(flight: Flight, turn: RenderTurn | undefined): Promise<FlightResult> {
+    const { request, signal, log } = flight;
+    const shared = turn && this.shared;
     try {
       const rendition = await this.deps.limiter.run(async () => {
         signal.throwIfAborted();
         const { blob, focalPoint } = await this.readInputs(request, log);
         if (!blob) throw new AssetNotFoundError(request.assetId);
         try {
-          return await this.renderBlob(blob, focalPoint, key, request, signal, deadline, log);
+          return await this.renderBlob(blob, focalPoint, flight);
         } finally {
           // Whatever happened, the body (and the descriptor blob.read uses) is released, once
           // libvips is done with it (the render has ended, so no read is in flight).
           blob.release();
         }
       }, signal);
-      const entry = this.entryFor(store, rendition.data, rendition.contentType);
-      if (rendition.data.length <= this.deps.maxEntryBytes) this.remember(store, entry);
+      const entry = this.entryFor(flight, rendition.data, rendition.contentType);
+      if (rendition.data.length <= this.deps.maxEntryBytes) this.remember(flight, entry);
       // Written before the lock is released, so a waiting replica finds it.
-      if (redis && store.redisKey !== key) {
-        await redis.set(
-          store.redisKey,
+      if (shared) {
+        await shared.publish(
+          flight.redisKey,
           { body: rendition.data, contentType: rendition.contentType, etag: entry.etag },
-          store.assetId,
+          flight.assetId,
         );
       }
       return { entry, computed: true };
     } finally {
-      if (redis && lockToken) await redis.unlock(store.redisKey, lockToken);
+      const released = shared && turn && shared.release(flight.redisKey, turn);
+      if (released) await released;
     }
   }
 
-  private async renderBlob(
-    blob: BlobObject,
-    focalPoint: FocalPoint | undefined,
-    key: string,
-    request: DeliveryRequest,
-    signal: AbortSignal,
-    deadline: number,
-    log: Logger,
-  ): Promise<Rendition> {
+  private async renderBlob(blob: BlobObject, focalPoint: FocalPoint | undefined, flight: Flight): Promise<Rendition> {
+    const { key, request, signal, deadline, log } = flight;
     const { metrics } = this.deps;
     // A store with positional reads (a local disk) fills a reused buffer (pipeline/original.ts);
     // any other is streamed. Either way the pipeline reads the header first and the rest only
