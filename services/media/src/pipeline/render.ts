@@ -460,6 +460,7 @@ function encodeAnimation(
   output: StepContext["output"],
   timing: { loop: number; delay: number[] | undefined },
 ): sharp.Sharp {
-  if (output.format === "gif") return image.gif(timing);
+  // Duplicate frames kept: the result has the original's frames and delays, one for one.
+  if (output.format === "gif") return image.gif({ ...timing, keepDuplicateFrames: true });
   return image.webp({ quality: output.quality ?? 80, ...timing });
 }
