@@ -7,7 +7,7 @@ import { defaultMediaLimits, originalHeaderOf, type MediaLimits } from "@media-p
 import { originalKey } from "@media-platform/storage";
 import type { RenderFn } from "../src/delivery/rendition-service";
 import { render, type RenderDeps } from "../src/pipeline/render";
-import { TransformationInputError } from "../src/pipeline/errors";
+import { InputPixelLimitError, TransformationInputError } from "../src/pipeline/errors";
 import { createPixelWorkers, type PixelWorkerPool } from "../src/pixels/pool";
 import { transformations } from "../src/transformations";
 import { startTestMedia, type TestMedia } from "./support/media-server";
@@ -26,8 +26,12 @@ beforeAll(() => {
 });
 afterAll(() => pixels.close());
 
-function depsWith(limits: MediaLimits = defaultMediaLimits, maxAnimationFrames?: number): RenderDeps {
-  return { limits, limitInputPixels: 100_000_000, pixels, faces: { detect: async () => [] }, maxAnimationFrames };
+function depsWith(
+  limits: MediaLimits = defaultMediaLimits,
+  maxAnimationFrames?: number,
+  limitInputPixels = 100_000_000,
+): RenderDeps {
+  return { limits, limitInputPixels, pixels, faces: { detect: async () => [] }, maxAnimationFrames };
 }
 
 let media: TestMedia | undefined;
@@ -47,15 +51,12 @@ async function serve(file: string, contentType: string, limits = defaultMediaLim
   return media;
 }
 
+/** A GET whose body is the response's bytes (supertest buffers image/* bodies). */
 async function get(url: string) {
-  const res = await request(media!.server).get(url).buffer(true).parse(binary);
+  const res = await request(media!.server).get(url);
+  if (res.status === 200) expect(Buffer.isBuffer(res.body)).toBe(true);
   return res as request.Response & { body: Buffer };
 }
-const binary = (res: NodeJS.ReadableStream, done: (err: Error | null, body: Buffer) => void) => {
-  const chunks: Buffer[] = [];
-  res.on("data", (c: Buffer) => chunks.push(c));
-  res.on("end", () => done(null, Buffer.concat(chunks)));
-};
 
 /** Frame `page` of an encoded image as RGB over grey (transparent pixels compare by their backdrop). */
 async function frameRgb(image: Buffer | sharp.Sharp, page?: number) {
@@ -193,6 +194,36 @@ describe("animated GIF and WebP originals stay animated", () => {
     expect(meanAbsDiff((await frameRgb(png.body)).data, poster.data)).toBeLessThan(1);
   });
 
+  it("crop with gravity=attention takes the first frame (its window is chosen from the pixels)", async () => {
+    await serve("rotating-squares.webp", "image/webp");
+    const res = await get(`/crop:width=40:height=40:gravity=attention/${ID}.webp`);
+    expect(res.status).toBe(200);
+    const meta = await sharp(res.body).metadata();
+    expect(meta).toMatchObject({ width: 40, height: 40 });
+    expect(meta.pages ?? 1).toBe(1);
+    // crop:gravity=north applies to every frame.
+    const north = await get(`/crop:width=40:height=40:gravity=north/${ID}.webp`);
+    const northMeta = await sharp(north.body, { pages: -1 }).metadata();
+    expect(northMeta).toMatchObject({ width: 40, pageHeight: 40 });
+    // (WebP merges identical consecutive frames: some corners repeat.)
+    expect(northMeta.pages).toBeGreaterThan(1);
+  });
+
+  it("kernels (clahe, color-balance, add-noise) keep every frame; frame N matches frame N alone", async () => {
+    await serve("animated-loop-3.gif", "image/gif");
+    const noisy = await get(`/add-noise:amount=5/${ID}.gif`);
+    expect(await sharp(noisy.body, { pages: -1 }).metadata()).toMatchObject({ pages: 10, pageHeight: 285 });
+    // add-noise is seeded by the URL, so the still of one frame (another URL) has other noise: not compared.
+    const chain = "clahe/color-balance:cyan=30";
+    const res = await get(`/${chain}/${ID}.gif`);
+    expect(res.status).toBe(200);
+    const out = await sharp(res.body, { pages: -1 }).metadata();
+    expect(out).toMatchObject({ pages: 10, width: 370, pageHeight: 285, loop: 3 });
+    expect(out.delay).toEqual([3000, 3000, 3000, 3000, 3000, 3000, 3000, 3000, 3000, 15000]);
+    const still = await get(`/frame:index=7/${chain}/${ID}.gif`);
+    expect(meanAbsDiff((await frameRgb(res.body, 7)).data, (await frameRgb(still.body)).data)).toBeLessThan(2);
+  });
+
   it("avatar takes the first frame (poster), in the stored format", async () => {
     await serve("animated-loop-3.gif", "image/gif");
     const res = await get(`/avatar:size=64/${ID}.gif`);
@@ -289,6 +320,25 @@ describe("limits, checked before decoding", () => {
     expect(reads).toBe(0);
   });
 
+  it("holds LIMIT_INPUT_PIXELS to all the frames decoded (413 before decoding); one frame still renders", async () => {
+    const bytes = corpus("rotating-squares.gif");
+    const deps = depsWith(defaultMediaLimits, undefined, 80 * 80 * 29);
+    const steps = [{ name: "grayscale" as const, params: {} }];
+    await expect(render({ original: bytes, contentType: "image/gif", steps, cacheKey: "k" }, deps)).rejects.toThrow(
+      InputPixelLimitError,
+    );
+    const poster = await render(
+      {
+        original: bytes,
+        contentType: "image/gif",
+        steps: [{ name: "frame", params: { index: 3 } }, ...steps],
+        cacheKey: "k",
+      },
+      deps,
+    );
+    expect(poster).toMatchObject({ width: 80, height: 80, contentType: "image/gif" });
+  });
+
   it("counts frames x pixels in the work budget (MEDIA_MAX_WORK_PIXELS)", async () => {
     // 370 x 285 = 105450 pixels a frame: one frame fits 500000, ten do not.
     const limits = { ...defaultMediaLimits, maxWorkPixels: 500_000 };
@@ -304,6 +354,30 @@ describe("limits, checked before decoding", () => {
 });
 
 describe("still images keep the still path", () => {
+  it("grayscale of a translucent image keeps its alpha through a following step", async () => {
+    const png = await sharp({
+      create: { width: 4, height: 2, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 0.5 } },
+    })
+      .png()
+      .toBuffer();
+    const out = await render(
+      {
+        original: png,
+        contentType: "image/png",
+        steps: [
+          { name: "grayscale", params: {} },
+          { name: "brightness", params: { value: 1 } },
+        ],
+        cacheKey: "k",
+      },
+      depsWith(),
+    );
+    const { data, info } = await sharp(out.data).raw().toBuffer({ resolveWithObject: true });
+    expect(info.channels).toBe(4);
+    // Pure red's grey (luminance in linear light) with its alpha of 0.5.
+    expect([...data.subarray(0, 4)]).toEqual([127, 127, 127, 128]);
+  });
+
   it("a one-frame GIF renders one frame, the same bytes as the still pipeline in sharp", async () => {
     await serve("Crash_test.gif", "image/gif");
     const res = await get(`/fit:width=100:height=100/${ID}.gif`);

@@ -189,7 +189,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     // Only an original of several frames looks further than this (no work for a still).
     const animation =
       meta.pages > 1 || input.steps.some((step) => step.name === "frame")
-        ? animationOf(meta.pages, input.steps, format, deps)
+        ? animationOf(meta.pages, oriented, input.steps, format, deps)
         : STILL;
     if (animation.page !== undefined) sharpOptions.page = animation.page;
     const plan = planRender(input.steps, oriented, deps.limits, animation.frames);
@@ -350,14 +350,20 @@ function isPosterOnly<N extends TransformationName>(step: TransformationStep & {
  * URL alone: the frame index and the frame cap are refused here, before any decoding.
  */
 function animationOf(
-  pages: number,
+  headerPages: number,
+  frame: { width: number; height: number },
   steps: readonly TransformationStep[],
   stored: OutputFormat,
-  deps: Pick<RenderDeps, "maxAnimationFrames">,
+  deps: Pick<RenderDeps, "maxAnimationFrames" | "limitInputPixels">,
 ): AnimationChoice {
+  // Frames are GIF's and WebP's, which share one canvas size; the pages of a TIFF or HEIF may
+  // differ in size from the first (which the plan is made from), so those render as stills.
+  const pages = ANIMATED_FORMATS.has(stored) ? headerPages : 1;
   const page = selectedFrame(steps, pages);
   if (page !== undefined) return { frames: 1, page };
   if (pages === 1 || !ANIMATED_FORMATS.has(requestedFormat(steps, stored)) || steps.some(isPosterOnly)) return STILL;
+  // sharp's decompression-bomb guard holds for the whole strip of frames it decodes.
+  if (pages * frame.width * frame.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
   const max = deps.maxAnimationFrames ?? DEFAULT_MAX_ANIMATION_FRAMES;
   if (pages > max) {
     throw new TransformationInputError(
@@ -380,6 +386,7 @@ async function renderAnimation(
   const { signal, onStep } = options;
   const seconds = plan.steps.map(() => 0);
   let start = performance.now();
+  // sharp holds limitInputPixels to the whole strip: animationOf checked it against the frames.
   const decoder = sharp(bytes, { ...sharpOptions, pages: -1 });
   // Delays and loop count are not among the stored header facts: read here, on this path only.
   const header = await decoder.metadata();
