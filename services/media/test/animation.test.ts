@@ -5,6 +5,7 @@ import sharp from "sharp";
 import request from "supertest";
 import { defaultMediaLimits, originalHeaderOf, type MediaLimits } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
+import { loadMediaConfig } from "../src/config";
 import type { RenderFn } from "../src/delivery/rendition-service";
 import { render, type RenderDeps } from "../src/pipeline/render";
 import { InputPixelLimitError, TransformationInputError } from "../src/pipeline/errors";
@@ -285,6 +286,13 @@ describe("frame:index (poster of one frame)", () => {
 });
 
 describe("limits, checked before decoding", () => {
+  it("MEDIA_MAX_ANIMATION_FRAMES: default 256, a whole number from 1", () => {
+    expect(loadMediaConfig({}).maxAnimationFrames).toBe(256);
+    expect(loadMediaConfig({ MEDIA_MAX_ANIMATION_FRAMES: "16" }).maxAnimationFrames).toBe(16);
+    expect(() => loadMediaConfig({ MEDIA_MAX_ANIMATION_FRAMES: "0" })).toThrow(/MEDIA_MAX_ANIMATION_FRAMES/);
+    expect(() => loadMediaConfig({ MEDIA_MAX_ANIMATION_FRAMES: "2.5" })).toThrow(/MEDIA_MAX_ANIMATION_FRAMES/);
+  });
+
   it("answers 400 naming MEDIA_MAX_ANIMATION_FRAMES above the cap; no step runs, frame:index still renders", async () => {
     await serve("rotating-squares.gif", "image/gif", defaultMediaLimits, 16);
     const fit = jest.spyOn(transformations.fit, "apply");

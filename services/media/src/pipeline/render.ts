@@ -147,8 +147,9 @@ function withTimeout(image: sharp.Sharp, deadline: number | undefined): sharp.Sh
 }
 
 /**
- * Decodes the original (EXIF orientation applied, first frame of animations), applies the
- * steps left to right and encodes in the original's format, sRGB, metadata stripped.
+ * Decodes the original (EXIF orientation applied), applies the steps left to right and encodes
+ * in the original's format, sRGB, metadata stripped. An animation is processed frame by frame
+ * and stays animated, or gives one frame (see the Animations section below).
  * Errors: UnsupportedOriginalError / UndecodableOriginalError / InputPixelLimitError for a
  * bad original, TransformationInputError for parameters that cannot apply to this image,
  * the signal's reason when aborted.
@@ -362,8 +363,6 @@ function animationOf(
   const page = selectedFrame(steps, pages);
   if (page !== undefined) return { frames: 1, page };
   if (pages === 1 || !ANIMATED_FORMATS.has(requestedFormat(steps, stored)) || steps.some(isPosterOnly)) return STILL;
-  // sharp's decompression-bomb guard holds for the whole strip of frames it decodes.
-  if (pages * frame.width * frame.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
   const max = deps.maxAnimationFrames ?? DEFAULT_MAX_ANIMATION_FRAMES;
   if (pages > max) {
     throw new TransformationInputError(
@@ -371,6 +370,8 @@ function animationOf(
       `the original is an animation of ${pages} frames, above the cap of ${max} frames (MEDIA_MAX_ANIMATION_FRAMES); a frame:index step renders one frame`,
     );
   }
+  // sharp's decompression-bomb guard holds for the whole strip of frames it decodes.
+  if (pages * frame.width * frame.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
   return { frames: pages };
 }
 
