@@ -195,6 +195,25 @@ describe("animated GIF and WebP originals stay animated", () => {
     expect(meanAbsDiff((await frameRgb(png.body)).data, poster.data)).toBeLessThan(1);
   });
 
+  it.each([
+    ["thumbnail:size=64", 64, 64],
+    ["resize:width=50", 50, 39],
+    ["crop:width=100:height=80:x=10:y=20", 100, 80],
+    ["fit:width=64:height=64/brightness:value=1.2/saturation:value=0.5", 64, 64],
+  ])("%s of rotating-squares.gif / animated-loop-3.gif keeps every frame", async (chain, width, height) => {
+    const file = width === 50 || width === 100 ? "animated-loop-3.gif" : "rotating-squares.gif";
+    const frames = file === "animated-loop-3.gif" ? 10 : 30;
+    await serve(file, "image/gif");
+    const res = await get(`/${chain}/${ID}.gif`);
+    expect(res.status).toBe(200);
+    expect(await sharp(res.body, { pages: -1 }).metadata()).toMatchObject({
+      pages: frames,
+      width,
+      pageHeight: height,
+      height: height * frames,
+    });
+  });
+
   it("crop with gravity=attention takes the first frame (its window is chosen from the pixels)", async () => {
     await serve("rotating-squares.webp", "image/webp");
     const res = await get(`/crop:width=40:height=40:gravity=attention/${ID}.webp`);
