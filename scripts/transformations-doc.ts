@@ -33,6 +33,7 @@ const EXAMPLES: Record<string, string> = {
   threshold: "threshold:value=128",
   resize: "resize:width=480:dpr=2",
   format: "format:type=webp:quality=70",
+  frame: "frame:index=0",
 };
 
 function cell(text: string): string {
@@ -94,6 +95,19 @@ export function renderTransformationsDoc(): string {
     "`crop` with `gravity=attention` or `gravity=entropy` places the window with libvips' smartcrop (attention: luminance frequency, saturation, skin tones; entropy: Shannon entropy), at the image's full resolution. With every gravity, `x` or `y` fixes its own axis.",
     "",
     "`/crop:width=1200:height=400:gravity=focal/<assetId>.jpg`, `/crop:width=600:height=600:gravity=attention/<assetId>.jpg`. Changing the focal point purges the asset's cached renditions.",
+    "",
+    "## Animations",
+    "",
+    "A GIF or WebP original of several frames stays animated, with its frame delays and loop count, when the output format can carry an animation (GIF, WebP: the stored one, or `format:type=webp`) and every step of the URL applies frame by frame. Each frame then goes through the steps on its own (geometry, colour and pixel kernels alike; no kernel reads across a frame border), so every frame of the result has the same size. Otherwise the result is one frame, as a still:",
+    "",
+    "| case | result |",
+    "|---|---|",
+    "| `frame:index=N` anywhere in the URL | frame N (0-based); an index past the last frame is a 400 naming `frame.index` |",
+    "| `avatar`, `crop` with `gravity=attention`/`entropy` (the region is chosen from the pixels, so it would jump between frames) | the first frame (the poster) |",
+    "| output in AVIF, JPEG or PNG (`format:type=`) | the first frame (the poster) |",
+    "| MEDIA_AUTO_FORMAT negotiation | not applied: an animation keeps its stored format |",
+    "",
+    "An animation that stays animated costs its frame count times the pixels of a still in the work budget (MEDIA_MAX_WORK_PIXELS), and one of more than MEDIA_MAX_ANIMATION_FRAMES frames is a 400 naming that limit; both are checked from the original's header, before any decoding. `add-noise` draws the same noise on every frame.",
     "",
   );
   return out.join("\n");

@@ -123,6 +123,9 @@ export const mediaEnvSchema = z.object({
   MEDIA_MAX_SHARPEN: num(0, 1000, defaultMediaLimits.maxSharpen, "a number from 0 to 1000").describe(
     "Cap for sharpen intensity",
   ),
+  MEDIA_MAX_ANIMATION_FRAMES: int(1, 100_000, 256, "a whole number from 1 to 100000").describe(
+    "Most frames a GIF/WebP animation may have to be rendered animated (each frame runs every step); above it 400 before decoding, unless frame:index asks for one frame",
+  ),
   MEDIA_REQUEST_TIMEOUT_MS: int(100, 600_000, 30_000, "a whole number of milliseconds from 100 to 600000").describe(
     "Longest a request may wait for its transformation (queue + read + render); then 503",
   ),
@@ -226,6 +229,8 @@ export interface MediaConfig {
   /** MEDIA_AUTO_FORMAT in order of preference; empty = negotiation off. */
   autoFormat: AutoFormat[];
   avifEffort: number;
+  /** MEDIA_MAX_ANIMATION_FRAMES */
+  maxAnimationFrames: number;
   /** Unset: the embedded shared secret file (resolved by startMedia). */
   purgeSecret: string | undefined;
   cachePolicy: CachePolicy;
@@ -293,5 +298,6 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     presetsOnly: e.MEDIA_PRESETS_ONLY,
     autoFormat: e.MEDIA_AUTO_FORMAT ?? [],
     avifEffort: e.MEDIA_AVIF_EFFORT,
+    maxAnimationFrames: e.MEDIA_MAX_ANIMATION_FRAMES,
   };
 }

@@ -294,6 +294,7 @@ export async function startMedia(
       limits: config.limits,
       limitInputPixels: config.limitInputPixels,
       avifEffort: config.avifEffort,
+      maxAnimationFrames: config.maxAnimationFrames,
     };
     render = (input, options) => pipeline.render(input, renderDeps, options);
     closeHooks.push({ name: "pixel workers", close: () => pixels.close() });

@@ -31,7 +31,7 @@ describe("GET /transformations", () => {
     expect(res.headers["content-type"]).toMatch(/^application\/json/);
     expect(res.headers["cache-control"]).toBe("public, max-age=300");
     const body = res.body as TransformationCatalog;
-    expect(body.count).toBe(18);
+    expect(body.count).toBe(19);
     expect(body.transformations.map((t) => t.name)).toEqual([
       "crop",
       "color-balance",
@@ -52,6 +52,7 @@ describe("GET /transformations", () => {
       // extensions (issue 11)
       "resize",
       "format",
+      "frame",
     ]);
     for (const t of body.transformations) {
       expect([t.name, t.params.map((p) => p.name)]).toEqual([t.name, Object.keys(paramSpecsOf(t.name))]);

@@ -2,7 +2,7 @@ import type { MediaLimits, ParamSpec, ParamValue } from "./params";
 
 /**
  * The 16 transformations of the spec (§4.2) and their parameters, exactly as the spec lists
- * them, then our extensions (resize, format): the single definition the URL parser, both services, the docs and the client use.
+ * them, then our extensions (resize, format, frame): the single definition the URL parser, both services, the docs and the client use.
  */
 interface TransformationSpec {
   description: string;
@@ -394,6 +394,20 @@ export const transformationSpecs = {
         min: 1,
         max: 100,
         description: "Encoder quality for lossy outputs (default: the service's for that format).",
+      },
+    },
+  },
+  frame: {
+    description:
+      "Extension (not in the spec): one frame of an animated GIF or WebP, as a still image (a poster). The frame is chosen wherever the step stands in the chain (every other step applies frame by frame, so the result is the same). A still image has one frame, index 0.",
+    params: {
+      index: {
+        type: "integer",
+        required: false,
+        min: 0,
+        max: 65535,
+        default: 0,
+        description: "0-based frame number; at most the original's frame count minus 1.",
       },
     },
   },

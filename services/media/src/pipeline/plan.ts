@@ -64,7 +64,13 @@ export function usesFocalPoint(steps: readonly TransformationStep[]): boolean {
  * decoded: the one place where outputs are held to maxOutputPixels and a request to its work
  * budget (maxWorkPixels). Throws TransformationInputError (a 400) naming what is too large.
  */
-export function planRender(steps: readonly TransformationStep[], original: Size, limits: MediaLimits): RenderPlan {
+export function planRender(
+  steps: readonly TransformationStep[],
+  original: Size,
+  limits: MediaLimits,
+  /** Frames every step processes (an animation kept animated); 1 for a still. */
+  frames = 1,
+): RenderPlan {
   const planned: PlannedStep[] = [];
   let size = original;
   let workPixels = 0;
@@ -72,7 +78,7 @@ export function planRender(steps: readonly TransformationStep[], original: Size,
     // The step's name and parameters belong together (TransformationStep is a union keyed by
     // name); TypeScript cannot correlate the two members, hence the one cast here.
     const next = planStep(step.name, step.params as GivenParams<typeof step.name>, size, limits) as PlannedStep;
-    workPixels += Math.max(size.width * size.height, next.output.width * next.output.height);
+    workPixels += frames * Math.max(size.width * size.height, next.output.width * next.output.height);
     planned.push(next);
     size = next.output;
   }
@@ -83,7 +89,7 @@ export function planRender(steps: readonly TransformationStep[], original: Size,
         .map((s) => `${s.name} ${s.input.width}x${s.input.height} -> ${s.output.width}x${s.output.height}`)
         .join(
           ", ",
-        )}), above the work budget of ${limits.maxWorkPixels} pixels per request (maxWorkPixels, MEDIA_MAX_WORK_PIXELS)`,
+        )}${frames > 1 ? `, each for ${frames} frames` : ""}), above the work budget of ${limits.maxWorkPixels} pixels per request (maxWorkPixels, MEDIA_MAX_WORK_PIXELS)`,
     );
   }
   return { steps: planned, workPixels };

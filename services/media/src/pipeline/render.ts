@@ -1,7 +1,10 @@
 import sharp from "sharp";
 import {
   formatOfMimeType,
+  resolveParams,
   type FocalPoint,
+  type GivenParams,
+  type ResolvedParams,
   type MediaLimits,
   originalHeaderFields,
   type OriginalHeader,
@@ -25,6 +28,8 @@ import { isConvertible, type AutoFormat } from "../negotiation";
 import { planRender, type PlannedStep, type RenderPlan } from "./plan";
 import { OriginalSource, type OriginalReader } from "./original";
 import { fromRaw, toRaw, type RawImage } from "./raw";
+import { selectedFrame } from "../transformations/frame";
+import { transformations } from "../transformations";
 
 export interface RenderDeps {
   pixels: PixelWorkers;
@@ -37,6 +42,11 @@ export interface RenderDeps {
    * `format:type=avif` step and a negotiated AVIF alike; unset = sharp's default.
    */
   avifEffort?: number;
+  /**
+   * Animations with more frames than this are refused before decoding when they would stay
+   * animated (MEDIA_MAX_ANIMATION_FRAMES); default DEFAULT_MAX_ANIMATION_FRAMES.
+   */
+  maxAnimationFrames?: number;
 }
 
 /** Negotiated output (MEDIA_AUTO_FORMAT): applies to still JPEG/PNG originals only. */
@@ -142,8 +152,9 @@ function withTimeout(image: sharp.Sharp, deadline: number | undefined): sharp.Sh
 }
 
 /**
- * Decodes the original (EXIF orientation applied, first frame of animations), applies the
- * steps left to right and encodes in the original's format, sRGB, metadata stripped.
+ * Decodes the original (EXIF orientation applied), applies the steps left to right and encodes
+ * in the original's format, sRGB, metadata stripped. An animation is processed frame by frame
+ * and stays animated, or gives one frame (see the Animations section below).
  * Errors: UnsupportedOriginalError / UndecodableOriginalError / InputPixelLimitError for a
  * bad original, TransformationInputError for parameters that cannot apply to this image,
  * the signal's reason when aborted.
@@ -181,14 +192,20 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     const meta = input.header ?? headerOf(await source.metadata(sharpOptions));
     const oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
     if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
-    const plan = planRender(input.steps, oriented, deps.limits);
+    // Only an original of several frames looks further than this (no work for a still).
+    const animation =
+      meta.pages > 1 || input.steps.some((step) => step.name === "frame")
+        ? animationOf(meta.pages, oriented, input.steps, format, deps)
+        : STILL;
+    if (animation.page !== undefined) sharpOptions.page = animation.page;
+    const plan = planRender(input.steps, oriented, deps.limits, animation.frames);
     if (plan.workPixels < LIBVIPS_TIMEOUT_MIN_WORK_PIXELS) deadline = undefined;
     // Negotiated format: still JPEG/PNG only; GIFs and anything animated keep their format.
     const convert = input.convertTo && isConvertible(input.contentType) && meta.pages === 1;
     signal?.throwIfAborted();
     release = await options.admit?.(plan);
     signal?.throwIfAborted();
-    const original = sharp(await source.all(), sharpOptions);
+    const bytes = await source.all();
     const ctx: StepContext = {
       cacheKey: input.cacheKey,
       stepIndex: 0,
@@ -205,6 +222,8 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       signal,
       focalPoint: input.focalPoint,
     };
+    if (animation.frames > 1) return await renderAnimation(bytes, sharpOptions, plan, ctx, deadline, options);
+    const original = sharp(bytes, sharpOptions);
     const srgb = meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3;
     let current: Pixels = { pipeline: original, srgb };
     // A request has at least one step (the URL grammar); `original` only stands in until the first ends.
@@ -297,4 +316,168 @@ function encode(image: sharp.Sharp, output: StepContext["output"]): sharp.Sharp 
     case "tiff":
       return image.tiff({ compression: "lzw" });
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Animations (GIF and WebP originals of several frames)
+//
+// The rule: an animation stays animated, in the output format, when that format can carry one
+// (GIF, WebP) and every step applies frame by frame; each frame then runs through the same steps
+// as a still, on its own pixels (no kernel reads across a frame border), and the frames are
+// encoded again with the original's delays and loop count. Otherwise the render is a still: the
+// frame a `frame` step selects, or else the first frame (the poster): for AVIF/JPEG/PNG output
+// and for steps that choose their region from the pixels (avatar, crop with attention/entropy).
+// ---------------------------------------------------------------------------------------------
+
+/** MEDIA_MAX_ANIMATION_FRAMES' default (see config.ts). */
+export const DEFAULT_MAX_ANIMATION_FRAMES = 256;
+
+const ANIMATED_FORMATS: ReadonlySet<OutputFormat> = new Set(["gif", "webp"]);
+
+interface AnimationChoice {
+  /** Frames every step processes: the frame count when the result stays animated, else 1. */
+  frames: number;
+  /** The one frame to decode for a still (sharp's `page`); undefined = the first. */
+  page?: number;
+}
+
+const STILL: AnimationChoice = { frames: 1 };
+
+/** The output format after the request's `format` steps (it applies at encoding; the last wins). */
+function requestedFormat(steps: readonly TransformationStep[], stored: OutputFormat): OutputFormat {
+  let format = stored;
+  for (const step of steps) if (step.name === "format") format = step.params.type ?? format;
+  return format;
+}
+
+function isPosterOnly<N extends TransformationName>(step: TransformationStep & { name: N }): boolean {
+  const t = transformations[step.name] as { posterOnly?: (params: ResolvedParams<N>) => boolean };
+  return t.posterOnly?.(resolveParams(step.name, step.params as GivenParams<N>)) ?? false;
+}
+
+/**
+ * Whether a render of an original of `pages` frames stays animated, from the header and the
+ * URL alone: the frame index and the frame cap are refused here, before any decoding.
+ */
+function animationOf(
+  headerPages: number,
+  frame: { width: number; height: number },
+  steps: readonly TransformationStep[],
+  stored: OutputFormat,
+  deps: Pick<RenderDeps, "maxAnimationFrames" | "limitInputPixels">,
+): AnimationChoice {
+  // Frames are GIF's and WebP's, which share one canvas size; the pages of a TIFF or HEIF may
+  // differ in size from the first (which the plan is made from), so those render as stills.
+  const pages = ANIMATED_FORMATS.has(stored) ? headerPages : 1;
+  const page = selectedFrame(steps, pages);
+  if (page !== undefined) return { frames: 1, page };
+  if (pages === 1 || !ANIMATED_FORMATS.has(requestedFormat(steps, stored)) || steps.some(isPosterOnly)) return STILL;
+  const max = deps.maxAnimationFrames ?? DEFAULT_MAX_ANIMATION_FRAMES;
+  if (pages > max) {
+    throw new TransformationInputError(
+      "MEDIA_MAX_ANIMATION_FRAMES",
+      `the original is an animation of ${pages} frames, above the cap of ${max} frames (MEDIA_MAX_ANIMATION_FRAMES); a frame:index step renders one frame`,
+    );
+  }
+  // sharp's decompression-bomb guard holds for the whole strip of frames it decodes.
+  if (pages * frame.width * frame.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
+  return { frames: pages };
+}
+
+/** Every frame of the original through the planned steps, encoded as an animation. */
+async function renderAnimation(
+  bytes: Buffer,
+  sharpOptions: sharp.SharpOptions,
+  plan: RenderPlan,
+  ctx: StepContext,
+  deadline: number | undefined,
+  options: RenderOptions,
+): Promise<Rendition> {
+  const { signal, onStep } = options;
+  const seconds = plan.steps.map(() => 0);
+  let start = performance.now();
+  // sharp holds limitInputPixels to the whole strip: animationOf checked it against the frames.
+  const decoder = sharp(bytes, { ...sharpOptions, pages: -1 });
+  // Delays and loop count are not among the stored header facts: read here, on this path only.
+  const header = await decoder.metadata();
+  const strip = await toRaw(withTimeout(decoder, deadline));
+  const pages = header.pages ?? 1;
+  const frameHeight = strip.height / pages;
+  if (!Number.isInteger(frameHeight)) {
+    throw new UndecodableOriginalError(`${pages} frames do not divide the image height ${strip.height}`);
+  }
+  seconds[0]! += (performance.now() - start) / 1000;
+  const frameBytes = strip.width * frameHeight * strip.channels;
+  const frames: RawImage[] = [];
+  let output = ctx.output;
+  for (let index = 0; index < pages; index++) {
+    signal?.throwIfAborted();
+    const frame: RawImage = {
+      data: strip.data.subarray(index * frameBytes, (index + 1) * frameBytes),
+      width: strip.width,
+      height: frameHeight,
+      channels: strip.channels,
+    };
+    // Each frame starts from the same context (focal point, encoder settings a step may set).
+    const frameCtx: StepContext = { ...ctx, output: { ...ctx.output } };
+    frames.push(await renderFrame(frame, plan, frameCtx, deadline, signal, seconds));
+    if (index === 0) output = frameCtx.output;
+  }
+  signal?.throwIfAborted();
+  start = performance.now();
+  const { width, height } = frames[0]!;
+  if (frames.some((f) => f.width !== width || f.height !== height)) {
+    throw new Error("animation frames came out of the steps in different sizes");
+  }
+  const channels = frames.some((f) => f.channels === 4) ? 4 : 3;
+  const data = Buffer.concat(await Promise.all(frames.map((f) => withChannels(f, channels))));
+  const animated = sharp(data, { raw: { width, height: height * pages, channels, pageHeight: height } });
+  const timing = { loop: header.loop ?? 0, delay: header.delay?.slice(0, pages) };
+  const encoded = await withTimeout(encodeAnimation(animated, output, timing), deadline).toBuffer();
+  seconds[seconds.length - 1]! += (performance.now() - start) / 1000;
+  plan.steps.forEach((step, index) => onStep?.(step.name, seconds[index]!));
+  return { data: encoded, contentType: `image/${output.format}`, width, height };
+}
+
+/** One frame through the planned steps, as pixels; each step's time is added to `seconds`. */
+async function renderFrame(
+  frame: RawImage,
+  plan: RenderPlan,
+  ctx: StepContext,
+  deadline: number | undefined,
+  signal: AbortSignal | undefined,
+  seconds: number[],
+): Promise<RawImage> {
+  let current: Pixels = { raw: frame };
+  for (const [index, step] of plan.steps.entries()) {
+    signal?.throwIfAborted();
+    const start = performance.now();
+    ctx.stepIndex = index;
+    ctx.keptRegion = undefined;
+    const result: RawImage | sharp.Sharp = await runStep(step, current, ctx, deadline);
+    if (ctx.focalPoint) ctx.focalPoint = focalPointAfter(step, ctx.focalPoint, ctx);
+    const raw: RawImage = isRaw(result) ? result : await toRaw(withTimeout(result, deadline));
+    ctx.width = raw.width;
+    ctx.height = raw.height;
+    ctx.hasAlpha = raw.channels === 4;
+    current = { raw };
+    seconds[index]! += (performance.now() - start) / 1000;
+  }
+  return current.raw;
+}
+
+/** The frame's pixels with `channels` bands (an opaque alpha added where a frame has none). */
+async function withChannels(frame: RawImage, channels: 3 | 4): Promise<Buffer> {
+  if (frame.channels === channels) return frame.data;
+  return fromRaw(frame).ensureAlpha().raw().toBuffer();
+}
+
+function encodeAnimation(
+  image: sharp.Sharp,
+  output: StepContext["output"],
+  timing: { loop: number; delay: number[] | undefined },
+): sharp.Sharp {
+  // Duplicate frames kept: the result has the original's frames and delays, one for one.
+  if (output.format === "gif") return image.gif({ ...timing, keepDuplicateFrames: true });
+  return image.webp({ quality: output.quality ?? 80, ...timing });
 }

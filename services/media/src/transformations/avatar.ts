@@ -98,6 +98,8 @@ async function avatarBox(image: sharp.Sharp, ctx: StepContext): Promise<Region |
 
 export const avatar = {
   input: "encoded",
+  // Face detection on every frame would move the window between frames: the first frame only.
+  posterOnly: () => true,
   outputSize: (_input, params) => ({ width: params.size, height: params.size }),
   usesFocalPoint: () => true,
   // A portrait: nothing after it needs the point (and the box came from faces or from it).

@@ -68,6 +68,11 @@ export const crop = {
     return { width, height };
   },
   usesFocalPoint: (params) => params.gravity === "focal" && (params.x === undefined || params.y === undefined),
+  // attention/entropy place the window from the pixels: per frame it would jump, so an
+  // animation gives its first frame.
+  posterOnly: (params) =>
+    (params.gravity === "attention" || params.gravity === "entropy") &&
+    (params.x === undefined || params.y === undefined),
   // apply records the region it kept; from the parameters alone only the pixel-free placements.
   mapFocalPoint: (point, input, _output, params, ctx) =>
     pointInRegion(

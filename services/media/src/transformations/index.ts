@@ -10,6 +10,7 @@ import { crop } from "./crop";
 import { exposure } from "./exposure";
 import { fit } from "./fit";
 import { format } from "./format";
+import { frame } from "./frame";
 import { grayscale } from "./grayscale";
 import { resize } from "./resize";
 import { saturation } from "./saturation";
@@ -39,6 +40,7 @@ export const transformations: { [N in TransformationName]: Transformation<N> } =
   threshold,
   resize,
   format,
+  frame,
 };
 
 export * from "./transformation";

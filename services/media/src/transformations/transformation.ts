@@ -86,6 +86,12 @@ interface StepShape<N extends TransformationName> {
    * budget). Throws TransformationInputError when the step cannot apply at that size.
    */
   outputSize(input: Size, params: ResolvedParams<N>, limits: MediaLimits): Size;
+  /**
+   * True when this step, with these parameters, cannot apply frame by frame to an animation (it
+   * chooses its region from the pixels, so frames would jump): the render then takes the first
+   * frame only, as a still. Default false: the step applies to every frame.
+   */
+  posterOnly?(params: ResolvedParams<N>): boolean;
   /** The parameter a too-large output is blamed on (400 path `<name>.<param>`); default the step. */
   sizeParam?: string;
   /**
