@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 
-const FIXTURES = path.join(__dirname, "..", "fixtures", "images");
+const FIXTURES = path.join(__dirname, "..", "..", "fixtures", "images");
 const PHOTOS = ["rocket.jpg", "astronaut.png", "chelsea.png", "coffee.png"];
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 const AVIF_EFFORTS = [0, 2, 4, 6];

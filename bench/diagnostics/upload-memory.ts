@@ -4,7 +4,7 @@
  * are decoded from that file and streamed to the blob store, so memory does not grow with the
  * upload size.
  *
- *   pnpm exec tsx bench/upload-memory.ts        # writes bench/results/upload-memory.md
+ *   pnpm exec tsx bench/diagnostics/upload-memory.ts        # writes bench/results/upload-memory.md
  *
  * The service runs as a child process (PGlite and filesystem blobs in a temp DATA_DIR,
  * MAX_CONCURRENT_UPLOADS=20). Its RSS is read from /proc/<pid>/status (VmRSS) every 20 ms:
@@ -18,9 +18,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import jwt from "jsonwebtoken";
 import sharp from "sharp";
-import { freePort, table } from "./harness";
+import { freePort, table } from "../harness";
 
-const ROOT = path.resolve(__dirname, "..");
+const ROOT = path.resolve(__dirname, "../..");
 const CONCURRENT = Number(process.env.BENCH_CONCURRENT_UPLOADS ?? 20);
 const BUDGET_MB = 500;
 const SECRET = "bench-secret-0123456789abcdef";
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
     const created = statuses.filter((s) => s === 201).length;
 
     const md = [
-      "# Upload memory (bench/upload-memory.ts)",
+      "# Upload memory (bench/diagnostics/upload-memory.ts)",
       "",
       `${CONCURRENT} concurrent uploads of one ${mb(png.length).toFixed(1)} MiB PNG (4096x4000 random RGB) to a real`,
       "management process (PGlite, filesystem blobs). RSS of the service process from /proc (VmRSS sampled every",

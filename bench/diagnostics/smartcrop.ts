@@ -1,5 +1,5 @@
 /**
- * `pnpm exec tsx bench/smartcrop.ts`: what the focal-point and smart gravities cost a MISS on the
+ * `pnpm exec tsx bench/diagnostics/smartcrop.ts`: what the focal-point and smart gravities cost a MISS on the
  * 12 MP JPEG of the media bench (rocket.jpg stretched to 4000 x 3000, q90), through the real
  * render pipeline (pipeline/render.ts, no cache, no HTTP). Each case is timed in interleaved
  * rounds (median of BENCH_RUNS, default 9) next to its reference without the feature (crop
@@ -10,8 +10,8 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath, type FocalPoint } from "@media-platform/contracts";
-import { render, type RenderDeps } from "../services/media/src/pipeline/render";
-import { benchImages } from "./media-cases";
+import { render, type RenderDeps } from "../../services/media/src/pipeline/render";
+import { benchImages } from "../media-cases";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 9);
 const ASSET = "00000000-0000-4000-8000-000000000001";
@@ -86,7 +86,7 @@ async function main() {
     console.log(lines.at(-1));
   }
   lines.push("");
-  const file = path.join(__dirname, "results", "smartcrop.md");
+  const file = path.join(__dirname, "..", "results", "smartcrop.md");
   writeFileSync(file, lines.join("\n"));
   console.log(`wrote ${file}`);
 }

@@ -1,5 +1,5 @@
 /**
- * `pnpm exec tsx bench/startup.ts [tsx|dist]...`: start-up time and idle RSS of both services,
+ * `pnpm exec tsx bench/diagnostics/startup.ts [tsx|dist]...`: start-up time and idle RSS of both services,
  * started the way development (`node --import tsx src/index.ts`) and the containers
  * (`node dist/index.js`, after `pnpm build`) start them, on the embedded defaults.
  * Start-up = spawn until GET /healthz answers 200; idle RSS = VmRSS of the process 3 s later.
@@ -12,7 +12,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-const root = path.resolve(__dirname, "..");
+const root = path.resolve(__dirname, "../..");
 const runs = Number(process.env.RUNS ?? 5);
 const modes = process.argv.slice(2).length ? process.argv.slice(2) : ["tsx", "dist"];
 const services = [
