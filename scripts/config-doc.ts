@@ -40,6 +40,7 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; mean
 function defaultOf(schema: z.ZodType): string {
   const parsed = schema.safeParse(undefined);
   if (!parsed.success || parsed.data === undefined) return "-";
+  if (String(parsed.data) === "") return "(empty)";
   return `\`${String(parsed.data)}\``;
 }
 
