@@ -16,7 +16,7 @@ import {
   type ParamSpec,
   type TransformationName,
 } from "@media-platform/contracts";
-import type { Picture } from "./transformations-pictures";
+import { PICTURES_DIR, writePictures, type Picture } from "./transformations-pictures";
 
 const EXAMPLES: Record<string, string> = {
   crop: "crop:width=300:height=200:gravity=north",
@@ -165,8 +165,6 @@ async function main(): Promise<void> {
   const file = path.resolve(__dirname, "../docs/transformations.md");
   writeFileSync(file, renderTransformationsDoc());
   console.log(`wrote ${file}`);
-  // Loaded here so the page's own test does not start the render pipeline.
-  const { PICTURES_DIR, writePictures } = await import("./transformations-pictures");
   await writePictures(docPictures());
   console.log(`wrote ${PICTURES_DIR}`);
 }

@@ -5,7 +5,8 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import GithubSlugger from "github-slugger";
 import MarkdownIt from "markdown-it";
-import type Token from "markdown-it/lib/token.mjs";
+
+type Token = MarkdownIt.Token;
 
 const ROOT = path.resolve(__dirname, "..");
 const md = new MarkdownIt({ html: true });
@@ -47,8 +48,8 @@ function linksOf(file: string): string[] {
   const links: string[] = [];
   const visit = (tokens: Token[]) => {
     for (const t of tokens) {
-      if (t.type === "link_open") links.push(t.attrGet("href") ?? "");
-      if (t.type === "image") links.push(t.attrGet("src") ?? "");
+      if (t.type === "link_open") links.push(String(t.attrGet("href") ?? ""));
+      if (t.type === "image") links.push(String(t.attrGet("src") ?? ""));
       if (t.children) visit(t.children);
     }
   };

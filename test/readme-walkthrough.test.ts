@@ -30,7 +30,11 @@ interface Service {
 }
 
 function startService(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<Service> {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+    cwd: ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => fail(`${entry} did not start within ${STARTUP_MS} ms`), STARTUP_MS);
@@ -63,7 +67,10 @@ async function stop(service: Service | undefined): Promise<void> {
   clearTimeout(force);
 }
 
-function runBash(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runBash(
+  script: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn("bash", ["-c", script], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -86,11 +93,16 @@ describe("README walkthrough", () => {
     // The embedded defaults: whatever the CI run points at Postgres, Redis or S3 is left out.
     const inherited = Object.fromEntries(
       Object.entries(process.env).filter(
-        ([k]) => !/^(DATABASE_URL|PGLITE_DIR|REDIS_|STORAGE_|S3_|AUTH_|MEDIA_|MANAGEMENT_PORT$|HOST$|LOG_LEVEL$)/.test(k),
+        ([k]) =>
+          !/^(DATABASE_URL|PGLITE_DIR|REDIS_|STORAGE_|S3_|AUTH_|MEDIA_|MANAGEMENT_PORT$|HOST$|LOG_LEVEL$)/.test(k),
       ),
     );
     env = { ...inherited, DATA_DIR: dataDir, STORAGE_DIR: path.join(dataDir, "blobs"), LOG_LEVEL: "warn" };
-    media = await startService("services/media/src/index.ts", { ...env, MEDIA_PORT: "0" }, /media service listening on (http:\/\/\S+)/);
+    media = await startService(
+      "services/media/src/index.ts",
+      { ...env, MEDIA_PORT: "0" },
+      /media service listening on (http:\/\/\S+)/,
+    );
     management = await startService(
       "services/management/src/index.ts",
       { ...env, MANAGEMENT_PORT: "0", MEDIA_PUBLIC_URL: media.url, MEDIA_PURGE_URLS: media.url },

@@ -34,9 +34,12 @@ describe("docs/images/transformations", () => {
     for (const [file, fresh] of rendered) {
       const committed = await pixelsOf(readFileSync(path.join(PICTURES_DIR, file)));
       const now = await pixelsOf(fresh);
-      const sameSize = [committed.width, committed.height, committed.channels].join("x") === [now.width, now.height, now.channels].join("x");
+      const sameSize =
+        [committed.width, committed.height, committed.channels].join("x") ===
+        [now.width, now.height, now.channels].join("x");
       const difference = sameSize ? meanDifference(committed.raw, now.raw) : Infinity;
-      if (difference > 1) stale.push(`${file}: ${sameSize ? `mean difference ${difference.toFixed(2)}` : "size differs"}`);
+      if (difference > 1)
+        stale.push(`${file}: ${sameSize ? `mean difference ${difference.toFixed(2)}` : "size differs"}`);
     }
     expect(stale).toEqual([]);
   });

@@ -8,6 +8,8 @@ describe("docs/configuration.md", () => {
     for (const variable of ["DATABASE_URL", "REDIS_URL", "MAX_UPLOAD_BYTES", "MEDIA_SIGNING_KEY", "S3_BUCKET"]) {
       expect(page).toContain(`| \`${variable}\` |`);
     }
-    expect(page).toContain("| `PGLITE_DIR` | - | PGlite data folder when DATABASE_URL is unset (default &lt;DATA_DIR>/pg) |");
+    expect(page).toContain(
+      "| `PGLITE_DIR` | - | PGlite data folder when DATABASE_URL is unset (default &lt;DATA_DIR>/pg) |",
+    );
   });
 });
