@@ -6,7 +6,8 @@ const transform = {
   ],
 };
 const project = (dir) => ({
-  displayName: dir,
+  // "." is the repository's own test folder (the documentation checks).
+  displayName: dir === "." ? "docs" : dir,
   rootDir: `<rootDir>/${dir}`,
   testMatch: ["<rootDir>/test/**/*.test.ts"],
   testEnvironment: "node",
@@ -26,6 +27,7 @@ module.exports = {
     "apps/library",
     "infra",
     "bench",
+    ".",
   ]
     .filter((d) => require("node:fs").existsSync(`${__dirname}/${d}/test`))
     .map(project),

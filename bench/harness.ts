@@ -195,7 +195,7 @@ export function buildMediaBundle(root = ROOT): string {
  * own CommonJS module and every imported binding is read through export getters (megamorphic
  * keyed loads for a package's re-exports) that the bundle does not have: measured 3-12% more
  * CPU per HIT and about 5% more main-thread CPU per MISS than the bundle. `cwd`: the checkout
- * whose bundle is built and run (another worktree measures other code, bench/miss-ab.ts).
+ * whose bundle is built and run (another checkout, to measure other code side by side).
  */
 export function startMediaService(
   env: Record<string, string>,

@@ -55,9 +55,9 @@ const MISS_SECONDS = num("BENCH_MISS_SECONDS", 4);
 const HIT_SECONDS = num("BENCH_SECONDS", 3);
 /**
  * MISS cells: three runs each, the order of the four systems reversed every other run, medians.
- * With one run the references were measured before the service in every cell, and the HTTP
- * floor (raw sharp's own work behind node:http) moved 0.83-1.22x against raw sharp from one cell
- * to the next (2026-11-26 03:38 run): the machine's drift, not the systems, decided single cells.
+ * With one run the references are measured before the service in every cell, and the HTTP
+ * floor (raw sharp's own work behind node:http) moves 0.83-1.22x against raw sharp from one cell
+ * to the next on a shared VM: the machine's drift, not the systems, decides single cells.
  */
 const REPEAT = Math.max(1, num("BENCH_REPEAT", 3));
 /**

@@ -1,11 +1,12 @@
 /**
- * pnpm bench [media] [management] [upload-metadata] [avif-originals]
+ * pnpm bench [media] [management] [upload-metadata] [media-soak] [avif-originals]
  * Runs the selected benchmark sections (all when none is named) and prints them. Each section's
  * run is written to bench/results/<section>.md (a section not run keeps its last file), and
  * bench/results/latest.md is rebuilt from all section files, so running one section never drops
  * the other's results.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { benchAvifOriginals } from "./avif-originals";
@@ -13,14 +14,32 @@ import { benchManagement } from "./management";
 import { benchMedia } from "./media";
 import { benchUploadMetadata } from "./upload-metadata";
 
-/** Result files of the scripts run on their own (pnpm bench:media-soak, bench/upload-memory.ts, pnpm bench:formats, pnpm bench:miss-profile, pnpm bench:miss-ab). */
-const SCRIPT_RESULTS = ["media-soak", "upload-memory", "formats", "miss-profile", "miss-ab"];
+/** Result files of the diagnostics run on their own (bench/diagnostics/*.ts). */
+const SCRIPT_RESULTS = ["upload-memory", "formats", "smartcrop"];
+
+/** The soak runs in its own process (it starts and measures media processes of its own). */
+async function benchMediaSoak(): Promise<string> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "bench-soak-"));
+  const out = path.join(dir, "media-soak.md");
+  try {
+    const run = spawnSync(process.execPath, [require.resolve("tsx/cli"), path.join(__dirname, "media-soak.ts")], {
+      env: { ...process.env, MEDIA_SOAK_OUT: out },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    if (run.status !== 0) throw new Error(`bench/media-soak.ts exited with ${run.status ?? run.signal}`);
+    // Its own "# Media soak" title becomes this section's heading.
+    return readFileSync(out, "utf8").replace(/^# Media soak\n+/, "").trimEnd();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = {
   media: { title: "Media service", run: benchMedia },
   management: { title: "Management service", run: benchManagement },
   "upload-metadata": { title: "Upload metadata cost (placeholder, dominant colour, EXIF)", run: benchUploadMetadata },
   "avif-originals": { title: "AVIF originals against JPEG (MISS)", run: benchAvifOriginals },
+  "media-soak": { title: "Media soak (memory, refusals, cancellation)", run: benchMediaSoak },
 };
 
 /** Error with its stack and its cause chain (fetch failures carry the real reason in `cause`). */
@@ -63,7 +82,7 @@ async function main(): Promise<number> {
     writeFileSync(path.join(dir, `${name}.md`), `${header}\n${text}`);
   }
   // The sections run here, then the results of the separate scripts (soak, upload memory,
-  // format negotiation, MISS profile), each kept in its own file by the script that wrote it.
+  // format negotiation, smart crop), each kept in its own file by the script that wrote it.
   const files = [...Object.keys(SECTIONS), ...SCRIPT_RESULTS].map((name) => `${name}.md`);
   const parts = files
     .map((file) => path.join(dir, file))

@@ -1,5 +1,5 @@
 // Runs `prisma generate` offline: generation never calls the schema engine, but the CLI
-// insists on locating one, so we point it at a stub (DESIGN §2).
+// insists on locating one, so we point it at a stub.
 const { spawnSync } = require("node:child_process");
 const path = require("node:path");
 const fs = require("node:fs");

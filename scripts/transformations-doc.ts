@@ -1,7 +1,8 @@
 /**
  * Writes docs/transformations.md from the parameter table in packages/contracts, so the
- * reference cannot drift from what the service validates. `pnpm docs:transformations`;
- * a test fails when the committed file is stale.
+ * reference cannot drift from what the service validates, and (with transformations-pictures.ts)
+ * a picture of every example rendered by the media pipeline. `pnpm docs:transformations`;
+ * tests fail when the page or a picture is stale.
  */
 import { writeFileSync } from "node:fs";
 import path from "node:path";
@@ -11,15 +12,18 @@ import {
   MAX_STEPS,
   transformationNames,
   transformationSpecs,
+  upperBound,
   type ParamSpec,
+  type TransformationName,
 } from "@media-platform/contracts";
+import { PICTURES_DIR, writePictures, type Picture } from "./transformations-pictures";
 
 const EXAMPLES: Record<string, string> = {
   crop: "crop:width=300:height=200:gravity=north",
   "color-balance": "color-balance:cyan=40:yellow=-20:target=highlights",
   clahe: "clahe:clipLimit=4:tileSize=32",
   grayscale: "grayscale:lightness=10.5",
-  fit: "fit:width=400:height=400:background=rgb(0,0,0)",
+  fit: "fit:width=400:height=240:background=rgb(0,0,0)",
   saturation: "saturation:value=1.5",
   "add-noise": "add-noise:type=salt-pepper:amount=2",
   brightness: "brightness:value=1.2",
@@ -35,6 +39,56 @@ const EXAMPLES: Record<string, string> = {
   format: "format:type=webp:quality=70",
   frame: "frame:index=0",
 };
+
+/** Chains shown with their pictures after the single steps. */
+const CHAINS: readonly Picture[] = [
+  { file: "chain-crop-grayscale-thumbnail.jpg", steps: "crop:width=400:height=400:gravity=north/grayscale/thumbnail:size=200" },
+  { file: "chain-thumbnail-sharpen.jpg", steps: "thumbnail:size=240/saturation:value=1.6/sharpen:value=2" },
+  { file: "chain-wave-solarize.jpg", steps: "wave:amplitude=12:wavelength=90/solarize:threshold=160" },
+];
+
+/** The focal point of the focal examples: the mission patch on the astronaut's sleeve. */
+const FOCAL = { x: 0.2, y: 0.75 };
+const FOCAL_PICTURES: readonly Picture[] = [
+  { file: "focal-crop-center.jpg", steps: "crop:width=240:height=160" },
+  { file: "focal-crop-focal.jpg", steps: "crop:width=240:height=160:gravity=focal", focalPoint: FOCAL },
+  { file: "focal-crop-attention.jpg", steps: "crop:width=240:height=160:gravity=attention" },
+  { file: "focal-chain.jpg", steps: "crop:width=512:height=256:gravity=focal/thumbnail:size=160", focalPoint: FOCAL },
+];
+
+/**
+ * An example for a transformation without one above: its required parameters without a
+ * default, each at a middling value of its range, so a new row of the table shows up here.
+ */
+function fallbackExample(name: TransformationName): string {
+  const parts: string[] = [name];
+  for (const [param, spec] of Object.entries(transformationSpecs[name].params as Record<string, ParamSpec>)) {
+    if (!spec.required || spec.default !== undefined) continue;
+    let value: string;
+    if (spec.type === "integer" || spec.type === "number") {
+      const hi = upperBound(spec, defaultMediaLimits) ?? 200;
+      value = String(Math.min(hi, Math.max(spec.exclusiveMin ? spec.min + 1 : spec.min, 200)));
+    } else if (spec.type === "enum") value = spec.values[0]!;
+    else value = "ff8800";
+    parts.push(`${param}=${value}`);
+  }
+  return parts.join(":");
+}
+
+export function exampleOf(name: TransformationName): string {
+  return EXAMPLES[name] ?? fallbackExample(name);
+}
+
+/** Every picture the page shows, besides the sample itself (original.jpg). */
+export function docPictures(): Picture[] {
+  return [
+    ...transformationNames.map((name) => ({ file: `${name}.jpg`, steps: exampleOf(name) })),
+    ...CHAINS,
+    ...FOCAL_PICTURES,
+  ];
+}
+
+const image = (picture: Picture) => `![${picture.steps}](images/transformations/${picture.file})`;
 
 function cell(text: string): string {
   return text.replace(/\|/g, "\\|");
@@ -71,6 +125,10 @@ export function renderTransformationsDoc(): string {
     "",
     "The output keeps the stored asset's format (Content-Type from the original, never from the URL extension), with EXIF orientation applied, metadata stripped and colours in sRGB. Animated GIF/WebP originals are rendered from their first frame.",
     "",
+    "Every example below is rendered from this sample photo (512 x 512, stored as a JPEG) by the media service's own pipeline and shown at most 240 px wide:",
+    "",
+    "![the sample photo](images/transformations/original.jpg)",
+    "",
   ];
   for (const name of transformationNames) {
     const spec = transformationSpecs[name];
@@ -81,20 +139,24 @@ export function renderTransformationsDoc(): string {
       for (const [p, s] of params) out.push(row(p, s));
       out.push("");
     }
-    out.push(`Example: \`/${EXAMPLES[name]}/<assetId>.jpg\``, "");
+    out.push(`Example: \`/${exampleOf(name)}/<assetId>.jpg\``, "", image({ file: `${name}.jpg`, steps: exampleOf(name) }), "");
   }
+  out.push("## Chaining", "", "Steps apply left to right, each to the previous step's output:", "");
+  for (const chain of CHAINS) out.push(`\`/${chain.steps}/<assetId>.jpg\``, "", image(chain), "");
   out.push(
-    "## Chaining",
-    "",
-    "`/crop:width=800:height=800/grayscale/thumbnail:size=256/<assetId>.jpg` crops, converts to grey, then makes a 256 px thumbnail.",
-    "",
     "## Focal points and smart gravity",
     "",
-    'An asset may have a focal point, set with `PATCH /v1/assets/<assetId>` `{"focalPoint": {"x": 0.7, "y": 0.3}}` (fractions 0-1 of the image as displayed, after EXIF orientation; `null` clears it). `thumbnail` and `avatar` centre their square on it (slid inside the image; `avatar` then runs no face detection) and `crop` with `gravity=focal` centres its window on it; without one they behave as before (`gravity=focal` as `center`). Steps earlier in a chain carry the point along: `crop`, `resize`, `fit` and `thumbnail` map it into their output, steps that keep the size keep it, and a point cropped away is dropped.',
+    'An asset may have a focal point, set with `PATCH /v1/assets/<assetId>` `{"focalPoint": {"x": 0.7, "y": 0.3}}` (fractions 0-1 of the image as displayed, after EXIF orientation; `null` clears it). `thumbnail` and `avatar` centre their square on it (slid inside the image; `avatar` then runs no face detection) and `crop` with `gravity=focal` centres its window on it; without one they centre as usual (`gravity=focal` as `center`). Steps earlier in a chain carry the point along: `crop`, `resize`, `fit` and `thumbnail` map it into their output, steps that keep the size keep it, and a point cropped away is dropped.',
     "",
     "`crop` with `gravity=attention` or `gravity=entropy` places the window with libvips' smartcrop (attention: luminance frequency, saturation, skin tones; entropy: Shannon entropy), at the image's full resolution. With every gravity, `x` or `y` fixes its own axis.",
     "",
-    "`/crop:width=1200:height=400:gravity=focal/<assetId>.jpg`, `/crop:width=600:height=600:gravity=attention/<assetId>.jpg`. Changing the focal point purges the asset's cached renditions.",
+    `The same 240 x 160 crop placed by the default gravity, by a focal point on the mission patch (x ${FOCAL.x}, y ${FOCAL.y}), and by attention (which finds the face); then a chain: the crop carries the focal point into its output, where the thumbnail centres its square on it. Changing the focal point purges the asset's cached renditions.`,
+    "",
+    "| URL | focal point | result |",
+    "|---|---|---|",
+    ...FOCAL_PICTURES.map(
+      (p) => `| \`/${p.steps}/<assetId>.jpg\` | ${p.focalPoint ? `x ${p.focalPoint.x}, y ${p.focalPoint.y}` : "-"} | ${image(p)} |`,
+    ),
     "",
     "## Animations",
     "",
@@ -113,8 +175,17 @@ export function renderTransformationsDoc(): string {
   return out.join("\n");
 }
 
-if (require.main === module) {
+async function main(): Promise<void> {
   const file = path.resolve(__dirname, "../docs/transformations.md");
   writeFileSync(file, renderTransformationsDoc());
   console.log(`wrote ${file}`);
+  await writePictures(docPictures());
+  console.log(`wrote ${PICTURES_DIR}`);
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
 }

@@ -69,3 +69,41 @@ test("the scanner finds the usual ways of reading a variable", () => {
     variablesRead('const a = process.env.FOO; const b = process.env["BAR"]; const { BAZ, QUX: q } = process.env;'),
   ).toEqual(["BAR", "BAZ", "FOO", "QUX"]);
 });
+
+/** Variables a file reads as `<anything>.env.X` too (a CLI's injected `io.env`), besides process.env. */
+function variablesReadAnyEnv(source: string): string[] {
+  const names = new Set(variablesRead(source));
+  for (const m of source.matchAll(/\.env\.([A-Z][A-Z0-9_]*)\b/g)) names.add(m[1]);
+  return [...names];
+}
+
+describe("docs/configuration.md", () => {
+  const documented = [...readRepoFile("docs/configuration.md").matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((m) => m[1]);
+  const read = new Map<string, string>();
+  for (const dir of ["services/management/src", "services/media/src", "scripts"]) {
+    for (const file of sourceFiles(repoPath(dir))) {
+      for (const v of variablesReadAnyEnv(fs.readFileSync(file, "utf8"))) read.set(v, path.relative(repoPath(), file));
+    }
+  }
+  for (const pkg of fs.readdirSync(repoPath("packages"))) {
+    for (const file of sourceFiles(repoPath("packages", pkg, "src"))) {
+      for (const v of variablesReadAnyEnv(fs.readFileSync(file, "utf8"))) read.set(v, path.relative(repoPath(), file));
+    }
+  }
+  const schemaKeys = new Set([...SERVICES.management.schemaKeys, ...SERVICES.media.schemaKeys]);
+
+  test("names every variable the services' schemas define and the code reads", () => {
+    const missing = [...schemaKeys, ...read.keys(), ...RUNTIME_VARIABLES].filter((v) => !documented.includes(v));
+    expect([...new Set(missing)].map((v) => `${v} (${read.get(v) ?? "env schema"})`)).toEqual([]);
+  });
+
+  test("names no other variable", () => {
+    const known = new Set<string>([...schemaKeys, ...read.keys(), ...RUNTIME_VARIABLES]);
+    expect(documented.filter((v) => !known.has(v))).toEqual([]);
+  });
+
+  test("the scan sees a CLI's injected environment", () => {
+    expect(variablesReadAnyEnv("const t = io.env.MEDIA_PLATFORM_TOKEN;")).toContain("MEDIA_PLATFORM_TOKEN");
+    expect(documented).toContain("MEDIA_PLATFORM_TOKEN");
+  });
+});

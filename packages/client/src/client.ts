@@ -46,7 +46,7 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-/** GET /v1/assets parameters (DESIGN §5). Dates may be given as Date or ISO 8601 strings. */
+/** GET /v1/assets parameters. Dates may be given as Date or ISO 8601 strings. */
 export interface ListAssetsParams {
   search?: string;
   collectionId?: string;

@@ -4,7 +4,7 @@ import { ASSET_FORMATS } from "./image-formats";
 
 /**
  * Request and response schemas of the management API (/v1). The service validates every input
- * with these, and they are the source for the OpenAPI document. DESIGN.md §5 fixes the shapes.
+ * with these, and they are the source for the OpenAPI document.
  */
 
 export const uuidSchema = z

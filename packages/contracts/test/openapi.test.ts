@@ -112,7 +112,7 @@ describe("buildOpenApiDocument", () => {
     }
   });
 
-  it("lists the status codes DESIGN §5 fixes for each operation", () => {
+  it("lists the status codes the API fixes for each operation", () => {
     const statuses = (method: string, path: string) => Object.keys(op(method, path).responses).map(Number);
     expect(statuses("post", "/v1/assets/upload")).toEqual([201, 400, 401, 413, 415, 422, 500]);
     expect(statuses("get", "/v1/assets")).toEqual([200, 400, 401, 500]);

@@ -113,7 +113,7 @@ describe("GET /metrics", () => {
     expect(sample(text, "upload_size_bytes_bucket", { le: "+Inf" })).toBe(1);
     // Node.js process metrics too.
     expect(text).toMatch(/^process_cpu_user_seconds_total/m);
-    // The old home-grown series are gone (one latency histogram, not two).
+    // One latency histogram, the shared one: no service-specific duplicate.
     expect(text).not.toMatch(/management_http_/);
   });
 

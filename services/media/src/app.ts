@@ -34,7 +34,7 @@ import {
 } from "./pipeline/errors";
 
 /*
- * HTTP contract of the media service (DESIGN §6), for the docs:
+ * HTTP contract of the media service (docs/media-urls.md), for the docs:
  *
  *   GET|HEAD /<step>[/<step>...]/<assetId>.<ext>[?sig=<signature>]
  *

@@ -24,7 +24,7 @@ const MiB = 1024 * 1024;
  * tiles between libvips' threads, and between two renders its slot waits for the event loop to
  * start the next. Against two per core (imgproxy's rule of thumb), four gave 8 concurrent MISSes
  * on 2 cores a median 3% more req/s (-1% to +14%) and less CPU per MISS on the JavaScript thread
- * in all nine interleaved A/B runs (pnpm bench:miss-ab, 2026-11-27, README). Memory
+ * in all nine interleaved A/B runs of the two settings. Memory
  * follows the pixels in flight (MEDIA_MAX_INFLIGHT_PIXELS), not the slots. A fixed count would
  * leave most cores of a larger machine idle.
  */

@@ -11,7 +11,7 @@ import {
 } from "./transformations";
 
 /**
- * Media URL grammar (DESIGN §6):
+ * Media URL grammar (docs/media-urls.md):
  *   /<step>[/<step>...]/<assetId>.<ext>
  *   step = <name>[:<param>=<value>...]
  * Steps apply left to right; one step is the spec's form, more is our chaining extension.
