@@ -90,8 +90,16 @@ export const assetSchema = z
     originalFilename: z.string().describe("File name given by the client at upload"),
     mimeType: z.string().describe("Content type of the stored original, from the sniffed format"),
     format: assetFormatSchema,
-    width: z.number().int().describe("Width in pixels (first frame / page)"),
-    height: z.number().int().describe("Height in pixels (first frame / page)"),
+    width: z
+      .number()
+      .int()
+      .describe(
+        "Width in pixels of the first frame / page as displayed: after the EXIF orientation (orientations 5-8 swap the stored width and height). Crop x/y and focal points are in these pixels.",
+      ),
+    height: z
+      .number()
+      .int()
+      .describe("Height in pixels of the first frame / page as displayed, after the EXIF orientation (see width)."),
     bytes: z.number().int().describe("Size of the original in bytes"),
     sha256: z.string().length(64).describe("SHA-256 of the original bytes, lowercase hex"),
     createdAt: z.string().datetime().describe("Creation time (ISO 8601)"),
@@ -409,8 +417,8 @@ export const assetVersionSchema = z
     originalFilename: z.string().describe("File name given by the client"),
     mimeType: z.string().describe("Content type of that original"),
     format: assetFormatSchema,
-    width: z.number().int().describe("Width in pixels"),
-    height: z.number().int().describe("Height in pixels"),
+    width: z.number().int().describe("Width in pixels as displayed, after the EXIF orientation"),
+    height: z.number().int().describe("Height in pixels as displayed, after the EXIF orientation"),
     bytes: z.number().int().describe("Size in bytes"),
     sha256: z.string().length(64).describe("SHA-256 of the bytes, lowercase hex"),
     createdAt: z.string().datetime().describe("When this original became current"),

@@ -234,7 +234,7 @@ describe("backfill", () => {
       ...options,
       onBatch: (s) => batches.push(s.filled),
     });
-    expect(summary).toEqual({ filled: 4, failed: 0, failures: [] });
+    expect(summary).toEqual({ filled: 4, reoriented: 0, failed: 0, failures: [] });
     expect(batches).toEqual([2, 4]);
     const after = await t.db.prisma.asset.findMany({ where: { id: { in: ids } }, orderBy: { id: "asc" } });
     expect(
@@ -252,7 +252,12 @@ describe("backfill", () => {
     );
     expect(after.find((r) => r.id === gif.id)).toMatchObject({ animated: true, pages: 24 });
 
-    expect(await backfillMetadata(t.db.prisma, t.blobStore, options)).toEqual({ filled: 0, failed: 0, failures: [] });
+    expect(await backfillMetadata(t.db.prisma, t.blobStore, options)).toEqual({
+      filled: 0,
+      reoriented: 0,
+      failed: 0,
+      failures: [],
+    });
   });
 
   it("reports an asset whose original is missing and leaves its row as it was", async () => {
@@ -262,6 +267,7 @@ describe("backfill", () => {
     const summary = await backfillMetadata(t.db.prisma, t.blobStore, options);
     expect(summary).toEqual({
       filled: 0,
+      reoriented: 0,
       failed: 1,
       failures: [{ assetId: asset.id, reason: "original missing from the blob store" }],
     });
@@ -321,7 +327,7 @@ describe("pnpm run backfill:metadata", () => {
       const result = await run(["--json"], env);
       expect(result.stderr).toBe("");
       expect(result.code).toBe(0);
-      expect(JSON.parse(result.stdout)).toEqual({ filled: 1, failed: 0, failures: [] });
+      expect(JSON.parse(result.stdout)).toEqual({ filled: 1, reoriented: 0, failed: 0, failures: [] });
 
       db = await openDatabase({ pgliteDir: path.join(dataDir, "pg") });
       const row = await db.prisma.asset.findUniqueOrThrow({ where: { id } });

@@ -37,6 +37,17 @@ export interface MetadataOptions {
   keepGps: boolean;
 }
 
+/**
+ * The first frame's size as displayed: EXIF orientations 5-8 turn the image a quarter turn, so
+ * width and height swap. The blob's header (contracts' OriginalHeader) keeps the stored size beside
+ * the oriented one, because media plans its decode from both.
+ */
+export function displayedSize(meta: sharp.Metadata): { width: number; height: number } {
+  const width = meta.width ?? 0;
+  const height = meta.pageHeight ?? meta.height ?? 0;
+  return (meta.orientation ?? 1) >= 5 ? { width: height, height: width } : { width, height };
+}
+
 const hex = (n: number) => n.toString(16).padStart(2, "0");
 
 /**

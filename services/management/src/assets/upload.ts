@@ -13,7 +13,7 @@ import { IMAGE_FORMATS, originalHeaderOf, type AssetFormat, type OriginalHeader 
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ProblemError, badRequest } from "../problem";
 import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./image-errors";
-import { extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
+import { displayedSize, extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
 
 /** Multipart overhead tolerated on top of MAX_UPLOAD_BYTES before a Content-Length is refused outright. */
 const MULTIPART_SLACK = 64 * 1024;
@@ -310,8 +310,8 @@ export async function analyseImage(
   return {
     format,
     mimeType: IMAGE_FORMATS[format].mimeType,
-    width: meta.width,
-    height: frameHeight,
+    // As displayed (after the EXIF orientation): what a client reserves layout space from.
+    ...displayedSize(meta),
     bytes: file.size,
     sha256: file.sha256,
     phash: phashToBigInt(hashBits),
