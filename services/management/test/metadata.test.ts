@@ -201,6 +201,7 @@ describe("backfill", () => {
         hasAlpha: null,
         animated: null,
         pages: null,
+        durationMs: null,
         exif: Prisma.DbNull,
       },
     });
@@ -238,7 +239,16 @@ describe("backfill", () => {
     expect(batches).toEqual([2, 4]);
     const after = await t.db.prisma.asset.findMany({ where: { id: { in: ids } }, orderBy: { id: "asc" } });
     expect(
-      after.map((r) => [r.placeholder, r.placeholderDataUrl, r.dominantColor, r.hasAlpha, r.animated, r.pages, r.exif]),
+      after.map((r) => [
+        r.placeholder,
+        r.placeholderDataUrl,
+        r.dominantColor,
+        r.hasAlpha,
+        r.animated,
+        r.pages,
+        r.durationMs,
+        r.exif,
+      ]),
     ).toEqual(
       before.map((r) => [
         r.placeholder,
@@ -247,6 +257,7 @@ describe("backfill", () => {
         r.hasAlpha,
         r.animated,
         r.pages,
+        r.durationMs,
         r.exif,
       ]),
     );

@@ -24,13 +24,16 @@ export interface BackfillSummary {
   failures: Array<{ assetId: string; reason: string }>;
 }
 
+/** Rows older than the asset_metadata migration, or animated rows older than durationMs. */
+const NEEDS_METADATA = { OR: [{ placeholder: null }, { animated: true, durationMs: null }] };
+
 /**
  * Fills the placeholder and metadata columns of assets that have none (rows older than the
  * asset_metadata migration), in every workspace, from the stored original (`originals/<id>`, or
  * `trash/<id>` for an asset in the trash). Keyset batches over the primary key, so a failed row is
  * reported once and never retried in the same run. Idempotent: only rows whose placeholder is still
- * null are read, and the update is conditional on the placeholder being null and the sha256 being
- * the one decoded, so a replace that ran meanwhile is never overwritten.
+ * null (or that are animated without a duration) are read, and the update is conditional on that
+ * and on the sha256 being the one decoded, so a replace that ran meanwhile is never overwritten.
  */
 export async function backfillMetadata(
   prisma: PrismaClient,
@@ -41,7 +44,7 @@ export async function backfillMetadata(
   let after: string | undefined;
   for (;;) {
     const rows = await prisma.asset.findMany({
-      where: { placeholder: null, ...(after ? { id: { gt: after } } : {}) },
+      where: { ...NEEDS_METADATA, ...(after ? { id: { gt: after } } : {}) },
       orderBy: { id: "asc" },
       take: options.batchSize,
       select: { id: true, sha256: true, deletedAt: true },
@@ -55,7 +58,7 @@ export async function backfillMetadata(
         const meta = await sharp(bytes, { limitInputPixels: options.limitInputPixels, failOn: "error" }).metadata();
         const metadata = await extractImageMetadata(bytes, meta, options.limitInputPixels, options);
         const { count } = await prisma.asset.updateMany({
-          where: { id: row.id, sha256: row.sha256, placeholder: null },
+          where: { id: row.id, sha256: row.sha256, ...NEEDS_METADATA },
           data: { ...metadataColumns(metadata), ...displayedSize(meta) },
         });
         summary.filled += count;
