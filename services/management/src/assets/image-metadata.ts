@@ -28,6 +28,8 @@ export interface ImageMetadata {
   hasAlpha: boolean;
   animated: boolean;
   pages: number;
+  /** Sum of the frame delays (ms) of an animated original; null for a still image. */
+  durationMs: number | null;
   /** Selected EXIF fields; null when the image carries no EXIF block. */
   exif: AssetExif | null;
 }
@@ -102,6 +104,7 @@ export async function extractImageMetadata(
     hasAlpha: meta.hasAlpha === true,
     animated: pages > 1,
     pages,
+    durationMs: pages > 1 && meta.delay ? meta.delay.reduce((sum, ms) => sum + ms, 0) : null,
     exif: meta.exif ? readExif(meta.exif, options) : null,
   };
 }
@@ -179,6 +182,7 @@ export function metadataColumns(m: ImageMetadata) {
     hasAlpha: m.hasAlpha,
     animated: m.animated,
     pages: m.pages,
+    durationMs: m.durationMs,
     exif: m.exif === null ? Prisma.DbNull : (m.exif as Prisma.InputJsonObject),
   };
 }
