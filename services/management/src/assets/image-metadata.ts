@@ -109,7 +109,11 @@ export async function extractImageMetadata(
   };
 }
 
-const text = (v: unknown): string | null => (typeof v === "string" && v.trim() ? v.replace(/\0+$/, "").trim() : null);
+/** An EXIF string without its NUL bytes (padding, or inside: Postgres text and jsonb cannot hold \0). */
+const text = (v: unknown): string | null => {
+  const clean = typeof v === "string" ? v.replace(/\0/g, "").trim() : "";
+  return clean ? clean : null;
+};
 const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
 const date = (v: unknown): string | null => (v instanceof Date && !Number.isNaN(v.getTime()) ? v.toISOString() : null);
 
