@@ -138,6 +138,14 @@ export const assetSchema = z
     hasAlpha: z.boolean().nullable().describe("The original has an alpha channel"),
     animated: z.boolean().nullable().describe("The original has more than one frame (animated GIF/WebP)"),
     pages: z.number().int().min(1).nullable().describe("Number of frames or pages of the original"),
+    durationMs: z
+      .number()
+      .int()
+      .min(0)
+      .nullable()
+      .describe(
+        "Total duration of an animated original in milliseconds (sum of its frame delays); null for a still image",
+      ),
     exif: assetExifSchema
       .nullable()
       .describe("Selected EXIF fields; null when the original has no EXIF or metadata is not computed yet"),

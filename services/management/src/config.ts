@@ -58,6 +58,11 @@ const ownEnvSchema = z.object({
   MAX_CONCURRENT_UPLOADS: positiveInt
     .default(8)
     .describe("Uploads received or processed at once per process; beyond it 503 + Retry-After"),
+  MAX_CONCURRENT_UPLOADS_PER_WORKSPACE: positiveInt
+    .optional()
+    .describe(
+      "Of MAX_CONCURRENT_UPLOADS, the most one workspace may hold at once (default: half of it, at least 1); beyond it that workspace gets 503 + Retry-After while others still get slots",
+    ),
   ORPHAN_GRACE_SECONDS: z.coerce
     .number()
     .int()
@@ -215,6 +220,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       spoolDir: path.resolve(e.UPLOAD_SPOOL_DIR ?? defaultUploadSettings().spoolDir),
       bodyIdleTimeoutMs: e.UPLOAD_IDLE_TIMEOUT_MS,
       maxConcurrentUploads: e.MAX_CONCURRENT_UPLOADS,
+      maxConcurrentUploadsPerWorkspace: e.MAX_CONCURRENT_UPLOADS_PER_WORKSPACE,
     },
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     orphanSweep: { graceMs: e.ORPHAN_GRACE_SECONDS * 1000, intervalMs: e.ORPHAN_SWEEP_INTERVAL_SECONDS * 1000 },

@@ -62,6 +62,7 @@ describe("POST /v1/assets/upload", () => {
       hasAlpha: false,
       animated: false,
       pages: 1,
+      durationMs: null,
       exif: null,
       focalPoint: null,
     });

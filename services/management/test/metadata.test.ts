@@ -201,6 +201,7 @@ describe("backfill", () => {
         hasAlpha: null,
         animated: null,
         pages: null,
+        durationMs: null,
         exif: Prisma.DbNull,
       },
     });
@@ -234,11 +235,20 @@ describe("backfill", () => {
       ...options,
       onBatch: (s) => batches.push(s.filled),
     });
-    expect(summary).toEqual({ filled: 4, failed: 0, failures: [] });
+    expect(summary).toEqual({ filled: 4, reoriented: 0, failed: 0, failures: [] });
     expect(batches).toEqual([2, 4]);
     const after = await t.db.prisma.asset.findMany({ where: { id: { in: ids } }, orderBy: { id: "asc" } });
     expect(
-      after.map((r) => [r.placeholder, r.placeholderDataUrl, r.dominantColor, r.hasAlpha, r.animated, r.pages, r.exif]),
+      after.map((r) => [
+        r.placeholder,
+        r.placeholderDataUrl,
+        r.dominantColor,
+        r.hasAlpha,
+        r.animated,
+        r.pages,
+        r.durationMs,
+        r.exif,
+      ]),
     ).toEqual(
       before.map((r) => [
         r.placeholder,
@@ -247,12 +257,18 @@ describe("backfill", () => {
         r.hasAlpha,
         r.animated,
         r.pages,
+        r.durationMs,
         r.exif,
       ]),
     );
     expect(after.find((r) => r.id === gif.id)).toMatchObject({ animated: true, pages: 24 });
 
-    expect(await backfillMetadata(t.db.prisma, t.blobStore, options)).toEqual({ filled: 0, failed: 0, failures: [] });
+    expect(await backfillMetadata(t.db.prisma, t.blobStore, options)).toEqual({
+      filled: 0,
+      reoriented: 0,
+      failed: 0,
+      failures: [],
+    });
   });
 
   it("reports an asset whose original is missing and leaves its row as it was", async () => {
@@ -262,6 +278,7 @@ describe("backfill", () => {
     const summary = await backfillMetadata(t.db.prisma, t.blobStore, options);
     expect(summary).toEqual({
       filled: 0,
+      reoriented: 0,
       failed: 1,
       failures: [{ assetId: asset.id, reason: "original missing from the blob store" }],
     });
@@ -323,6 +340,7 @@ describe("pnpm run backfill:metadata", () => {
       expect(result.code).toBe(0);
       expect(JSON.parse(result.stdout)).toEqual({
         filled: 1,
+        reoriented: 0,
         failed: 0,
         failures: [],
         privacy: { cleaned: 0, failed: 0, failures: [] },

@@ -128,6 +128,40 @@ describe("slow clients", () => {
     }
   });
 
+  it("one workspace holds at most its share of the upload slots (503 + Retry-After); another workspace still gets one", async () => {
+    // 4 slots: a workspace may hold 2 (the default half).
+    const srv = await listen({ maxConcurrentUploads: 4, bodyIdleTimeoutMs: 10_000 });
+    const held: Array<ReturnType<typeof startUpload>> = [];
+    try {
+      const image = fixture("rocket.jpg");
+      const body = Buffer.concat([head(), image, tail]);
+      for (let n = 1; n <= 2; n++) {
+        held.push(startUpload(srv.port, t.token("ws-greedy"), body, 1000));
+        for (let i = 0; i < 100 && fs.readdirSync(srv.spoolDir).length < n; i++)
+          await new Promise((r) => setTimeout(r, 20));
+        expect(fs.readdirSync(srv.spoolDir)).toHaveLength(n);
+      }
+
+      const third = startUpload(srv.port, t.token("ws-greedy"), body, body.length);
+      const raw3 = await third.closed;
+      expect(status(raw3)).toBe(503);
+      expect(header(raw3, "retry-after")).toMatch(/^\d+$/);
+      expect(header(raw3, "content-type")).toMatch(/^application\/problem\+json/);
+      expect(raw3).toContain("Too many uploads in progress (at most 2 per workspace on this instance)");
+
+      const other = startUpload(srv.port, t.token("ws-modest"), body, body.length);
+      let text = "";
+      other.socket.on("data", (d: Buffer) => (text += d.toString("latin1")));
+      for (let i = 0; i < 500 && !status(text); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(status(text)).toBe(201);
+      other.socket.destroy();
+      expect((await t.as("ws-modest").get("/v1/assets")).body.count).toBe(1);
+    } finally {
+      for (const h of held) h.socket.destroy();
+      await srv.close();
+    }
+  });
+
   it("a stalled request header is cut after HEADERS_TIMEOUT_MS with a 408 (real server)", async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "mgmt-headers-"));
     const running = await startManagement(

@@ -28,6 +28,8 @@ export interface ImageMetadata {
   hasAlpha: boolean;
   animated: boolean;
   pages: number;
+  /** Sum of the frame delays (ms) of an animated original; null for a still image. */
+  durationMs: number | null;
   /** Selected EXIF fields; null when the image carries no EXIF block. */
   exif: AssetExif | null;
 }
@@ -35,6 +37,17 @@ export interface ImageMetadata {
 export interface MetadataOptions {
   /** KEEP_GPS: keep the GPS position in `exif.gps` (left out by default). */
   keepGps: boolean;
+}
+
+/**
+ * The first frame's size as displayed: EXIF orientations 5-8 turn the image a quarter turn, so
+ * width and height swap. The blob's header (contracts' OriginalHeader) keeps the stored size beside
+ * the oriented one, because media plans its decode from both.
+ */
+export function displayedSize(meta: sharp.Metadata): { width: number; height: number } {
+  const width = meta.width ?? 0;
+  const height = meta.pageHeight ?? meta.height ?? 0;
+  return (meta.orientation ?? 1) >= 5 ? { width: height, height: width } : { width, height };
 }
 
 const hex = (n: number) => n.toString(16).padStart(2, "0");
@@ -91,11 +104,16 @@ export async function extractImageMetadata(
     hasAlpha: meta.hasAlpha === true,
     animated: pages > 1,
     pages,
+    durationMs: pages > 1 && meta.delay ? meta.delay.reduce((sum, ms) => sum + ms, 0) : null,
     exif: meta.exif ? readExif(meta.exif, options) : null,
   };
 }
 
-const text = (v: unknown): string | null => (typeof v === "string" && v.trim() ? v.replace(/\0+$/, "").trim() : null);
+/** An EXIF string without its NUL bytes (padding, or inside: Postgres text and jsonb cannot hold \0). */
+const text = (v: unknown): string | null => {
+  const clean = typeof v === "string" ? v.replace(/\0/g, "").trim() : "";
+  return clean ? clean : null;
+};
 const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
 const date = (v: unknown): string | null => (v instanceof Date && !Number.isNaN(v.getTime()) ? v.toISOString() : null);
 
@@ -168,6 +186,7 @@ export function metadataColumns(m: ImageMetadata) {
     hasAlpha: m.hasAlpha,
     animated: m.animated,
     pages: m.pages,
+    durationMs: m.durationMs,
     exif: m.exif === null ? Prisma.DbNull : (m.exif as Prisma.InputJsonObject),
   };
 }

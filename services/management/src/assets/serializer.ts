@@ -45,6 +45,7 @@ export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
     hasAlpha: asset.hasAlpha,
     animated: asset.animated,
     pages: asset.pages,
+    durationMs: asset.durationMs,
     exif: (asset.exif as AssetExif | null) ?? null,
     focalPoint: focalPointOf(asset),
   };

@@ -14,7 +14,7 @@ import { IMAGE_FORMATS, originalHeaderOf, type AssetFormat, type OriginalHeader 
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ProblemError, badRequest } from "../problem";
 import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./image-errors";
-import { extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
+import { displayedSize, extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
 
 /** Multipart overhead tolerated on top of MAX_UPLOAD_BYTES before a Content-Length is refused outright. */
 const MULTIPART_SLACK = 64 * 1024;
@@ -34,6 +34,11 @@ export interface UploadSettings {
   bodyIdleTimeoutMs: number;
   /** Uploads received or processed at once by this process; beyond it 503 + Retry-After. */
   maxConcurrentUploads: number;
+  /**
+   * Of those, the most one workspace may hold at once (default: half, at least 1), so one
+   * workspace cannot take every slot; beyond it that workspace gets 503 + Retry-After.
+   */
+  maxConcurrentUploadsPerWorkspace?: number;
 }
 
 export const defaultUploadSettings = (): UploadSettings => ({
@@ -79,7 +84,7 @@ class SpoolStorage implements multer.StorageEngine {
         done(null, chunk);
       },
     });
-    pipeline(file.stream, measure, fs.createWriteStream(target, { flags: "wx" })).then(
+    pipeline(file.stream, measure, fs.createWriteStream(target, { flags: "wx", mode: 0o600 })).then(
       () => cb(null, { path: target, size, sha256: hash.digest("hex") } as Partial<Express.Multer.File>),
       (err: unknown) => {
         void fsp.rm(target, { force: true }).finally(() => cb(err));
@@ -95,17 +100,31 @@ class SpoolStorage implements multer.StorageEngine {
   }
 }
 
-/** Counts uploads in flight in this process. */
+/** Counts uploads in flight in this process, in total and per workspace. */
 export class UploadGate {
   private active = 0;
-  constructor(readonly max: number) {}
-  tryEnter(): boolean {
-    if (this.active >= this.max) return false;
-    this.active++;
-    return true;
+  private readonly byWorkspace = new Map<string, number>();
+  readonly maxPerWorkspace: number;
+  constructor(
+    readonly max: number,
+    maxPerWorkspace?: number,
+  ) {
+    this.maxPerWorkspace = Math.min(max, maxPerWorkspace ?? Math.max(1, Math.floor(max / 2)));
   }
-  leave(): void {
+  /** "ok", or which limit is reached (nothing is counted then). */
+  tryEnter(workspaceId: string): "ok" | "instance" | "workspace" {
+    const held = this.byWorkspace.get(workspaceId) ?? 0;
+    if (this.active >= this.max) return "instance";
+    if (held >= this.maxPerWorkspace) return "workspace";
+    this.active++;
+    this.byWorkspace.set(workspaceId, held + 1);
+    return "ok";
+  }
+  leave(workspaceId: string): void {
     this.active = Math.max(0, this.active - 1);
+    const held = (this.byWorkspace.get(workspaceId) ?? 1) - 1;
+    if (held > 0) this.byWorkspace.set(workspaceId, held);
+    else this.byWorkspace.delete(workspaceId);
   }
   get inFlight(): number {
     return this.active;
@@ -119,8 +138,10 @@ export class UploadGate {
  * fields are returned in req.body; the spooled file in req.file (`path`, `size`, `sha256`).
  */
 export function uploadMiddleware(maxUploadBytes: number, settings: UploadSettings): RequestHandler {
-  fs.mkdirSync(settings.spoolDir, { recursive: true });
-  const gate = new UploadGate(settings.maxConcurrentUploads);
+  // Upload bodies are private until stored: owner-only folder (also when it already existed) and files.
+  fs.mkdirSync(settings.spoolDir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(settings.spoolDir, 0o700);
+  const gate = new UploadGate(settings.maxConcurrentUploads, settings.maxConcurrentUploadsPerWorkspace);
   const upload = multer({
     storage: new SpoolStorage(settings.spoolDir),
     // RFC 7578 filenames are UTF-8 (curl, browsers); busboy's default would read them as latin1.
@@ -148,16 +169,18 @@ export function uploadMiddleware(maxUploadBytes: number, settings: UploadSetting
       next(tooLarge(maxUploadBytes));
       return;
     }
-    if (!gate.tryEnter()) {
+    // Mounted after the auth middleware: every upload belongs to a workspace.
+    const workspaceId = req.principal?.workspaceId ?? "";
+    const admitted = gate.tryEnter(workspaceId);
+    if (admitted !== "ok") {
+      const limit =
+        admitted === "workspace"
+          ? `at most ${gate.maxPerWorkspace} per workspace on this instance`
+          : `at most ${gate.max} per instance`;
       next(
-        new ProblemError(
-          503,
-          "service-unavailable",
-          `Too many uploads in progress (at most ${gate.max} per instance); retry later`,
-          {
-            headers: { "Retry-After": "2", Connection: "close" },
-          },
-        ),
+        new ProblemError(503, "service-unavailable", `Too many uploads in progress (${limit}); retry later`, {
+          headers: { "Retry-After": "2", Connection: "close" },
+        }),
       );
       return;
     }
@@ -175,7 +198,7 @@ export function uploadMiddleware(maxUploadBytes: number, settings: UploadSetting
     // The slot and the spool file live until the response is done (analysis and blob write included).
     res.on("close", () => {
       clearTimeout(timer);
-      gate.leave();
+      gate.leave(workspaceId);
       for (const file of state.spooled) void fsp.rm(file, { force: true });
     });
     const finish = (err?: unknown) => {
@@ -321,13 +344,11 @@ export async function analyseImage(
       throw new UndecodableImageError("The image's metadata could not be rewritten without its GPS position");
     },
   );
-  // Displayed dimensions: EXIF orientations 5-8 turn the stored image a quarter.
-  const turned = (meta.orientation ?? 1) >= 5;
   return {
     format,
     mimeType: IMAGE_FORMATS[format].mimeType,
-    width: turned ? frameHeight : meta.width,
-    height: turned ? meta.width : frameHeight,
+    // As displayed (after the EXIF orientation): what a client reserves layout space from.
+    ...displayedSize(meta),
     bytes: storedBytes,
     // Of the bytes as uploaded (an upload of the same file is an exact duplicate), even when the
     // stored original lost its GPS position.

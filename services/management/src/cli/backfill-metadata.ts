@@ -2,7 +2,8 @@
  * pnpm run backfill:metadata [--batch-size <n>] [--json]
  *
  * Fills placeholder, dominant colour, alpha, frames and EXIF for assets uploaded before the
- * asset_metadata migration (every workspace), reading each original from the blob store. Safe to
+ * asset_metadata migration (every workspace), reading each original from the blob store, and sets
+ * width/height as displayed (after the EXIF orientation) on rows stored with the un-oriented size. Safe to
  * run again and while the service runs: rows that already have metadata are left alone. Uses the
  * management configuration (DATABASE_URL or the embedded PGlite, storage, LIMIT_INPUT_PIXELS,
  * KEEP_GPS); applies pending migrations first, so it also works right after an upgrade. Then
@@ -37,11 +38,15 @@ async function main(): Promise<void> {
       batchSize,
       limitInputPixels: config.limitInputPixels,
       keepGps: config.keepGps,
-      onBatch: values.json ? undefined : (s) => process.stderr.write(`filled ${s.filled}, failed ${s.failed}\n`),
+      onBatch: values.json
+        ? undefined
+        : (s) => process.stderr.write(`filled ${s.filled}, reoriented ${s.reoriented}, failed ${s.failed}\n`),
     });
     if (!values.json) {
       for (const f of summary.failures) process.stdout.write(`failed ${f.assetId}: ${f.reason}\n`);
-      process.stdout.write(`${summary.filled} asset(s) filled, ${summary.failed} failed\n`);
+      process.stdout.write(
+        `${summary.filled} asset(s) filled, ${summary.reoriented} reoriented, ${summary.failed} failed\n`,
+      );
     }
     const privacy = await backfillPrivacy(db.prisma, createBlobStore(config.storage), {
       batchSize,
