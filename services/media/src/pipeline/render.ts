@@ -176,10 +176,15 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     const meta = input.header ?? headerOf(await source.metadata(sharpOptions));
     const oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
     if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
-    const plan = planRender(input.steps, oriented, deps.limits);
-    if (plan.workPixels < LIBVIPS_TIMEOUT_MIN_WORK_PIXELS) deadline = undefined;
     // Negotiated format: still JPEG/PNG only; GIFs and anything animated keep their format.
     const convert = input.convertTo && isConvertible(input.contentType) && meta.pages === 1;
+    // The cost model prices the encoder the render will use (ctx.output below) and every frame.
+    const plan = planRender(input.steps, oriented, deps.limits, {
+      format: convert ? input.convertTo!.format : format,
+      avifEffort: convert ? input.convertTo!.avifEffort : undefined,
+      frames: meta.pages,
+    });
+    if (plan.workPixels < LIBVIPS_TIMEOUT_MIN_WORK_PIXELS) deadline = undefined;
     signal?.throwIfAborted();
     release = await options.admit?.(plan);
     signal?.throwIfAborted();
