@@ -9,6 +9,7 @@ import {
 } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import { loadMediaConfig, MediaConfigError } from "../src/config";
+import { WorkGate } from "../src/delivery/limiter";
 import { AVIF_NS_PER_PIXEL, encoderNsPerPixel, STEP_NS_PER_PIXEL } from "../src/pipeline/cost";
 import { TransformationInputError } from "../src/pipeline/errors";
 import { planRender } from "../src/pipeline/plan";
@@ -151,5 +152,43 @@ describe("the service refuses the crafted URLs before decoding", () => {
     expect(ok.status).toBe(200);
     const meta = await sharp(ok.body as Buffer).metadata();
     expect([meta.width, meta.height]).toEqual([4, 4]);
+  });
+});
+
+describe("WorkGate lanes: a small request is never queued behind a large one", () => {
+  it("admits a light request at once while heavy ones hold and queue for the heavy lane", async () => {
+    const gate = new WorkGate(6400); // light: at most 100 pixels each, 800 in all; heavy lane 5600
+    const heavy = await gate.acquire(5000);
+    const queuedHeavy = gate.acquire(2000);
+    let heavyStarted = false;
+    void queuedHeavy.then(() => (heavyStarted = true));
+    const light = await gate.acquire(100);
+    const light2 = await gate.acquire(100);
+    expect(gate.inFlight).toBe(5200);
+    expect(heavyStarted).toBe(false);
+    light();
+    light2();
+    heavy();
+    const release = await queuedHeavy;
+    expect(gate.inFlight).toBe(2000);
+    release();
+    expect(gate.inFlight).toBe(0);
+  });
+
+  it("queues light requests in their own lane, FIFO, when it is full", async () => {
+    const gate = new WorkGate(6400);
+    const held = await Promise.all(Array.from({ length: 8 }, () => gate.acquire(100)));
+    const order: string[] = [];
+    const ninth = gate.acquire(100).then((r) => (order.push("ninth"), r));
+    const tenth = gate.acquire(50).then((r) => (order.push("tenth"), r));
+    await Promise.resolve();
+    expect(order).toEqual([]);
+    held[0]!();
+    (await ninth)();
+    held[1]!();
+    (await tenth)();
+    expect(order).toEqual(["ninth", "tenth"]);
+    for (const r of held) r();
+    expect(gate.inFlight).toBe(0);
   });
 });
