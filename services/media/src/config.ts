@@ -100,7 +100,12 @@ export const mediaEnvSchema = z.object({
   ).describe(
     "Work budget of one request: pixels processed summed over its steps (each counts max(input, output)); above it 400 before decoding",
   ),
-  MEDIA_MAX_WORK_COST: int(1, 10_000_000, defaultMediaLimits.maxWorkCost, "a whole number of milliseconds from 1 to 10000000").describe(
+  MEDIA_MAX_WORK_COST: int(
+    1,
+    10_000_000,
+    defaultMediaLimits.maxWorkCost,
+    "a whole number of milliseconds from 1 to 10000000",
+  ).describe(
     "Work budget of one request in estimated CPU milliseconds: each step's and the encoder's calibrated cost per pixel (bench/calibrate-cost.ts) times its pixels and frames; above it 400 naming the most expensive step, before decoding",
   ),
   MEDIA_MAX_INFLIGHT_PIXELS: int(

@@ -64,11 +64,17 @@ describe("cost table (pipeline/cost.ts, calibrated by bench/calibrate-cost.ts)",
 
 describe("planRender: the work cost from the header, before decoding", () => {
   it("sums each step's pixels times its cost plus the encoder's output pixels times its cost", () => {
-    const plan = planRender(stepsOf("grayscale/crop:width=100:height=50"), { width: 400, height: 300 }, defaultMediaLimits, {
-      format: "png",
-    });
+    const plan = planRender(
+      stepsOf("grayscale/crop:width=100:height=50"),
+      { width: 400, height: 300 },
+      defaultMediaLimits,
+      {
+        format: "png",
+      },
+    );
     const expected =
-      (120_000 * STEP_NS_PER_PIXEL.grayscale + 120_000 * STEP_NS_PER_PIXEL.crop + 5000 * encoderNsPerPixel("png")) / 1e6;
+      (120_000 * STEP_NS_PER_PIXEL.grayscale + 120_000 * STEP_NS_PER_PIXEL.crop + 5000 * encoderNsPerPixel("png")) /
+      1e6;
     expect(plan.workCost).toBeCloseTo(expected, 9);
   });
 
@@ -90,26 +96,29 @@ describe("planRender: the work cost from the header, before decoding", () => {
     expect(ten.workCost).toBeCloseTo(one.workCost * 10, 6);
   });
 
-  it.each(CRAFTED)("refuses the crafted URL %s on an 8x8 JPEG with a 400 naming MEDIA_MAX_WORK_COST and the dearest step", (url) => {
-    let error: unknown;
-    try {
-      planRender(stepsOf(url), { width: 8, height: 8 }, defaultMediaLimits, { format: "jpeg" });
-    } catch (err) {
-      error = err;
-    }
-    expect(error).toBeInstanceOf(TransformationInputError);
-    const e = error as TransformationInputError;
-    expect(e.message).toContain("MEDIA_MAX_WORK_COST");
-    expect(e.message).toMatch(/the most expensive step is (add-noise|encoding avif at effort 4|fit) \(49\.2 MP\)/);
-    // The problem names the step that costs most, found from the same table.
-    const costs: Record<string, number> = {
-      fit: STEP_NS_PER_PIXEL.fit,
-      "add-noise": STEP_NS_PER_PIXEL["add-noise"],
-      "format.type": encoderNsPerPixel("avif") + 0,
-    };
-    const dearest = Object.entries(costs).sort((a, b) => b[1] - a[1])[0]![0];
-    expect(e.path).toBe(dearest);
-  });
+  it.each(CRAFTED)(
+    "refuses the crafted URL %s on an 8x8 JPEG with a 400 naming MEDIA_MAX_WORK_COST and the dearest step",
+    (url) => {
+      let error: unknown;
+      try {
+        planRender(stepsOf(url), { width: 8, height: 8 }, defaultMediaLimits, { format: "jpeg" });
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(TransformationInputError);
+      const e = error as TransformationInputError;
+      expect(e.message).toContain("MEDIA_MAX_WORK_COST");
+      expect(e.message).toMatch(/the most expensive step is (add-noise|encoding avif at effort 4|fit) \(49\.2 MP\)/);
+      // The problem names the step that costs most, found from the same table.
+      const costs: Record<string, number> = {
+        fit: STEP_NS_PER_PIXEL.fit,
+        "add-noise": STEP_NS_PER_PIXEL["add-noise"],
+        "format.type": encoderNsPerPixel("avif") + 0,
+      };
+      const dearest = Object.entries(costs).sort((a, b) => b[1] - a[1])[0]![0];
+      expect(e.path).toBe(dearest);
+    },
+  );
 
   it.each(["jpeg", "png", "webp"] as AssetFormat[])(
     "admits every spec transformation at full size of a 12 MP photo by default, with 2x margin (output %s)",
@@ -140,7 +149,9 @@ describe("the service refuses the crafted URLs before decoding", () => {
   it("answers 400 problem+json naming MEDIA_MAX_WORK_COST for each crafted URL on an 8x8 JPEG, and still serves small crops", async () => {
     const store = new MemoryBlobStore();
     media = await startTestMedia({ store });
-    const tiny = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#808080" } }).jpeg().toBuffer();
+    const tiny = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#808080" } })
+      .jpeg()
+      .toBuffer();
     await store.put(originalKey(ID), tiny, "image/jpeg");
     for (const url of CRAFTED) {
       const res = await request(media.server).get(`/${url}/${ID}.jpg`);
