@@ -10,7 +10,12 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
-import { defaultMediaLimits, parseMediaPath, type AssetFormat, type TransformationName } from "@media-platform/contracts";
+import {
+  defaultMediaLimits,
+  parseMediaPath,
+  type AssetFormat,
+  type TransformationName,
+} from "@media-platform/contracts";
 import { createFaceDetector } from "../services/media/src/faces";
 import { render, type RenderDeps } from "../services/media/src/pipeline/render";
 import { createPixelWorkers } from "../services/media/src/pixels/pool";
@@ -101,7 +106,10 @@ async function main(): Promise<void> {
       const parsed = parseMediaPath(mediaPath, defaultMediaLimits).steps;
       let out = { width: 0, height: 0 };
       const ns = await medianCpu(async () => {
-        const r = await render({ original: photo, contentType: "image/jpeg", steps: parsed, cacheKey: mediaPath }, deps);
+        const r = await render(
+          { original: photo, contentType: "image/jpeg", steps: parsed, cacheKey: mediaPath },
+          deps,
+        );
         out = { width: r.width, height: r.height };
       });
       const outPixels = out.width * out.height;
