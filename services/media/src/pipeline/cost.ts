@@ -7,36 +7,36 @@ import type { AssetFormat, TransformationName } from "@media-platform/contracts"
  */
 // calibrated:begin
 export const STEP_NS_PER_PIXEL: Readonly<Record<TransformationName, number>> = {
-  crop: 1,
-  "color-balance": 1,
-  clahe: 1,
-  grayscale: 1,
-  fit: 1,
-  saturation: 1,
-  "add-noise": 1,
-  brightness: 1,
-  wave: 1,
-  channelManipulation: 1,
-  sharpen: 1,
-  avatar: 1,
-  thumbnail: 1,
-  exposure: 1,
-  solarize: 1,
-  threshold: 1,
-  resize: 1,
-  format: 1,
+  crop: 0.5,
+  "color-balance": 76,
+  clahe: 232,
+  grayscale: 0.5,
+  fit: 28,
+  saturation: 76,
+  "add-noise": 330,
+  brightness: 109,
+  wave: 46,
+  channelManipulation: 0.5,
+  sharpen: 110,
+  avatar: 230,
+  thumbnail: 0.5,
+  exposure: 19,
+  solarize: 3.9,
+  threshold: 12,
+  resize: 0.5,
+  format: 0.5,
 };
 
 export const ENCODER_NS_PER_PIXEL: Readonly<Record<Exclude<AssetFormat, "avif">, number>> = {
-  jpeg: 1,
-  png: 1,
-  webp: 1,
-  gif: 1,
-  tiff: 1,
+  jpeg: 19,
+  png: 67,
+  webp: 116,
+  gif: 1819,
+  tiff: 53,
 };
 
 /** AVIF by encoder effort 0-9. */
-export const AVIF_NS_PER_PIXEL: readonly number[] = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1];
+export const AVIF_NS_PER_PIXEL: readonly number[] = [124, 364, 676, 1237, 5929, 7626, 13806, 19078, 21762, 47484];
 // calibrated:end
 
 /** sharp's AVIF effort when none is configured. */
