@@ -65,8 +65,19 @@ async function medianCpu(run: () => Promise<unknown>): Promise<number> {
 
 const round = (ns: number): number => (ns >= 10 ? Math.round(ns) : Math.round(ns * 10) / 10);
 
-async function main(): Promise<void> {
+/** Measures the table; returns it as markdown and, with `write`, regenerates pipeline/cost.ts. */
+export async function calibrateCost(write = false): Promise<string> {
+  // One libvips thread per image, as the service runs (MEDIA_VIPS_CONCURRENCY); restored after.
+  const threads = sharp.concurrency();
   sharp.concurrency(1);
+  try {
+    return await measure(write);
+  } finally {
+    sharp.concurrency(threads);
+  }
+}
+
+async function measure(write: boolean): Promise<string> {
   const photo = await sharp(readFileSync(PHOTO)).resize(1600, 1200, { fit: "fill" }).jpeg({ quality: 90 }).toBuffer();
   const pixels = 1600 * 1200;
   const raw = await sharp(photo).raw().toBuffer({ resolveWithObject: true });
@@ -128,9 +139,8 @@ async function main(): Promise<void> {
     ...Object.entries(encoders).map(([k, v]) => `| encode ${k} | ${v} |`),
     ...avif.map((v, effort) => `| encode avif effort ${effort} | ${v} |`),
   ];
-  process.stdout.write(`${lines.join("\n")}\n`);
 
-  if (process.argv.includes("--write")) {
+  if (write) {
     const block = [
       "// calibrated:begin",
       "export const STEP_NS_PER_PIXEL: Readonly<Record<TransformationName, number>> = {",
@@ -147,11 +157,16 @@ async function main(): Promise<void> {
     ].join("\n");
     const text = readFileSync(COST_FILE, "utf8");
     writeFileSync(COST_FILE, text.replace(/\/\/ calibrated:begin[\s\S]*\/\/ calibrated:end/, block));
-    process.stdout.write(`wrote ${path.relative(ROOT, COST_FILE)}\n`);
+    lines.push("", `(wrote ${path.relative(ROOT, COST_FILE)})`);
   }
+  return lines.join("\n");
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  process.exit(1);
-});
+if (require.main === module) {
+  calibrateCost(process.argv.includes("--write"))
+    .then((table) => process.stdout.write(`${table}\n`))
+    .catch((err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exit(1);
+    });
+}

@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { calibrateCost } from "./calibrate-cost";
 import { benchManagement } from "./management";
 import { benchMedia } from "./media";
 import { benchUploadMetadata } from "./upload-metadata";
@@ -18,6 +19,7 @@ const SCRIPT_RESULTS = ["media-soak", "upload-memory", "formats", "miss-profile"
 const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = {
   media: { title: "Media service", run: benchMedia },
   management: { title: "Management service", run: benchManagement },
+  "calibrate-cost": { title: "Admission cost calibration (CPU ns per pixel)", run: () => calibrateCost(false) },
   "upload-metadata": { title: "Upload metadata cost (placeholder, dominant colour, EXIF)", run: benchUploadMetadata },
 };
 
