@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from "node:os";
 import path from "node:path";
 import { benchAvifOriginals } from "./avif-originals";
+import { calibrateCost } from "./calibrate-cost";
 import { benchManagement } from "./management";
 import { benchMedia } from "./media";
 import { benchUploadMetadata } from "./upload-metadata";
@@ -37,6 +38,7 @@ async function benchMediaSoak(): Promise<string> {
 const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = {
   media: { title: "Media service", run: benchMedia },
   management: { title: "Management service", run: benchManagement },
+  "calibrate-cost": { title: "Admission cost calibration (CPU ns per pixel)", run: () => calibrateCost(false) },
   "upload-metadata": { title: "Upload metadata cost (placeholder, dominant colour, EXIF)", run: benchUploadMetadata },
   "avif-originals": { title: "AVIF originals against JPEG (MISS)", run: benchAvifOriginals },
   "media-soak": { title: "Media soak (memory, refusals, cancellation)", run: benchMediaSoak },

@@ -117,6 +117,7 @@ export function renderTransformationsDoc(): string {
     `| maxDimension (pixels) | ${defaultMediaLimits.maxDimension} | MEDIA_MAX_DIMENSION |`,
     `| maxOutputPixels | ${defaultMediaLimits.maxOutputPixels} | MEDIA_MAX_OUTPUT_PIXELS |`,
     `| maxWorkPixels (per request, summed over steps) | ${defaultMediaLimits.maxWorkPixels} | MEDIA_MAX_WORK_PIXELS |`,
+    `| maxWorkCost (estimated CPU ms per request: calibrated cost per pixel of each step and the encoder, times frames) | ${defaultMediaLimits.maxWorkCost} | MEDIA_MAX_WORK_COST |`,
     `| maxMultiplier | ${defaultMediaLimits.maxMultiplier} | MEDIA_MAX_MULTIPLIER |`,
     `| maxNoiseAmount | ${defaultMediaLimits.maxNoiseAmount} | MEDIA_MAX_NOISE_AMOUNT |`,
     `| maxWaveAmplitude | ${defaultMediaLimits.maxWaveAmplitude} | MEDIA_MAX_WAVE_AMPLITUDE |`,

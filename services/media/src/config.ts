@@ -100,6 +100,14 @@ export const mediaEnvSchema = z.object({
   ).describe(
     "Work budget of one request: pixels processed summed over its steps (each counts max(input, output)); above it 400 before decoding",
   ),
+  MEDIA_MAX_WORK_COST: int(
+    1,
+    10_000_000,
+    defaultMediaLimits.maxWorkCost,
+    "a whole number of milliseconds from 1 to 10000000",
+  ).describe(
+    "Work budget of one request in estimated CPU milliseconds: each step's and the encoder's calibrated cost per pixel (bench/calibrate-cost.ts) times its pixels and frames; above it 400 naming the most expensive step, before decoding",
+  ),
   MEDIA_MAX_INFLIGHT_PIXELS: int(
     1,
     100_000_000_000,
@@ -249,6 +257,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     maxDimension: e.MEDIA_MAX_DIMENSION,
     maxOutputPixels: e.MEDIA_MAX_OUTPUT_PIXELS,
     maxWorkPixels: e.MEDIA_MAX_WORK_PIXELS,
+    maxWorkCost: e.MEDIA_MAX_WORK_COST,
     maxMultiplier: e.MEDIA_MAX_MULTIPLIER,
     maxNoiseAmount: e.MEDIA_MAX_NOISE_AMOUNT,
     maxWaveAmplitude: e.MEDIA_MAX_WAVE_AMPLITUDE,

@@ -14,6 +14,11 @@ export interface MediaLimits {
    * larger of its input and output). Checked from the original's header before decoding.
    */
   maxWorkPixels: number;
+  /**
+   * Work budget of one request in CPU milliseconds, estimated before decoding from the calibrated
+   * cost per pixel of each step and of the encoder (media's pipeline/cost.ts).
+   */
+  maxWorkCost: number;
   /** Upper bound for multipliers (saturation, brightness, channelManipulation). */
   maxMultiplier: number;
   /** Upper bound for add-noise amount. */
@@ -30,6 +35,7 @@ export const defaultMediaLimits: Readonly<MediaLimits> = Object.freeze({
   maxDimension: 8192,
   maxOutputPixels: 50_000_000,
   maxWorkPixels: 150_000_000,
+  maxWorkCost: 20_000,
   maxMultiplier: 10,
   maxNoiseAmount: 100,
   maxWaveAmplitude: 1000,
@@ -37,7 +43,7 @@ export const defaultMediaLimits: Readonly<MediaLimits> = Object.freeze({
   maxSharpen: 20,
 });
 
-type CapName = Exclude<keyof MediaLimits, "maxOutputPixels" | "maxWorkPixels">;
+type CapName = Exclude<keyof MediaLimits, "maxOutputPixels" | "maxWorkPixels" | "maxWorkCost">;
 
 interface BaseSpec {
   description: string;

@@ -69,14 +69,44 @@ export class Limiter {
   }
 }
 
+/** A light request is at most this fraction of the capacity (a 150 M capacity: 2.3 MP, a web-sized image). */
+const LIGHT_REQUEST_SHARE = 1 / 64;
+/** The light lane's own part of the capacity: room for several light renders beside any heavy work. */
+const LIGHT_LANE_SHARE = 1 / 8;
+
 /**
  * Bounds the pixels being processed at once across requests (MEDIA_MAX_INFLIGHT_PIXELS): a
  * render acquires its planned work (RenderPlan.workPixels) before decoding and releases it when
- * done, so memory follows the work in flight rather than the number of requests. FIFO, no
- * overtaking (a large request is never starved by small ones); a request larger than the whole
- * capacity runs alone.
+ * done, so memory follows the work in flight rather than the number of requests. Two lanes, so a
+ * small request is never queued behind a large one: light requests (at most 1/64 of the
+ * capacity) share 1/8 of it, the rest is the heavy lane's. Within a lane FIFO, no overtaking (a
+ * large request is never starved by smaller ones); a request larger than its lane runs alone in it.
  */
 export class WorkGate {
+  private readonly light: WorkLane;
+  private readonly heavy: WorkLane;
+  private readonly lightLimit: number;
+
+  constructor(readonly capacity: number) {
+    const lightCapacity = Math.floor(capacity * LIGHT_LANE_SHARE);
+    this.lightLimit = Math.floor(capacity * LIGHT_REQUEST_SHARE);
+    this.light = new WorkLane(lightCapacity);
+    this.heavy = new WorkLane(Math.max(1, capacity - lightCapacity));
+  }
+
+  /** Pixels currently admitted, both lanes. */
+  get inFlight(): number {
+    return this.light.inFlight + this.heavy.inFlight;
+  }
+
+  /** Resolves with the release once `weight` fits its lane; rejects with the signal's reason when aborted first. */
+  acquire(weight: number, signal?: AbortSignal): Promise<() => void> {
+    return (weight <= this.lightLimit ? this.light : this.heavy).acquire(weight, signal);
+  }
+}
+
+/** One FIFO lane of the WorkGate. */
+class WorkLane {
   private held = 0;
   private readonly queue: Array<{ weight: number; start: () => void }> = [];
 

@@ -1,5 +1,6 @@
 import {
   resolveParams,
+  type AssetFormat,
   type GivenParams,
   type MediaLimits,
   type ResolvedParams,
@@ -8,6 +9,7 @@ import {
 } from "@media-platform/contracts";
 import { transformations } from "../transformations";
 import type { Size, Transformation } from "../transformations/transformation";
+import { encoderNsPerPixel, STEP_NS_PER_PIXEL } from "./cost";
 import { TransformationInputError } from "./errors";
 
 /** One step with its parameters resolved (defaults filled in once) and its sizes known. */
@@ -23,6 +25,17 @@ export interface RenderPlan {
   steps: PlannedStep[];
   /** Pixels the steps process, summed: each step counts the larger of its input and output. */
   workPixels: number;
+  /** Estimated CPU milliseconds of the steps and the encoder (pipeline/cost.ts), all frames. */
+  workCost: number;
+}
+
+/** What the plan needs to know of the encode besides the steps (a format step overrides `format`). */
+export interface PlanOutput {
+  format: AssetFormat;
+  /** AVIF encoder effort; unset = sharp's default. */
+  avifEffort?: number;
+  /** Frames the render processes (animated originals); default 1. */
+  frames?: number;
 }
 
 function planStep<N extends TransformationName>(
@@ -68,20 +81,38 @@ export function planRender(
   steps: readonly TransformationStep[],
   original: Size,
   limits: MediaLimits,
-  /** Frames every step processes (an animation kept animated); 1 for a still. */
-  frames = 1,
+  output?: PlanOutput,
 ): RenderPlan {
   const planned: PlannedStep[] = [];
   let size = original;
   let workPixels = 0;
+  // Cost in CPU nanoseconds per frame; the most expensive part named when over budget.
+  let costNs = 0;
+  let worst = { label: "", path: "path", ns: -1 };
+  let format = output?.format;
+  // Frames every step processes (an animation kept animated); 1 for a still.
+  const frames = Math.max(1, output?.frames ?? 1);
   for (const step of steps) {
     // The step's name and parameters belong together (TransformationStep is a union keyed by
     // name); TypeScript cannot correlate the two members, hence the one cast here.
     const next = planStep(step.name, step.params as GivenParams<typeof step.name>, size, limits) as PlannedStep;
-    workPixels += frames * Math.max(size.width * size.height, next.output.width * next.output.height);
+    // Padding and enlarging count: a step costs the larger of the pixels it reads and makes.
+    const pixels = Math.max(size.width * size.height, next.output.width * next.output.height);
+    workPixels += frames * pixels;
+    const ns = pixels * STEP_NS_PER_PIXEL[step.name];
+    costNs += ns;
+    if (ns > worst.ns) worst = { label: `${step.name} (${megapixels(pixels)} MP)`, path: step.name, ns };
+    if (next.name === "format") format = (next.params as ResolvedParams<"format">).type;
     planned.push(next);
     size = next.output;
   }
+  if (format) {
+    const ns = size.width * size.height * encoderNsPerPixel(format, output?.avifEffort);
+    costNs += ns;
+    const label = `encoding ${format}${format === "avif" ? ` at effort ${output?.avifEffort ?? 4}` : ""} (${megapixels(size.width * size.height)} MP)`;
+    if (ns > worst.ns) worst = { label, path: steps.some((s) => s.name === "format") ? "format.type" : "path", ns };
+  }
+  const workCost = (costNs * frames) / 1e6;
   if (workPixels > limits.maxWorkPixels) {
     throw new TransformationInputError(
       "path",
@@ -92,5 +123,13 @@ export function planRender(
         )}${frames > 1 ? `, each for ${frames} frames` : ""}), above the work budget of ${limits.maxWorkPixels} pixels per request (maxWorkPixels, MEDIA_MAX_WORK_PIXELS)`,
     );
   }
-  return { steps: planned, workPixels };
+  if (workCost > limits.maxWorkCost) {
+    throw new TransformationInputError(
+      worst.path,
+      `the request would cost about ${Math.round(workCost)} ms of CPU${frames > 1 ? ` (${frames} frames)` : ""}, above the work budget of ${limits.maxWorkCost} ms per request (maxWorkCost, MEDIA_MAX_WORK_COST); the most expensive step is ${worst.label}, about ${Math.round((worst.ns * frames) / 1e6)} ms`,
+    );
+  }
+  return { steps: planned, workPixels, workCost };
 }
+
+const megapixels = (pixels: number): string => (pixels / 1e6).toFixed(1);

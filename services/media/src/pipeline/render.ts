@@ -198,10 +198,15 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
         ? animationOf(meta.pages, oriented, input.steps, format, deps)
         : STILL;
     if (animation.page !== undefined) sharpOptions.page = animation.page;
-    const plan = planRender(input.steps, oriented, deps.limits, animation.frames);
-    if (plan.workPixels < LIBVIPS_TIMEOUT_MIN_WORK_PIXELS) deadline = undefined;
     // Negotiated format: still JPEG/PNG only; GIFs and anything animated keep their format.
     const convert = input.convertTo && isConvertible(input.contentType) && meta.pages === 1;
+    // The cost model prices the encoder the render will use (ctx.output below) and every frame.
+    const plan = planRender(input.steps, oriented, deps.limits, {
+      format: convert ? input.convertTo!.format : format,
+      avifEffort: (convert ? input.convertTo!.avifEffort : undefined) ?? deps.avifEffort,
+      frames: animation.frames,
+    });
+    if (plan.workPixels < LIBVIPS_TIMEOUT_MIN_WORK_PIXELS) deadline = undefined;
     signal?.throwIfAborted();
     release = await options.admit?.(plan);
     signal?.throwIfAborted();
