@@ -46,6 +46,7 @@ const STEP_URLS: Record<TransformationName, string> = {
   threshold: "threshold:value=128",
   resize: "resize:width=2400",
   format: "format:type=jpeg",
+  frame: "frame:index=0",
 };
 
 const cpuNs = (): number => {

@@ -42,6 +42,7 @@ const FULL_SIZE_12MP: Record<Exclude<TransformationName, "format">, string> = {
   solarize: "solarize",
   threshold: "threshold:value=128",
   resize: "resize:width=4000:height=3000",
+  frame: "frame:index=0",
 };
 
 describe("cost table (pipeline/cost.ts, calibrated by bench/calibrate-cost.ts)", () => {

@@ -25,6 +25,7 @@ export const STEP_NS_PER_PIXEL: Readonly<Record<TransformationName, number>> = {
   threshold: 12,
   resize: 0.5,
   format: 0.5,
+  frame: 0.5,
 };
 
 export const ENCODER_NS_PER_PIXEL: Readonly<Record<Exclude<AssetFormat, "avif">, number>> = {
