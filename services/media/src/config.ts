@@ -186,7 +186,7 @@ export const mediaEnvSchema = z.object({
       "Format negotiation, e.g. avif,webp (in order of preference): JPEG/PNG originals are served as the first of these the request's Accept names, with Vary: Accept; unset = off (output keeps the stored format)",
     ),
   MEDIA_AVIF_EFFORT: int(0, 9, 0, "a whole number from 0 (fastest) to 9 (smallest)").describe(
-    "AVIF encoder effort for negotiated AVIF (measured: see README, Responsive images)",
+    "AVIF encoder effort of every AVIF output: stored AVIF originals, format:type=avif and negotiated AVIF (measured: see README, Responsive images)",
   ),
   LOG_LEVEL: z
     .preprocess(blankAsUnset, z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"))

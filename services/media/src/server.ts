@@ -288,7 +288,13 @@ export async function startMedia(
       taskTimeoutMs: config.requestTimeoutMs,
     });
     const faces = createFaceDetector();
-    const renderDeps = { pixels, faces, limits: config.limits, limitInputPixels: config.limitInputPixels };
+    const renderDeps = {
+      pixels,
+      faces,
+      limits: config.limits,
+      limitInputPixels: config.limitInputPixels,
+      encoder: { avifEffort: config.avifEffort },
+    };
     render = (input, options) => pipeline.render(input, renderDeps, options);
     closeHooks.push({ name: "pixel workers", close: () => pixels.close() });
     closeHooks.push({ name: "face detector", close: () => faces.close() });

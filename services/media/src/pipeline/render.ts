@@ -32,6 +32,14 @@ export interface RenderDeps {
   limits: MediaLimits;
   /** sharp's decompression-bomb guard: originals above this many pixels are refused. */
   limitInputPixels: number;
+  /** Encoder settings of this deployment: every output of a format uses them (see encoderOptions). */
+  encoder?: EncoderSettings;
+}
+
+/** Deployment-wide encoder knobs (media config.ts). */
+export interface EncoderSettings {
+  /** AVIF encoder effort (0-9), MEDIA_AVIF_EFFORT; unset = sharp's default (4). */
+  avifEffort?: number;
 }
 
 /** Negotiated output (MEDIA_AUTO_FORMAT): applies to still JPEG/PNG originals only. */
@@ -223,7 +231,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     }
     signal?.throwIfAborted();
     const last: sharp.Sharp = isRaw(result) ? fromRaw(result) : result;
-    const { data, info } = await withTimeout(encode(last, ctx.output), deadline).toBuffer({ resolveWithObject: true });
+    const { data, info } = await withTimeout(encode(last, ctx.output, deps.encoder), deadline).toBuffer({ resolveWithObject: true });
     const lastStep = plan.steps.at(-1);
     if (lastStep) onStep?.(lastStep.name, (performance.now() - stepStart) / 1000);
     return { data, contentType: `image/${ctx.output.format}`, width: info.width, height: info.height };
@@ -272,7 +280,7 @@ async function runStep<N extends TransformationName>(
   }
 }
 
-function encode(image: sharp.Sharp, output: StepContext["output"]): sharp.Sharp {
+function encode(image: sharp.Sharp, output: StepContext["output"], settings: EncoderSettings = {}): sharp.Sharp {
   const quality = output.quality;
   switch (output.format) {
     case "jpeg":
@@ -280,7 +288,7 @@ function encode(image: sharp.Sharp, output: StepContext["output"]): sharp.Sharp 
     case "webp":
       return image.webp({ quality: quality ?? 80 });
     case "avif":
-      return image.avif({ quality: quality ?? 55, effort: output.effort });
+      return image.avif({ quality: quality ?? 55, effort: avifEffort(output, settings) });
     case "png":
       return image.png();
     case "gif":
@@ -288,4 +296,13 @@ function encode(image: sharp.Sharp, output: StepContext["output"]): sharp.Sharp 
     case "tiff":
       return image.tiff({ compression: "lzw" });
   }
+}
+
+/**
+ * The one place that decides the AVIF encoder's effort: every AVIF output (a stored AVIF original,
+ * `format:type=avif`, a negotiated AVIF) uses the deployment's setting, because sharp's default
+ * effort costs seconds per full-size MISS.
+ */
+function avifEffort(output: StepContext["output"], settings: EncoderSettings): number | undefined {
+  return settings.avifEffort ?? output.effort;
 }
