@@ -30,6 +30,7 @@ import { OriginalSource, type OriginalReader } from "./original";
 import { fromRaw, toRaw, type RawImage } from "./raw";
 import { selectedFrame } from "../transformations/frame";
 import { transformations } from "../transformations";
+import { carriesGainMap, keepingGainMap } from "./gain-map";
 
 export interface RenderDeps {
   pixels: PixelWorkers;
@@ -255,7 +256,11 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     }
     signal?.throwIfAborted();
     const last: sharp.Sharp = isRaw(result) ? fromRaw(result) : result;
-    const { data, info } = await withTimeout(encode(last, ctx.output), deadline).toBuffer({ resolveWithObject: true });
+    // A JPEG with an HDR gain map keeps it in JPEG output when the steps ran on the original's
+    // pipeline (sharp transforms the map with the image); steps between raw pixels drop it.
+    const gainMap = ctx.output.format === "jpeg" && !isRaw(result) && format === "jpeg" && carriesGainMap(bytes);
+    const encoded = encode(gainMap ? keepingGainMap(last) : last, ctx.output);
+    const { data, info } = await withTimeout(encoded, deadline).toBuffer({ resolveWithObject: true });
     const lastStep = plan.steps.at(-1);
     if (lastStep) onStep?.(lastStep.name, (performance.now() - stepStart) / 1000);
     return { data, contentType: `image/${ctx.output.format}`, width: info.width, height: info.height };
