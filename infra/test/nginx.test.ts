@@ -291,6 +291,17 @@ maybe("infra/cdn/nginx.conf run by nginx in front of a stub media service", () =
     const before = upstream.requests.length;
     expect((await fetch(`${base}/thumbnail/x.jpg`, { method: "POST", body: "x" })).status).toBe(403);
     expect((await fetch(`${base}/metrics`)).status).toBe(404);
+    // Every spelling the service would answer as /metrics or /internal/... is closed at the edge too.
+    for (const path of [
+      "/metrics/",
+      "/METRICS",
+      "/Metrics//",
+      "//metrics",
+      "/%6detrics",
+      "/INTERNAL/generation/x",
+      "/internal",
+    ])
+      expect([path, (await fetch(`${base}${path}`)).status]).toEqual([path, 404]);
     expect(upstream.requests.length).toBe(before);
   });
 

@@ -1,5 +1,5 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import pino from "pino";
 import { Webhook } from "standardwebhooks";
 import { createCollection } from "../src/collections/service";
@@ -120,4 +120,65 @@ describe("webhooks: transactional outbox + signed at-least-once delivery", () =>
       await failing.close();
     }
   });
+});
+
+describe("webhooks: one lane per endpoint", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it("an endpoint that accepts and never answers does not hold back deliveries to another endpoint", async () => {
+    // A black hole: accepts the connection, reads, never answers.
+    const sockets = new Set<import("node:net").Socket>();
+    const blackHole = net.createServer((s) => {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+      s.resume();
+    });
+    await new Promise<void>((r) => blackHole.listen(0, "127.0.0.1", r));
+    const holeUrl = `http://127.0.0.1:${(blackHole.address() as AddressInfo).port}/hooks`;
+    const good = await startReceiver([]);
+    const d = new WebhookDispatcher({
+      prisma: t.db.prisma,
+      log: pino({ level: "silent" }),
+      secret: SECRET,
+      retryMs: 24 * 3600_000,
+      backoffBaseMs: 10,
+      pollIntervalMs: 10,
+      timeoutMs: 60_000,
+      perEndpoint: 2,
+    });
+    try {
+      // 25 events for the black hole are due first (more than one claim batch), then one for the good endpoint.
+      for (let i = 0; i < 25; i++)
+        await createCollection(
+          { ...t.deps, webhookUrls: [holeUrl] },
+          { workspaceId: "ws-lanes", userId: "u" },
+          { name: `h${i}` },
+        );
+      await createCollection(
+        { ...t.deps, webhookUrls: [good.url] },
+        { workspaceId: "ws-lanes", userId: "u" },
+        { name: "good" },
+      );
+      d.start();
+      while (good.received.length === 0) await new Promise((r) => setTimeout(r, 20));
+      // The good endpoint got its event while the black hole's requests are still hanging (60 s timeout).
+      expect(JSON.parse(good.received[0]!.body)).toMatchObject({ type: "collection.created", data: { name: "good" } });
+      expect(sockets.size).toBe(2);
+      const pendingHole = await t.db.prisma.webhookDelivery.count({
+        where: { url: holeUrl, status: "pending", attempts: 0 },
+      });
+      expect(pendingHole).toBe(25);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await d.stop();
+      await good.close();
+      await new Promise((r) => blackHole.close(r));
+    }
+  }, 30_000);
 });

@@ -156,7 +156,7 @@ export const mediaEnvSchema = z.object({
     31_536_000,
     DEFAULT_CACHE_POLICY.maxAgeSeconds,
     "a whole number of seconds from 0 to 31536000",
-  ).describe("Cache-Control max-age of unversioned media URLs (a URL with ?v=<version> is immutable for a year)"),
+  ).describe("Cache-Control max-age of media URLs (a signed URL with ?v=<version> is immutable for a year; an unsigned v is not checked, so it is not)"),
   MEDIA_STALE_WHILE_REVALIDATE: int(
     0,
     31_536_000,

@@ -68,7 +68,8 @@ describe("UrlSigner with exp", () => {
   it("v is covered by the signature: signed it verifies, changed or added afterwards it is invalid", () => {
     const signed = signedMediaUrl(PATH, KEY, { version: 7 });
     expect(signed).toBe(`${PATH}?v=7&sig=${hmac(`${PATH}?v=7`)}`);
-    expect(signer.verify(signed)).toEqual({ status: "ok" });
+    // A signed v is vouched for by the signer: immutable.
+    expect(signer.verify(signed)).toEqual({ status: "ok", cacheControl: "public, max-age=31536000, immutable" });
     expect(signer.check(signed.replace("v=7", "v=8"))).toBe("invalid");
     expect(signer.check(signedMediaUrl(PATH, KEY).replace("?sig=", "?v=1&sig="))).toBe("invalid");
     expect(() => signedMediaUrl(PATH, KEY, { version: "a b" })).toThrow(RangeError);

@@ -31,10 +31,19 @@ describe("GET /original/<id>.<ext>", () => {
       expect(res.headers.get("content-type")).toBe(type);
       expect(Number(res.headers.get("content-length"))).toBe(body.length);
       expect(res.headers.get("x-content-type-options")).toBe("nosniff");
-      expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+      // An unversioned original can be replaced or deleted: cached like an unversioned rendition.
+      expect(res.headers.get("cache-control")).toBe("public, max-age=3600, stale-while-revalidate=60");
       expect(res.headers.get("content-disposition")).toBeNull();
     }
     expect(counting.calls).toHaveLength(0);
+  });
+
+  it("is cached like a rendition: revalidates, an unsigned ?v= included (the version is not checked)", async () => {
+    const versioned = await fetch(`${media.url}/original/${jpg}.jpg?v=3`);
+    expect(versioned.status).toBe(200);
+    expect(versioned.headers.get("cache-control")).toBe("public, max-age=3600, stale-while-revalidate=60");
+    const plain = await fetch(`${media.url}/original/${jpg}.jpg`);
+    expect(plain.headers.get("cache-control")).toBe("public, max-age=3600, stale-while-revalidate=60");
   });
 
   it("HEAD answers the headers without a body", async () => {

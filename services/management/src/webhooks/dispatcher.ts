@@ -17,6 +17,8 @@ export interface DispatcherOptions {
   batchSize?: number;
   /** Per-request timeout. Default 10 s. */
   timeoutMs?: number;
+  /** Requests in flight to one endpoint from this replica. Default 4. */
+  perEndpoint?: number;
   /** Counts outcomes: delivered, failed (will retry), dead. */
   onOutcome?: (outcome: "delivered" | "failed" | "dead") => void;
 }
@@ -41,41 +43,78 @@ interface ClaimedDelivery {
  * (next_attempt_at pushed past the send timeout) in the same UPDATE, so with several replicas each
  * delivery is claimed by exactly one of them, and no transaction stays open while the HTTP request
  * runs. A replica that dies mid-send lets the lease run out and another one retries it.
+ *
+ * Each endpoint has its own lane: at most `perEndpoint` requests in flight to one URL, and the
+ * claim skips URLs with sends still in flight, so an endpoint that never answers holds only its own lane
+ * until the timeout while the others keep receiving. The poll does not wait for the sends.
  */
 export class WebhookDispatcher {
   private readonly webhook: Webhook;
   private readonly periodic: Periodic;
   private readonly timeoutMs: number;
+  private readonly perEndpoint: number;
+  /** Sends in flight from this replica, per endpoint URL. */
+  private readonly inFlight = new Map<string, Set<Promise<void>>>();
 
   constructor(private readonly options: DispatcherOptions) {
     this.webhook = new Webhook(options.secret);
     this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.periodic = new Periodic(options.pollIntervalMs, () => this.runOnce(), options.log, "webhook dispatch");
+    this.perEndpoint = options.perEndpoint ?? 4;
+    this.periodic = new Periodic(options.pollIntervalMs, () => this.pump(), options.log, "webhook dispatch");
   }
 
   start(): void {
     this.periodic.start();
   }
 
-  stop(): Promise<void> {
-    return this.periodic.stop();
+  /** Stops polling and waits for the sends in flight. */
+  async stop(): Promise<void> {
+    await this.periodic.stop();
+    await Promise.all([...this.inFlight.values()].flatMap((lane) => [...lane]));
   }
 
-  /** Claims and sends one batch of due deliveries; returns how many were attempted. */
+  /** Claims and sends one batch of due deliveries, waiting for them; returns how many were attempted. */
   async runOnce(): Promise<number> {
+    const sends = await this.pump();
+    await Promise.all(sends);
+    return sends.length;
+  }
+
+  /** Claims one batch for the endpoints with nothing in flight and starts sending it. */
+  private async pump(): Promise<Promise<void>[]> {
     const leaseMs = this.timeoutMs + 5000;
+    // An endpoint with sends in flight waits for them before its next wave: at most perEndpoint at once.
+    const busy = [...this.inFlight.keys()];
     const claimed = await this.options.prisma.$queryRaw<ClaimedDelivery[]>`
       UPDATE webhook_deliveries d
          SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}::float8)
         FROM (SELECT id FROM webhook_deliveries
                WHERE status = 'pending' AND next_attempt_at <= now()
+                 AND id IN (SELECT id FROM (
+                              SELECT id, row_number() OVER (PARTITION BY url ORDER BY next_attempt_at) AS n
+                                FROM webhook_deliveries
+                               WHERE status = 'pending' AND next_attempt_at <= now()
+                                 AND url <> ALL(${busy}::text[])) per_url
+                             WHERE n <= ${this.perEndpoint})
                ORDER BY next_attempt_at
                LIMIT ${this.options.batchSize ?? 20}
                FOR UPDATE SKIP LOCKED) due
        WHERE d.id = due.id
    RETURNING d.id::text, d.event_id::text, d.event_type, d.url, d.payload, d.attempts, d.created_at`;
-    await Promise.all(claimed.map((d) => this.deliver(d)));
-    return claimed.length;
+    return claimed.map((d) => this.track(d));
+  }
+
+  private track(d: ClaimedDelivery): Promise<void> {
+    let lane = this.inFlight.get(d.url);
+    if (!lane) this.inFlight.set(d.url, (lane = new Set()));
+    const send: Promise<void> = this.deliver(d)
+      .catch((err: unknown) => this.options.log.error({ err, deliveryId: d.id }, "webhook delivery bookkeeping failed"))
+      .finally(() => {
+        lane.delete(send);
+        if (lane.size === 0) this.inFlight.delete(d.url);
+      });
+    lane.add(send);
+    return send;
   }
 
   private async deliver(d: ClaimedDelivery): Promise<void> {

@@ -1,6 +1,6 @@
 import { hash } from "node:crypto";
 
-/** Cache-Control of a versioned media URL (`?v=<version>`): what it names never changes. */
+/** Cache-Control of a signed versioned media URL (`?v=<version>`): what it names never changes. */
 export const IMMUTABLE = "public, max-age=31536000, immutable";
 
 /** Freshness of unversioned media URLs (MEDIA_CACHE_MAX_AGE, MEDIA_STALE_WHILE_REVALIDATE). */
@@ -24,12 +24,13 @@ export const isVersioned = (target: string): boolean => VERSIONED.test(target);
 export const MAX_AGE_CAP_SECONDS = 31_536_000;
 
 /**
- * Originals can be replaced or deleted, so a result is immutable only when its URL names the
- * version (`?v=<version>`); other URLs are fresh for max-age, then served stale while the CDN
- * revalidates (ETag). Purges (CDN_PURGE_URL, Surrogate-Key/Cache-Tag) cut both short.
+ * Originals can be replaced or deleted, so a result is fresh for max-age, then served stale while
+ * the CDN revalidates (ETag). The service cannot check a `?v=` against the asset's version, so an
+ * unsigned `v` does not make a URL immutable (anyone could pin a future version to today's bytes
+ * for a year); a signed one does (delivery/signing.ts). Purges (CDN_PURGE_URL,
+ * Surrogate-Key/Cache-Tag) cut both short.
  */
-export function cacheControlFor(cacheKey: string, policy: CachePolicy = DEFAULT_CACHE_POLICY): string {
-  if (VERSIONED.test(cacheKey)) return IMMUTABLE;
+export function cacheControlFor(_cacheKey: string, policy: CachePolicy = DEFAULT_CACHE_POLICY): string {
   return `public, max-age=${policy.maxAgeSeconds}, stale-while-revalidate=${policy.staleWhileRevalidateSeconds}`;
 }
 

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import { mediaSignatureDigest, SIGNED_QUERY_PARAMETERS, splitSignedTarget } from "@media-platform/contracts";
-import { DEFAULT_CACHE_POLICY, isVersioned, MAX_AGE_CAP_SECONDS } from "../cache/entry";
+import { DEFAULT_CACHE_POLICY, IMMUTABLE, isVersioned, MAX_AGE_CAP_SECONDS } from "../cache/entry";
 import { ProblemError } from "../problem";
 
 /**
@@ -19,7 +19,8 @@ export interface SignatureVerdict {
   expiresAt?: number;
   /**
    * Set for a valid URL with `exp`: it may be cached (CDN, browser) only until it expires, so
-   * that no cache serves it around the 403. Absent: the immutable default applies.
+   * that no cache serves it around the 403; IMMUTABLE for a signed `v` without `exp`. Absent:
+   * the unversioned default applies.
    */
   cacheControl?: string;
 }
@@ -68,7 +69,8 @@ export class UrlSigner {
       seen.add(name);
     }
     const exp = query.get("exp");
-    if (exp === null) return { status: "ok" };
+    // The signer vouches for the version it names: only a signed `v` makes a URL immutable.
+    if (exp === null) return isVersioned(parts.signed) ? { status: "ok", cacheControl: IMMUTABLE } : { status: "ok" };
     if (!UNIX_SECONDS.test(exp)) return { status: "invalid" };
     const expiresAt = Number(exp);
     const now = this.now();
