@@ -164,6 +164,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       signer,
       metrics,
       gate: options.presetsOnly ? (target) => presetsOnlyGate(target, signer !== undefined) : undefined,
+      cachePolicy: options.cachePolicy,
     },
     presets: options.presets,
     presetsOnly: options.presetsOnly,

@@ -31,10 +31,29 @@ describe("GET /original/<id>.<ext>", () => {
       expect(res.headers.get("content-type")).toBe(type);
       expect(Number(res.headers.get("content-length"))).toBe(body.length);
       expect(res.headers.get("x-content-type-options")).toBe("nosniff");
-      expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+      // Replaceable and deletable: cached like an unversioned rendition, never `immutable`.
+      expect(res.headers.get("cache-control")).toBe("public, max-age=3600, stale-while-revalidate=60");
       expect(res.headers.get("content-disposition")).toBeNull();
     }
     expect(counting.calls).toHaveLength(0);
+  });
+
+  it("only a URL naming the version (?v=) is immutable; the freshness is the service's cache policy", async () => {
+    const versioned = await fetch(`${media.url}/original/${jpg}.jpg?v=3`);
+    expect(versioned.status).toBe(200);
+    expect(versioned.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    const tuned = await startTestMedia({
+      store: media.store,
+      cachePolicy: { maxAgeSeconds: 120, staleWhileRevalidateSeconds: 5 },
+    });
+    try {
+      const res = await fetch(`${tuned.url}/original/${jpg}.jpg?download=a.jpg`);
+      expect(res.headers.get("cache-control")).toBe("public, max-age=120, stale-while-revalidate=5");
+      const head = await fetch(`${tuned.url}/original/${png}.png`, { method: "HEAD" });
+      expect(head.headers.get("cache-control")).toBe("public, max-age=120, stale-while-revalidate=5");
+    } finally {
+      await tuned.close();
+    }
   });
 
   it("HEAD answers the headers without a body", async () => {

@@ -10,7 +10,7 @@ import {
 } from "@media-platform/contracts";
 import type { Metrics } from "@media-platform/observability";
 import { originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
-import { IMMUTABLE } from "../cache/entry";
+import { cacheControlFor, type CachePolicy } from "../cache/entry";
 import { requireSignature, type UrlSigner } from "../delivery/signing";
 import { ProblemError, instanceOf } from "../problem";
 
@@ -23,6 +23,8 @@ export interface OriginalsDeps {
   metrics: Pick<Metrics, "dependencyError">;
   /** Refuses the request before anything else (presets-only mode); undefined lets it through. */
   gate?: (target: string) => ProblemError | undefined;
+  /** Freshness of unversioned URLs, as for renditions (default DEFAULT_CACHE_POLICY). */
+  cachePolicy?: CachePolicy;
 }
 
 /** The `download` query parameter: undefined when absent, the filename ("" = default) otherwise. */
@@ -78,7 +80,8 @@ export function originalsHandler(deps: OriginalsDeps) {
       const headers: Record<string, string | number> = {
         "Content-Type": blob.contentType,
         "Content-Length": blob.size,
-        "Cache-Control": cacheControl ?? IMMUTABLE,
+        // An original can be replaced or deleted: immutable only when the URL names the version.
+        "Cache-Control": cacheControl ?? cacheControlFor(target, deps.cachePolicy),
         // The stored type is the one upload sniffed; browsers must not guess another.
         "X-Content-Type-Options": "nosniff",
       };
