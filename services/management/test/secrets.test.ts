@@ -66,3 +66,24 @@ describe("secrets cannot be empty or short", () => {
     ).toThrow(/shorter than 32 bytes/);
   });
 });
+
+describe("the media purge call (it carries the purge secret) never goes to a public host by default", () => {
+  it.each([
+    ["https://cdn.example.com", []],
+    ["https://media.example.com:8443", []],
+    ["http://10.0.0.5:3001", []],
+    ["http://localhost:3001", ["http://localhost:3001"]],
+    ["http://127.0.0.1:3001", ["http://127.0.0.1:3001"]],
+    ["http://[::1]:3001", ["http://[::1]:3001"]],
+  ])("MEDIA_PUBLIC_URL=%s, MEDIA_PURGE_URLS unset -> %j", (publicUrl, expected) => {
+    expect(loadConfig({ MEDIA_PUBLIC_URL: publicUrl }).lifecycle.mediaPurgeUrls).toEqual(expected);
+  });
+
+  it("the embedded default (no MEDIA_PUBLIC_URL) purges the local media service; MEDIA_PURGE_URLS wins", () => {
+    expect(loadConfig({}).lifecycle.mediaPurgeUrls).toEqual(["http://localhost:3001"]);
+    expect(
+      loadConfig({ MEDIA_PUBLIC_URL: "https://cdn.example.com", MEDIA_PURGE_URLS: "http://media:3001" }).lifecycle
+        .mediaPurgeUrls,
+    ).toEqual(["http://media:3001"]);
+  });
+});
