@@ -95,7 +95,12 @@ export async function extractImageMetadata(
   };
 }
 
-const text = (v: unknown): string | null => (typeof v === "string" && v.trim() ? v.replace(/\0+$/, "").trim() : null);
+/** An EXIF string, NULs removed anywhere (padding, or inside: Postgres text and JSON cannot hold \0). */
+const text = (v: unknown): string | null => {
+  if (typeof v !== "string") return null;
+  const clean = v.replace(/\0/g, "").trim();
+  return clean === "" ? null : clean;
+};
 const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
 const date = (v: unknown): string | null => (v instanceof Date && !Number.isNaN(v.getTime()) ? v.toISOString() : null);
 
