@@ -78,7 +78,7 @@ class SpoolStorage implements multer.StorageEngine {
         done(null, chunk);
       },
     });
-    pipeline(file.stream, measure, fs.createWriteStream(target, { flags: "wx" })).then(
+    pipeline(file.stream, measure, fs.createWriteStream(target, { flags: "wx", mode: 0o600 })).then(
       () => cb(null, { path: target, size, sha256: hash.digest("hex") } as Partial<Express.Multer.File>),
       (err: unknown) => {
         void fsp.rm(target, { force: true }).finally(() => cb(err));
@@ -118,7 +118,9 @@ export class UploadGate {
  * fields are returned in req.body; the spooled file in req.file (`path`, `size`, `sha256`).
  */
 export function uploadMiddleware(maxUploadBytes: number, settings: UploadSettings): RequestHandler {
-  fs.mkdirSync(settings.spoolDir, { recursive: true });
+  // Uploads are private until stored: a spool folder it creates is 0700, each file 0600 (an
+  // existing folder keeps its mode: it may be a shared one such as /tmp).
+  fs.mkdirSync(settings.spoolDir, { recursive: true, mode: 0o700 });
   const gate = new UploadGate(settings.maxConcurrentUploads);
   const upload = multer({
     storage: new SpoolStorage(settings.spoolDir),
