@@ -17,6 +17,20 @@ describe("docker-compose.yml", () => {
     expect(composeProblems(load())).toEqual([]);
   });
 
+  test("every published port is bound to the loopback interface, not to all interfaces", () => {
+    const compose = load();
+    const published: string[] = [];
+    for (const [name, service] of Object.entries(compose.services as Record<string, Json>))
+      for (const entry of service.ports ?? []) published.push(`${name} ${interpolate(String(entry))}`);
+    expect(published.sort()).toEqual([
+      "cdn 127.0.0.1:8080:8080",
+      "management 127.0.0.1:3000:3000",
+      "media 127.0.0.1:3001:3001",
+      "minio 127.0.0.1:9000:9000",
+      "minio 127.0.0.1:9001:9001",
+    ]);
+  });
+
   test("management and media run in production mode with the same S3 bucket", () => {
     const compose = load();
     const m = composeEnvironment(compose.services.management);

@@ -32,7 +32,10 @@ export interface HealthOptions {
   logger?: Pick<Logger, "warn">;
   /** When it returns true, /readyz answers 503 `draining` without running checks (set during shutdown). */
   isDraining?: () => boolean;
-  /** Include the failure message in the /readyz body (default true; scrubbed of credentials). */
+  /**
+   * Include the failure message in the /readyz body (scrubbed of credentials). Default false: the
+   * probe is public and error text names internal hosts; the warn log always carries it.
+   */
   exposeErrors?: boolean;
 }
 
@@ -85,6 +88,14 @@ export async function checkReadiness(checks: HealthOptions["checks"], timeoutMs 
 /** A GET/HEAD handler usable from Express or a bare node:http server (HEAD: Node sends no body). */
 export type OperationHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
+/** The public form of a report: each check's status and duration, no error text (a copy: the log keeps it). */
+function withoutErrors(report: ReadinessReport): ReadinessReport {
+  const checks = Object.fromEntries(
+    Object.entries(report.checks).map(([name, { status, durationMs }]) => [name, { status, durationMs }]),
+  );
+  return { ...report, checks };
+}
+
 /** The probes' answer: JSON, never cached. */
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const json = JSON.stringify(body);
@@ -99,8 +110,8 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 /**
  * `GET /healthz`: 200 while the process can answer (no dependency checks).
  * `GET /readyz`: 200 `{ status: "ok", failing: [], checks: { name: { status, durationMs } } }` when every
- * check passes within the timeout; else 503 with `failing` naming the dependencies (and each
- * check's error). Both `Cache-Control: no-store`. Framework-free, so a service can answer its
+ * check passes within the timeout; else 503 with `failing` naming the dependencies (each check's
+ * error only with `exposeErrors`; it is always logged). Both `Cache-Control: no-store`. Framework-free, so a service can answer its
  * probes before its Express app (media does: see services/media/src/server.ts).
  */
 export function healthHandlers(options: HealthOptions): { healthz: OperationHandler; readyz: OperationHandler } {
@@ -118,9 +129,12 @@ export function healthHandlers(options: HealthOptions): { healthz: OperationHand
           { failing: report.failing, checks: report.checks },
           `readiness check failed: ${report.failing.join(", ")}`,
         );
-        if (options.exposeErrors === false) for (const name of report.failing) delete report.checks[name].error;
       }
-      sendJson(res, report.failing.length > 0 ? 503 : 200, report);
+      sendJson(
+        res,
+        report.failing.length > 0 ? 503 : 200,
+        options.exposeErrors === true ? report : withoutErrors(report),
+      );
     },
   };
 }

@@ -38,6 +38,7 @@ describe("/healthz and /readyz", () => {
         redis: undefined, // not configured: not checked, not listed
       },
       timeoutMs: 1000,
+      exposeErrors: true,
     });
     const ok = await request(a).get("/readyz").expect(200);
     expect(ok.headers["content-type"]).toMatch(/^application\/json/);
@@ -75,6 +76,7 @@ describe("/healthz and /readyz", () => {
             }),
         },
         timeoutMs: 50,
+        exposeErrors: true,
       }),
     )
       .get("/readyz")
@@ -103,6 +105,26 @@ describe("/healthz and /readyz", () => {
     expect(text).not.toContain("hunter2");
     expect(text).not.toContain("topsecret");
     expect(report.checks.database.error).toContain("postgres://app:[REDACTED]@db:5432/app");
+  });
+
+  it("by default the public body names the failing dependency without its error text; the log has it", async () => {
+    const warnings: Array<{ obj: unknown; msg: string }> = [];
+    const a = app({
+      checks: {
+        storage: () => {
+          throw new Error("connect ECONNREFUSED 10.0.3.7:9000 (minio-internal.svc)");
+        },
+      },
+      logger: { warn: ((obj: unknown, msg: string) => warnings.push({ obj, msg })) as never },
+    });
+    const res = await request(a).get("/readyz").expect(503);
+    expect(res.body).toEqual({
+      status: "unavailable",
+      failing: ["storage"],
+      checks: { storage: { status: "error", durationMs: expect.any(Number) } },
+    });
+    expect(res.text).not.toContain("10.0.3.7");
+    expect(JSON.stringify(warnings)).toContain("connect ECONNREFUSED 10.0.3.7:9000 (minio-internal.svc)");
   });
 
   it("can hide error details and reports draining during shutdown", async () => {

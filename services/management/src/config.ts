@@ -9,7 +9,7 @@ import {
   portField as port,
   positiveIntField as positiveInt,
 } from "@media-platform/runtime";
-import { parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
+import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
 import { defaultUploadSettings, type UploadSettings } from "./assets/upload";
 import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth/keys";
 import { DEFAULT_STATEMENT_CACHE } from "./db/client";
@@ -95,7 +95,10 @@ const ownEnvSchema = z.object({
     .refine((v) => v === undefined || /^https?:\/\//.test(v), "must be an http(s) URL")
     .describe("JWKS endpoint of the identity provider"),
   AUTH_JWT_SECRET: optionalString
-    .refine((v) => v === undefined || v.length >= 16, "must be at least 16 characters")
+    .refine(
+      (v) => v === undefined || Buffer.byteLength(v, "utf8") >= MIN_SECRET_BYTES,
+      `must be at least ${MIN_SECRET_BYTES} bytes`,
+    )
     .describe("HS256 shared secret"),
   AUTH_PUBLIC_KEY: optionalString
     .refine((v) => v === undefined || isPublicKeyPem(v), "must be a PEM public key")

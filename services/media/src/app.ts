@@ -280,7 +280,7 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       const path = instanceOf(target);
       // First, so that every answer for the URL, problems included, says it depends on Accept.
       if (negotiator) res.setHeader("Vary", "Accept");
-      const refused = deps.presetsOnly ? presetsOnlyGate(target) : undefined;
+      const refused = deps.presetsOnly ? presetsOnlyGate(target, signer !== undefined) : undefined;
       if (refused) throw refused;
       const cacheControl = signer ? requireSignature(signer, target) : undefined;
       const { request, canonical } = parsed ?? paths.parse(path);

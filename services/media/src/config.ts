@@ -12,7 +12,7 @@ import {
   optionalStringField as optionalString,
   parseEnv,
 } from "@media-platform/runtime";
-import { parseStorageEnv, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
+import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
 import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
 import { loadPresetsFile } from "./presets";
 
@@ -73,7 +73,13 @@ export const mediaEnvSchema = z.object({
     "Results larger than this are served but not cached (either tier)",
   ),
   MEDIA_SIGNING_KEY: z
-    .preprocess(blankAsUnset, z.string().min(16, "must be at least 16 characters").optional())
+    .preprocess(
+      blankAsUnset,
+      z
+        .string()
+        .refine((v) => Buffer.byteLength(v, "utf8") >= MIN_SECRET_BYTES, `must be at least ${MIN_SECRET_BYTES} bytes`)
+        .optional(),
+    )
     .describe("When set, every media URL needs ?sig=<base64url HMAC-SHA256 of the path>"),
   MEDIA_ALLOW_QUERY: z
     .preprocess(blankAsUnset, z.stringbool({ error: "must be true or false" }).default(true))

@@ -163,7 +163,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       store: deps.store,
       signer,
       metrics,
-      gate: options.presetsOnly ? presetsOnlyGate : undefined,
+      gate: options.presetsOnly ? (target) => presetsOnlyGate(target, signer !== undefined) : undefined,
       cachePolicy: options.cachePolicy,
     },
     presets: options.presets,

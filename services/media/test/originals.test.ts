@@ -58,10 +58,10 @@ describe("GET /original/<id>.<ext>", () => {
     const plain = await fetch(`${media.url}/original/${jpg}.jpg?download=rocket%20launch.jpg`);
     expect(plain.status).toBe(200);
     expect(plain.headers.get("content-disposition")).toBe('attachment; filename="rocket launch.jpg"');
-    const url = formatOriginalPath(jpg, "jpg", 'Fußball "final" €.jpg');
+    const url = formatOriginalPath(jpg, "jpg", "Fußball «final» €.jpg");
     const unicode = await fetch(`${media.url}${url}`);
     expect(unicode.headers.get("content-disposition")).toBe(
-      `attachment; filename="Fu_ball \\"final\\" _.jpg"; filename*=UTF-8''Fu%C3%9Fball%20%22final%22%20%E2%82%AC.jpg`,
+      `attachment; filename="Fu_ball _final_ _.jpg"; filename*=UTF-8''Fu%C3%9Fball%20%C2%ABfinal%C2%BB%20%E2%82%AC.jpg`,
     );
     const empty = await fetch(`${media.url}/original/${jpg}.jpg?download=`);
     expect(empty.headers.get("content-disposition")).toBe(`attachment; filename="${jpg}.jpg"`);
@@ -71,6 +71,11 @@ describe("GET /original/<id>.<ext>", () => {
     ["a path", "..%2F..%2Fetc%2Fpasswd", /without \//],
     ["a control character", "a%0D%0ASet-Cookie%3A%20x.jpg", /control characters/],
     ["too long", "a".repeat(256), /at most 255/],
+    // U+202E RIGHT-TO-LEFT OVERRIDE: "photo\u202Egpj.exe" reads as "photoexe.jpg".
+    ["a right-to-left override", "photo%E2%80%AEgpj.exe", /direction-changing/],
+    ["a zero-width joiner", "a%E2%80%8Db.jpg", /invisible/],
+    ["a Windows-reserved character", "a%3Ab.jpg", /must not contain any of/],
+    ["a double quote", "%22a%22.jpg", /must not contain any of/],
   ])("refuses a download name that is %s (400 naming download)", async (_what, value, message) => {
     const res = await fetch(`${media.url}/original/${jpg}.jpg?download=${value}`);
     expect(res.status).toBe(400);
@@ -79,6 +84,19 @@ describe("GET /original/<id>.<ext>", () => {
     expect(body.errors[0]!.path).toBe("download");
     expect(body.errors[0]!.message).toMatch(message);
     expect(res.headers.get("content-disposition")).toBeNull();
+  });
+
+  it("the download name ends in the served format's extension, whatever the name asks", async () => {
+    const disposition = async (id: string, ext: string, name: string) =>
+      (await fetch(`${media.url}/original/${id}.${ext}?download=${encodeURIComponent(name)}`)).headers.get(
+        "content-disposition",
+      );
+    expect(await disposition(jpg, "jpg", "report.exe")).toBe('attachment; filename="report.exe.jpg"');
+    expect(await disposition(jpg, "jpg", "Rocket.JPEG")).toBe('attachment; filename="Rocket.JPEG"');
+    expect(await disposition(jpg, "jpg", "noext")).toBe('attachment; filename="noext.jpg"');
+    // The stored format decides, not the URL's extension: a PNG original asked as .jpg stays .png.
+    expect(await disposition(png, "jpg", "astronaut.jpg")).toBe('attachment; filename="astronaut.jpg.png"');
+    expect(await disposition(png, "png", "")).toBe(`attachment; filename="${png}.png"`);
   });
 
   it("400 for a repeated download, bad extension; 404 for a missing asset or a non-UUID id; 405 for POST", async () => {

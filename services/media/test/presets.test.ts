@@ -233,6 +233,10 @@ describe("MEDIA_PRESETS_ONLY", () => {
       `/preset:name=card/grayscale/${id}.jpg`,
       `/preset:name=card/${id}.jpg?v=2`,
       `/original/${id}.jpg`,
+      // Without MEDIA_SIGNING_KEY nothing checks a signature: any sig is one more URL, refused.
+      `/preset:name=card/${id}.jpg?sig=anything`,
+      `/preset:name=card/${id}.jpg?sig=`,
+      `/preset:name=card/${id}.jpg?exp=9999999999&sig=x`,
     ]) {
       const res = await fetch(`${media.url}${target}`);
       expect([target, res.status]).toEqual([target, 403]);

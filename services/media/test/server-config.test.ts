@@ -39,7 +39,7 @@ describe("media configuration", () => {
       CACHE_MEMORY_BYTES: "1048576",
       CACHE_TTL_SECONDS: "60",
       CACHE_MAX_ENTRY_BYTES: "2048",
-      MEDIA_SIGNING_KEY: "0123456789abcdef0123",
+      MEDIA_SIGNING_KEY: "0123456789abcdef0123456789abcdef0123",
       LIMIT_INPUT_PIXELS: "1000000",
       MEDIA_MAX_DIMENSION: "4096",
       MEDIA_MAX_OUTPUT_PIXELS: "2000000",
@@ -60,7 +60,7 @@ describe("media configuration", () => {
       host: "127.0.0.1",
       redis: { url: "redis://127.0.0.1:6379/2", keyPrefix: "m1:", timeoutMs: 250 },
       cache: { memoryBytes: 1048576, ttlSeconds: 60, maxEntryBytes: 2048 },
-      signingKey: "0123456789abcdef0123",
+      signingKey: "0123456789abcdef0123456789abcdef0123",
       limitInputPixels: 1_000_000,
       limits: {
         maxDimension: 4096,

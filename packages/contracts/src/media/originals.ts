@@ -1,3 +1,4 @@
+import { IMAGE_FORMATS, type AssetFormat } from "../image-formats";
 import { MEDIA_EXTENSIONS, MediaUrlError, type MediaExtension, type MediaUrlIssue } from "./url";
 
 /**
@@ -42,7 +43,9 @@ export function parseOriginalPath(path: string): OriginalRequest {
 
 /**
  * Why a download filename is refused, or undefined when it is fine: 1-255 characters, no
- * control characters, no path separators (the name is a file name, never a path).
+ * control characters, no path separators (the name is a file name, never a path), no invisible
+ * format characters (a right-to-left override makes `gpj.exe` read as `exe.jpg`), none of the
+ * characters Windows refuses in a file name.
  */
 export function downloadFilenameProblem(name: string): string | undefined {
   if ([...name].length > MAX_DOWNLOAD_FILENAME) return `must be at most ${MAX_DOWNLOAD_FILENAME} characters`;
@@ -50,7 +53,21 @@ export function downloadFilenameProblem(name: string): string | undefined {
   if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return "must not contain control characters";
   if (/[/\\]/.test(name)) return "must be a file name without / or \\";
   if (name === "." || name === "..") return "must be a file name";
+  if (/[\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Zl}\p{Zp}]/u.test(name))
+    return "must not contain invisible, unassigned or direction-changing characters";
+  if (/[<>:"|?*]/.test(name)) return 'must not contain any of < > : " | ? *';
   return undefined;
+}
+
+/**
+ * The download name as sent: its extension is the served format's, so a name cannot make the
+ * file open as something else (`report.exe` of a JPEG downloads as `report.exe.jpg`).
+ */
+export function downloadFilenameFor(name: string, format: AssetFormat): string {
+  const extensions: readonly string[] = IMAGE_FORMATS[format].extensions;
+  const dot = name.lastIndexOf(".");
+  if (dot > 0 && extensions.includes(name.slice(dot + 1).toLowerCase())) return name;
+  return `${name}.${extensions[0]}`;
 }
 
 /** `/original/<assetId>.<ext>`, with `?download=<filename>` when asked (percent-encoded). */

@@ -1,9 +1,8 @@
 import { createPublicKey, createSecretKey, type KeyObject } from "node:crypto";
-import fs from "node:fs";
 import path from "node:path";
 import jwt, { type Algorithm, type JwtHeader } from "jsonwebtoken";
 import type JwksRsa from "jwks-rsa";
-import { embeddedSharedSecret } from "@media-platform/storage";
+import { embeddedSharedSecret, MIN_SECRET_BYTES, readSecretFile } from "@media-platform/storage";
 import type { ManagementConfig } from "../config";
 import { nativeRequire } from "../native-require";
 
@@ -23,11 +22,7 @@ export type KeySource =
  */
 export function embeddedSecret(dataDir: string, create = true): string | null {
   if (create) return embeddedSharedSecret(dataDir, EMBEDDED_SECRET_FILE, 48);
-  try {
-    return fs.readFileSync(path.join(dataDir, EMBEDDED_SECRET_FILE), "utf8").trim();
-  } catch {
-    return null;
-  }
+  return readSecretFile(path.join(dataDir, EMBEDDED_SECRET_FILE)) || null;
 }
 
 export function resolveKeySource(config: Pick<ManagementConfig, "auth" | "dataDir">): KeySource {
@@ -87,6 +82,9 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
   // (for a secret it first tries, and fails, to read it as a public key: ~15% of a search
   // request's CPU).
   if (source.kind === "secret") {
+    // A short or empty key would still sign and verify: refuse it however it was configured.
+    if (Buffer.byteLength(source.secret, "utf8") < MIN_SECRET_BYTES)
+      throw new AuthError(`the HS256 secret is shorter than ${MIN_SECRET_BYTES} bytes`);
     getKey = createSecretKey(Buffer.from(source.secret, "utf8"));
     algorithms = ["HS256", "HS384", "HS512"];
   } else if (source.kind === "publicKey") {

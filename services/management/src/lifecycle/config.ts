@@ -64,7 +64,7 @@ export const lifecycleEnvShape = {
     .default(1000)
     .describe("How often each replica looks for due webhook deliveries"),
   MEDIA_PURGE_URLS: urlList.describe(
-    "Internal base URLs of the media service told to purge an asset after a delete or replace (one replica is enough with Redis; every replica without). Unset = MEDIA_PUBLIC_URL",
+    "Internal base URLs of the media service told to purge an asset after a delete or replace (one replica is enough with Redis; every replica without). Unset = MEDIA_PUBLIC_URL only when it is a loopback address (one host, embedded); else none, since the purge secret must not go to a CDN",
   ),
   MEDIA_PURGE_SECRET: z
     .string()
@@ -99,7 +99,7 @@ export interface LifecycleConfig {
   webhookRetryMs: number;
   webhookBackoffBaseMs: number;
   webhookPollIntervalMs: number;
-  /** Empty = MEDIA_PUBLIC_URL (filled in by lifecycleConfigFrom). */
+  /** Unset: MEDIA_PUBLIC_URL when it is a loopback address, else none (see purgeUrlsDefault). */
   mediaPurgeUrls: string[];
   /** Unset = the embedded shared secret file (resolved at start-up, see server.ts). */
   mediaPurgeSecret: string | undefined;
@@ -123,8 +123,19 @@ export function lifecycleConfigFrom(e: LifecycleEnv): LifecycleConfig {
     webhookRetryMs: e.WEBHOOK_RETRY_HOURS * 3600_000,
     webhookBackoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
     webhookPollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
-    mediaPurgeUrls: e.MEDIA_PURGE_URLS.length > 0 ? e.MEDIA_PURGE_URLS : [e.MEDIA_PUBLIC_URL],
+    mediaPurgeUrls: e.MEDIA_PURGE_URLS.length > 0 ? e.MEDIA_PURGE_URLS : purgeUrlsDefault(e.MEDIA_PUBLIC_URL),
     mediaPurgeSecret: e.MEDIA_PURGE_SECRET,
     cdnPurgeUrl: e.CDN_PURGE_URL,
   };
+}
+
+/**
+ * The purge call carries the shared secret, so it goes by default only where the public URL is
+ * this host (the embedded install: media at http://localhost:3001). A public URL elsewhere is a
+ * CDN or load balancer, never told the secret: there MEDIA_PURGE_URLS names the media replicas.
+ */
+export function purgeUrlsDefault(mediaPublicUrl: string): string[] {
+  const host = new URL(mediaPublicUrl).hostname.toLowerCase();
+  const loopback = host === "localhost" || host === "[::1]" || /^127(?:\.\d{1,3}){3}$/.test(host);
+  return loopback ? [mediaPublicUrl] : [];
 }

@@ -100,7 +100,7 @@ export function createHotPath(deps: {
     start: number,
   ): void => {
     if (!shared?.ready()) return next(req, res);
-    if (shared.presetsOnly && presetsOnlyGate(target)) return next(req, res);
+    if (shared.presetsOnly && presetsOnlyGate(target, signer !== undefined)) return next(req, res);
     if (queryRefused(target.includes("?"), shared.allowQuery, signer !== undefined)) return next(req, res);
     const assetId = mediaAssetIdOf(target);
     if (assetId === undefined) return next(req, res);

@@ -2,7 +2,10 @@ import { pipeline } from "node:stream/promises";
 import contentDisposition from "content-disposition";
 import type { NextFunction, Request, Response } from "express";
 import {
+  downloadFilenameFor,
   downloadFilenameProblem,
+  formatOfExtension,
+  formatOfMimeType,
   isOriginalPath,
   MediaUrlError,
   parseOriginalPath,
@@ -86,9 +89,11 @@ export function originalsHandler(deps: OriginalsDeps) {
         "X-Content-Type-Options": "nosniff",
       };
       if (download !== undefined) {
+        const format = formatOfMimeType(blob.contentType) ?? formatOfExtension(request.extension) ?? "jpeg";
+        const name = downloadFilenameFor(download, format);
         // Pure-ASCII fallback for old clients; the exact name travels in filename* (RFC 5987).
-        headers["Content-Disposition"] = contentDisposition(download, {
-          fallback: download.replace(/[^\x20-\x7e]/g, "_"),
+        headers["Content-Disposition"] = contentDisposition(name, {
+          fallback: name.replace(/[^\x20-\x7e]/g, "_"),
         });
       }
       res.writeHead(200, headers);

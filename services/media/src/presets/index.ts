@@ -75,11 +75,14 @@ const PRESETS_ONLY_QUERY = /^(?:(?:exp=\d{1,12}&)?sig=[A-Za-z0-9_-]*)?$/;
  * MEDIA_PRESETS_ONLY: bounds the URL space a CDN can be made to fill. A media URL passes only
  * when each of its steps is a preset and its query is at most the signature (`exp`, `sig`): no
  * free-form steps, no cache busters, no originals. Anything else is the 403 returned here.
+ * `signed` says whether MEDIA_SIGNING_KEY is set: without it nothing checks a `sig`, so any query
+ * is refused (each `?sig=<anything>` would otherwise be one more cache entry). Fails closed.
  */
-export function presetsOnlyGate(target: string): ProblemError | undefined {
+export function presetsOnlyGate(target: string, signed = false): ProblemError | undefined {
   const path = instanceOf(target);
   const query = target.length > path.length ? target.slice(path.length + 1) : "";
-  if (!isOriginalPath(path) && isPresetPath(path) && PRESETS_ONLY_QUERY.test(query)) return undefined;
+  const queryAllowed = signed ? PRESETS_ONLY_QUERY.test(query) : query === "";
+  if (!isOriginalPath(path) && isPresetPath(path) && queryAllowed) return undefined;
   return new ProblemError(
     403,
     "presets-only",
