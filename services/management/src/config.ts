@@ -11,7 +11,6 @@ import {
 } from "@media-platform/runtime";
 import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
 import { defaultUploadSettings, type UploadSettings } from "./assets/upload";
-import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS } from "./auth/keys";
 import { DEFAULT_STATEMENT_CACHE } from "./db/client";
 import { lifecycleEnvShape, lifecycleConfigFrom, type LifecycleConfig } from "./lifecycle/config";
 
@@ -21,6 +20,9 @@ export { ConfigError };
  * Every environment variable of the management service (storage variables come from
  * @media-platform/storage and are validated by its own schema). Keys are the variable names.
  */
+/** AUTH_MAX_TOKEN_LIFETIME_SECONDS' default: a day. */
+export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
+
 const ownEnvSchema = z.object({
   MANAGEMENT_PORT: port.default(3000).describe("HTTP port of the management API (0 = any free port)"),
   HOST: z.string().min(1).default("0.0.0.0").describe("Interface to listen on"),
@@ -129,6 +131,7 @@ const ownEnvSchema = z.object({
 });
 
 /** All variables: the service's own plus the storage driver's (STORAGE_DRIVER, STORAGE_DIR, S3_*). */
+
 export const managementEnvSchema = ownEnvSchema.extend(storageEnvSchema.shape);
 
 export type ManagementEnv = z.infer<typeof ownEnvSchema>;

@@ -3,7 +3,7 @@ import path from "node:path";
 import jwt, { type Algorithm, type JwtHeader } from "jsonwebtoken";
 import type JwksRsa from "jwks-rsa";
 import { embeddedSharedSecret, MIN_SECRET_BYTES, readSecretFile } from "@media-platform/storage";
-import type { ManagementConfig } from "../config";
+import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, type ManagementConfig } from "../config";
 import { nativeRequire } from "../native-require";
 
 export const EMBEDDED_SECRET_FILE = "auth-secret";
@@ -57,8 +57,6 @@ export interface TokenVerifier {
   verify(token: string): Promise<Principal>;
 }
 
-/** Default of AUTH_MAX_TOKEN_LIFETIME_SECONDS: a day. */
-export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
 
 export interface VerifierOptions {
   issuer?: string;
