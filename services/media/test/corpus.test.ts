@@ -43,6 +43,10 @@ const REFUSED: Record<string, number> = {
   "relax.jp2": 415,
   "relax_tileparts.jp2": 415,
   "vfile.v": 415,
+  // SVG originals are not accepted (they can carry scripts and external references).
+  "check.svg": 415,
+  "circle.svg": 415,
+  "struct-image-04-t.svg": 415,
 };
 
 const ANIMATED: Record<string, number> = {
