@@ -32,4 +32,6 @@ module.exports = {
     .filter((d) => require("node:fs").existsSync(`${__dirname}/${d}/test`))
     .map(project),
   testTimeout: 60000,
+  // .ci/run sets JEST_MAX_WORKERS (2 on CI's two cores); unset, jest's default.
+  ...(process.env.JEST_MAX_WORKERS && { maxWorkers: Number(process.env.JEST_MAX_WORKERS) }),
 };
