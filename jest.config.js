@@ -31,7 +31,8 @@ module.exports = {
   ]
     .filter((d) => require("node:fs").existsSync(`${__dirname}/${d}/test`))
     .map(project),
-  testTimeout: 60000,
+  // CI runs two workers on two cores: each test gets more time there.
+  testTimeout: process.env.CI ? 120000 : 60000,
   // .ci/run sets JEST_MAX_WORKERS (2 on CI's two cores); unset, jest's default.
   ...(process.env.JEST_MAX_WORKERS && { maxWorkers: Number(process.env.JEST_MAX_WORKERS) }),
 };
