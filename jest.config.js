@@ -31,8 +31,9 @@ module.exports = {
   ]
     .filter((d) => require("node:fs").existsSync(`${__dirname}/${d}/test`))
     .map(project),
-  // CI runs two workers on two cores: each test gets more time there.
+  // CI's machine may be loaded: each test gets more time there.
   testTimeout: process.env.CI ? 120000 : 60000,
-  // .ci/run sets JEST_MAX_WORKERS (2 on CI's two cores); unset, jest's default.
+  // JEST_MAX_WORKERS=N runs N workers; unset, jest's default (one on two cores). Suites that build
+  // the bundles and the library app write the same folders, so more workers can race there.
   ...(process.env.JEST_MAX_WORKERS && { maxWorkers: Number(process.env.JEST_MAX_WORKERS) }),
 };
