@@ -33,7 +33,6 @@ module.exports = {
     .map(project),
   // CI's machine may be loaded: each test gets more time there.
   testTimeout: process.env.CI ? 120000 : 60000,
-  // JEST_MAX_WORKERS=N runs N workers; unset, jest's default (one on two cores). Suites that build
-  // the bundles and the library app write the same folders, so more workers can race there.
+  // JEST_MAX_WORKERS=N runs N workers; unset, jest's default (one on two cores).
   ...(process.env.JEST_MAX_WORKERS && { maxWorkers: Number(process.env.JEST_MAX_WORKERS) }),
 };
