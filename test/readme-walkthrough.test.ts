@@ -1,15 +1,19 @@
 // The README's walkthrough, run as it stands: the bash block between the walkthrough markers is
 // extracted, both services start on the embedded defaults (a fresh DATA_DIR, free ports), and
 // the script runs against them with bash. It must exit 0 and print what its comments promise.
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import MarkdownIt from "markdown-it";
 import sharp from "sharp";
+import {
+  startServiceProcess as startService,
+  stopServiceProcess as stop,
+  type ServiceProcess as Service,
+} from "../services/media/test/support/service-process";
+import { runCommand } from "./support/run-command";
 
 const ROOT = path.resolve(__dirname, "..");
-const STARTUP_MS = 90_000;
 
 /** The fenced bash blocks between `<!-- walkthrough:start -->` and `<!-- walkthrough:end -->`. */
 export function walkthroughScript(readme: string): string {
@@ -24,62 +28,7 @@ export function walkthroughScript(readme: string): string {
   return blocks.join("\n");
 }
 
-interface Service {
-  child: ChildProcess;
-  url: string;
-}
-
-function startService(entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<Service> {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
-    cwd: ROOT,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(`${entry} did not start within ${STARTUP_MS} ms`), STARTUP_MS);
-    const fail = (message: string) => {
-      clearTimeout(timer);
-      child.kill("SIGKILL");
-      reject(new Error(`${message}\n--- output ---\n${output}`));
-    };
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = ready.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ child, url: match[1]! });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => fail(`${entry} exited with code ${code} before it was ready`));
-  });
-}
-
-async function stop(service: Service | undefined): Promise<void> {
-  const child = service?.child;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const force = setTimeout(() => child.kill("SIGKILL"), 10_000);
-  await exited;
-  clearTimeout(force);
-}
-
-function runBash(
-  script: string,
-  env: NodeJS.ProcessEnv,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn("bash", ["-c", script], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const runBash = (script: string, env: NodeJS.ProcessEnv) => runCommand("bash", ["-c", script], { cwd: ROOT, env });
 
 describe("README walkthrough", () => {
   const script = walkthroughScript(readFileSync(path.join(ROOT, "README.md"), "utf8"));
@@ -108,7 +57,7 @@ describe("README walkthrough", () => {
       { ...env, MANAGEMENT_PORT: "0", MEDIA_PUBLIC_URL: media.url, MEDIA_PURGE_URLS: media.url },
       /Management API: (http:\/\/\S+)/,
     );
-  }, 2 * STARTUP_MS);
+  }, 180_000);
 
   afterAll(async () => {
     await Promise.all([stop(media), stop(management)]);

@@ -13,7 +13,6 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import { createRequire } from "node:module";
-import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { startS3rver, type RunningS3rver } from "../../packages/storage/src/testing/s3rver";
@@ -29,6 +28,7 @@ import {
   REPO,
   stageEnv,
 } from "./support/files";
+import { freePort } from "../../test/support/net";
 
 const enabled = process.env.INFRA_IMAGE_SIM === "1";
 const mgmtRequire = createRequire(path.join(REPO, "services/management/package.json"));
@@ -103,14 +103,6 @@ function assemble(service: ServiceName, ctx: string, work: string): Image {
   }
   const cmdIns = runtime.instructions.filter((i) => i.keyword === "CMD").pop();
   return { root, workdir: path.join(root, workdir), env: stageEnv(runtime), cmd: execForm(cmdIns?.args ?? "[]") ?? [] };
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 async function waitReady(

@@ -4,10 +4,11 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
-import net, { type AddressInfo } from "node:net";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { readRepoFile } from "./support/files";
+import { freePort } from "../../test/support/net";
 
 const CONF = readRepoFile("infra/cdn/nginx.conf");
 
@@ -117,14 +118,6 @@ async function startUpstream(): Promise<Upstream> {
     versions,
     deleted,
   };
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 /** The config with the container paths and names swapped for this machine's; each swap must hit exactly once. */

@@ -8,15 +8,15 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { buildLibrary } from "../../../scripts/library-build";
+import { CHROMIUM, launchChromium } from "../../../test/support/chromium";
+import { freePort } from "../../../test/support/net";
 
 const root = path.resolve(__dirname, "../../..");
 const CORPUS = path.resolve(root, "../shared/fixtures/corpus/sharp");
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const ARTIFACTS = path.join(root, "test-artifacts", "library");
 const DOC_SHOTS = process.env.LIBRARY_SCREENSHOTS ? path.resolve(root, process.env.LIBRARY_SCREENSHOTS) : null;
 const WORKSPACE = "browser-test";
@@ -25,17 +25,6 @@ if (!fs.existsSync(CORPUS)) throw new Error(`the image corpus is missing: ${CORP
 if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed (apt-get install chromium)`);
 
 const corpus = (name: string): Buffer => fs.readFileSync(path.join(CORPUS, name));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitReady(url: string, child: ChildProcess, log: () => string): Promise<void> {
   const deadline = Date.now() + 45_000;
@@ -123,23 +112,8 @@ beforeAll(async () => {
     children.push(child);
     await waitReady(url, child, () => output);
   }
-  const { chromium } = await import("playwright-core");
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "library-chromium-"));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  context = await launchChromium("library", { viewport: { width: 1280, height: 800 } });
+
   page = context.pages()[0] ?? (await context.newPage());
   page.on("request", (r) => requests.push(r.url()));
   page.on("console", (m) => {

@@ -53,17 +53,23 @@ async function listen(handler: http.RequestListener): Promise<{ server: http.Ser
   return { server, port: (server.address() as AddressInfo).port };
 }
 
+/** A server whose /slow request waits for `release` after signalling `started`; every answer is `body`. */
+async function listenWithSlowPath(body: string) {
+  const started = deferred();
+  const release = deferred();
+  const listening = await listen(async (req, res) => {
+    if (req.url === "/slow") {
+      started.resolve();
+      await release.promise;
+    }
+    res.end(body);
+  });
+  return { ...listening, started, release };
+}
+
 describe("gracefulShutdown (in process)", () => {
   it("lets the in-flight request finish, refuses new connections, then runs hooks in order", async () => {
-    const started = deferred();
-    const release = deferred();
-    const { server, port } = await listen(async (req, res) => {
-      if (req.url === "/slow") {
-        started.resolve();
-        await release.promise;
-      }
-      res.end("done");
-    });
+    const { server, port, started, release } = await listenWithSlowPath("done");
     const order: string[] = [];
     const exit = jest.fn();
     const { logger, lines } = recordingLogger();
@@ -101,15 +107,7 @@ describe("gracefulShutdown (in process)", () => {
   });
 
   it("closes idle keep-alive connections and those whose request finishes during shutdown", async () => {
-    const started = deferred();
-    const release = deferred();
-    const { server, port } = await listen(async (req, res) => {
-      if (req.url === "/slow") {
-        started.resolve();
-        await release.promise;
-      }
-      res.end("ok");
-    });
+    const { server, port, started, release } = await listenWithSlowPath("ok");
     const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
     // One connection left idle, one busy with a slow request.
     await expect(get(port, "/fast", agent)).resolves.toMatchObject({ status: 200 });

@@ -1,8 +1,6 @@
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
-import path from "node:path";
 import express, { type Express, type Router } from "express";
 import request from "supertest";
 import { problemSchema } from "@media-platform/contracts";
@@ -14,10 +12,9 @@ import {
   type ApiRoute,
 } from "@media-platform/contracts/src/openapi";
 import { DOCS_CSP, docsRouter } from "../src/docs";
+import { CHROMIUM, launchChromium } from "../../../test/support/chromium";
 import { createTestApp, fixture, type TestApp } from "./helpers";
 
-/** Debian's chromium; CHROMIUM_PATH points elsewhere. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const required = process.env.REQUIRE_SERVICES === "1";
 
 interface Layer {
@@ -306,26 +303,11 @@ describe("API reference in a browser", () => {
     async () => {
       if (!haveChromium)
         throw new Error(`REQUIRE_SERVICES=1 but ${CHROMIUM} is not installed (apt-get install chromium)`);
-      const { chromium } = await import("playwright-core");
       const t = await createTestApp();
       const server = http.createServer(served(t));
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
       const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "docs-chromium-"));
-      const context = await chromium.launchPersistentContext(userDataDir, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: [
-          "--headless",
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
-      });
+      const context = await launchChromium("docs");
       try {
         const page = context.pages()[0] ?? (await context.newPage());
         const consoleErrors: string[] = [];
@@ -357,7 +339,6 @@ describe("API reference in a browser", () => {
         await context.close();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         await t.close();
-        fs.rmSync(userDataDir, { recursive: true, force: true });
       }
     },
   );

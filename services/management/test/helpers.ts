@@ -56,6 +56,17 @@ export async function createTestDatabase(): Promise<{ db: Database; url: string 
   return pgliteDb();
 }
 
+/**
+ * For a service started as a child process: a fresh Postgres database when DATABASE_URL is set
+ * (its URL, and a drop to call afterwards); nothing with PGlite, which the child opens itself.
+ */
+export async function childDatabase(): Promise<{ url?: string; drop?: () => Promise<void> }> {
+  if (!process.env.DATABASE_URL) return {};
+  const created = await createTestDatabase();
+  await created.db.close();
+  return { url: created.url ?? undefined, drop: created.drop };
+}
+
 async function pgliteDb() {
   const pglite = await createPGlite(undefined);
   const db = await openDatabase({ pglite });

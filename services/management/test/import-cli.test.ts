@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import net, { type AddressInfo } from "node:net";
 import os from "node:os";
@@ -8,6 +7,7 @@ import sharp from "sharp";
 import { MediaPlatformClient } from "@media-platform/client";
 import { main, progressLine, runImport, type ImportSummary } from "../src/cli/import";
 import { startTestManagement, type RunningTestManagement } from "../../../packages/client/test/support";
+import { runCommand } from "../../../test/support/run-command";
 import { FIXTURES } from "./helpers";
 
 const ROOT = path.resolve(__dirname, "../../..");
@@ -161,23 +161,11 @@ describe("pnpm run import", () => {
   });
 
   it("runs as `pnpm run import` (tsx): signs the token from DATA_DIR like pnpm run token, prints the summary, exits 1 when files were rejected", async () => {
-    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(
-        TSX,
-        [CLI, folder, "--workspace", "ws-cli", "--collection", "From CLI", "--url", server.url],
-        {
-          cwd: ROOT,
-          env: cliEnv(server),
-          stdio: ["ignore", "pipe", "pipe"],
-        },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+    const result = await runCommand(
+      TSX,
+      [CLI, folder, "--workspace", "ws-cli", "--collection", "From CLI", "--url", server.url],
+      { cwd: ROOT, env: cliEnv(server) },
+    );
     expect(result.stderr).not.toContain("\r"); // not a TTY: no progress line
     expect(result.code).toBe(1);
     const lines = result.stdout.split("\n");

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -12,6 +11,7 @@ import { openDatabase } from "../src/db/client";
 import { migrate } from "../src/db/migrate";
 import { Prisma } from "../src/generated/prisma/client";
 import { nativeRequire } from "../src/native-require";
+import { runCommand } from "../../../test/support/run-command";
 import { createTestApp, fixture, upload, type TestApp } from "./helpers";
 
 type ThumbHash = typeof import("thumbhash", { with: { "resolution-mode": "import" } });
@@ -190,6 +190,18 @@ describe("replace and version restore", () => {
   });
 });
 
+/** What the backfill computes from an original, as stored on its row. */
+const analysedFacts = (r: {
+  placeholder: string | null;
+  placeholderDataUrl: string | null;
+  dominantColor: string | null;
+  hasAlpha: boolean | null;
+  animated: boolean | null;
+  pages: number | null;
+  durationMs: number | null;
+  exif: unknown;
+}) => [r.placeholder, r.placeholderDataUrl, r.dominantColor, r.hasAlpha, r.animated, r.pages, r.durationMs, r.exif];
+
 describe("backfill", () => {
   const clear = (id: string) =>
     t.db.prisma.asset.update({
@@ -238,29 +250,7 @@ describe("backfill", () => {
     expect(summary).toEqual({ filled: 4, reoriented: 0, failed: 0, failures: [] });
     expect(batches).toEqual([2, 4]);
     const after = await t.db.prisma.asset.findMany({ where: { id: { in: ids } }, orderBy: { id: "asc" } });
-    expect(
-      after.map((r) => [
-        r.placeholder,
-        r.placeholderDataUrl,
-        r.dominantColor,
-        r.hasAlpha,
-        r.animated,
-        r.pages,
-        r.durationMs,
-        r.exif,
-      ]),
-    ).toEqual(
-      before.map((r) => [
-        r.placeholder,
-        r.placeholderDataUrl,
-        r.dominantColor,
-        r.hasAlpha,
-        r.animated,
-        r.pages,
-        r.durationMs,
-        r.exif,
-      ]),
-    );
+    expect(after.map(analysedFacts)).toEqual(before.map(analysedFacts));
     expect(after.find((r) => r.id === gif.id)).toMatchObject({ animated: true, pages: 24 });
 
     expect(await backfillMetadata(t.db.prisma, t.blobStore, options)).toEqual({
@@ -292,18 +282,9 @@ describe("pnpm run backfill:metadata", () => {
   const TSX = path.join(ROOT, "node_modules/.bin/tsx");
   const CLI = path.join(ROOT, "services/management/src/cli/backfill-metadata.ts");
   const run = (args: string[], env: Record<string, string>) =>
-    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(TSX, [CLI, ...args], {
-        cwd: ROOT,
-        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    runCommand(TSX, [CLI, ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     });
 
   it("fills an old row of the embedded database from DATA_DIR's blobs; refuses a bad --batch-size", async () => {

@@ -13,7 +13,7 @@ import { loadConfig } from "../src/config";
 import { createManagementMetrics, type ManagementMetrics } from "../src/metrics";
 import type { PrismaClient } from "../src/db/client";
 import { startManagement } from "../src/server";
-import { createTestApp, createTestDatabase, fixture, type TestApp } from "./helpers";
+import { childDatabase, createTestApp, createTestDatabase, fixture, type TestApp } from "./helpers";
 import { startManagementChild, type ManagementChild } from "./support/child";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -396,12 +396,9 @@ describe("graceful shutdown (the real service, SIGTERM)", () => {
       AUTH_JWT_SECRET: secret,
       MEDIA_PUBLIC_URL: "http://media.shutdown.test",
     });
-    if (process.env.DATABASE_URL) {
-      const db = await createTestDatabase();
-      await db.db.close();
-      if (db.url) env.DATABASE_URL = db.url;
-      dropDb = db.drop;
-    }
+    const database = await childDatabase();
+    if (database.url) env.DATABASE_URL = database.url;
+    dropDb = database.drop;
   });
   afterAll(async () => {
     if (child && child.proc.exitCode === null && child.proc.signalCode === null) {

@@ -9,7 +9,7 @@ import { ConfigError, loadConfig, managementEnvSchema } from "../src/config";
 import { EMBEDDED_SECRET_FILE } from "../src/auth/keys";
 import { startManagement, type RunningManagement } from "../src/server";
 import { startS3rver, type RunningS3rver } from "@media-platform/storage/src/testing/s3rver";
-import { createTestDatabase, fixture } from "./helpers";
+import { childDatabase, fixture } from "./helpers";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "../../..");
@@ -113,12 +113,9 @@ describe("startManagement (embedded defaults) + pnpm run token", () => {
         Object.assign(env, s3rver.env);
       }
     }
-    if (process.env.DATABASE_URL) {
-      const db = await createTestDatabase();
-      await db.db.close();
-      if (db.url) env.DATABASE_URL = db.url;
-      dropDb = db.drop;
-    }
+    const database = await childDatabase();
+    if (database.url) env.DATABASE_URL = database.url;
+    dropDb = database.drop;
   });
   afterAll(async () => {
     await running?.close();

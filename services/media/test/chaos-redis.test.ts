@@ -12,6 +12,7 @@ import path from "node:path";
 import { parseMediaPath } from "@media-platform/contracts";
 import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
 import { pipelineRender } from "./support/media-server";
+import { freePort } from "../../../test/support/net";
 
 const REPO = path.resolve(__dirname, "..", "..", "..");
 const FIXTURES = path.join(REPO, "fixtures", "images");
@@ -20,17 +21,6 @@ const required = process.env.REQUIRE_SERVICES === "1";
 const describeChaos = required ? describe : describe.skip;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function until(what: string, check: () => Promise<boolean>, attempts = 300): Promise<void> {
   for (let i = 0; i < attempts; i++) {

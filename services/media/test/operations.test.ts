@@ -13,6 +13,7 @@ import { signedMediaUrl } from "../src/delivery/signing";
 import { gatedRender, startTestMedia, type TestMedia } from "./support/media-server";
 import { MemoryBlobStore } from "./support/memory-store";
 import { closedPortUrl, redisAvailable, TEST_REDIS_URL, uniqueRedisPrefix } from "./support/redis";
+import { freePort } from "../../../test/support/net";
 
 /**
  * Operations of the media service (issue 4): Prometheus /metrics, X-Request-Id on both paths
@@ -389,14 +390,6 @@ function lineCollector(child: ChildProcess) {
       });
     },
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** Opens a TCP connection: resolves when connected, rejects with the socket error (ECONNREFUSED). */
