@@ -111,55 +111,21 @@ export function claheChannel(
     }
   };
 
-  // Per column: the two neighbouring tile LUT offsets and their weights (float, as OpenCV).
-  const invTw = f32(1 / tileW);
-  const invTh = f32(1 / tileH);
-  const ind1 = new Int32Array(width);
-  const ind2 = new Int32Array(width);
-  const xa = new Float32Array(width);
-  const xa1 = new Float32Array(width);
-  for (let x = 0; x < width; x++) {
-    const txf = f32(f32(x * invTw) - 0.5);
-    const tx1 = floor(txf);
-    xa[x] = f32(txf - tx1);
-    xa1[x] = f32(1 - xa[x]!);
-    ind1[x] = max(tx1, 0) * 256;
-    ind2[x] = min(tx1 + 1, tilesX - 1) * 256;
-  }
+  const n = neighbours(width, height, tileW, tileH, tilesX, tilesY);
+  const { ind1, ind2, xa, xa1 } = n;
 
   const dst = new Uint8Array(width * height);
   if (tileArea < SPARSE_TILE_AREA) {
-    sparseInterpolation(
-      src,
-      dst,
-      width,
-      height,
-      extWidth,
-      tilesX,
-      tilesY,
-      tileW,
-      tileH,
-      clip,
-      lutScale,
-      colSrc,
-      ind1,
-      ind2,
-      xa,
-      xa1,
-      invTh,
-    );
+    sparseInterpolation(src, dst, { width, height, extWidth, tilesX, tileW, tileH, colSrc }, n, clip, lutScale);
     return dst;
   }
   for (let y = 0; y < height; y++) {
-    const tyf = f32(f32(y * invTh) - 0.5);
-    const ty = floor(tyf);
-    const ya = f32(tyf - ty);
-    const ya1 = f32(1 - ya);
-    const ty1 = max(ty, 0);
-    const ty2 = min(ty + 1, tilesY - 1);
+    const ty2 = n.ty2[y]!;
     while (builtRows <= ty2) buildLutRow(builtRows++);
-    const lut1 = lutRows[ty1 & 1]!;
+    const lut1 = lutRows[n.ty1[y]! & 1]!;
     const lut2 = lutRows[ty2 & 1]!;
+    const ya = n.ya[y]!;
+    const ya1 = n.ya1[y]!;
     const row = y * width;
     for (let x = 0; x < width; x++) {
       const v = src[row + x]!;
@@ -179,6 +145,71 @@ export function claheChannel(
 const SPARSE_TILE_AREA = 16;
 
 /**
+ * The two neighbouring tiles of every column (LUT offsets ind1/ind2, weights xa/xa1) and of
+ * every row (tile rows ty1/ty2, weights ya/ya1), in float as OpenCV computes them.
+ */
+interface Neighbours {
+  ind1: Int32Array;
+  ind2: Int32Array;
+  xa: Float32Array;
+  xa1: Float32Array;
+  ty1: Int32Array;
+  ty2: Int32Array;
+  ya: Float32Array;
+  ya1: Float32Array;
+}
+
+function neighbours(
+  width: number,
+  height: number,
+  tileW: number,
+  tileH: number,
+  tilesX: number,
+  tilesY: number,
+): Neighbours {
+  const invTw = f32(1 / tileW);
+  const invTh = f32(1 / tileH);
+  const n: Neighbours = {
+    ind1: new Int32Array(width),
+    ind2: new Int32Array(width),
+    xa: new Float32Array(width),
+    xa1: new Float32Array(width),
+    ty1: new Int32Array(height),
+    ty2: new Int32Array(height),
+    ya: new Float32Array(height),
+    ya1: new Float32Array(height),
+  };
+  for (let x = 0; x < width; x++) {
+    const txf = f32(f32(x * invTw) - 0.5);
+    const tx1 = floor(txf);
+    n.xa[x] = f32(txf - tx1);
+    n.xa1[x] = f32(1 - n.xa[x]!);
+    n.ind1[x] = max(tx1, 0) * 256;
+    n.ind2[x] = min(tx1 + 1, tilesX - 1) * 256;
+  }
+  for (let y = 0; y < height; y++) {
+    const tyf = f32(f32(y * invTh) - 0.5);
+    const ty = floor(tyf);
+    n.ya[y] = f32(tyf - ty);
+    n.ya1[y] = f32(1 - n.ya[y]!);
+    n.ty1[y] = max(ty, 0);
+    n.ty2[y] = min(ty + 1, tilesY - 1);
+  }
+  return n;
+}
+
+/** What the sparse path needs of the extended image's geometry. */
+interface SparseGrid {
+  width: number;
+  height: number;
+  extWidth: number;
+  tilesX: number;
+  tileW: number;
+  tileH: number;
+  colSrc: Int32Array;
+}
+
+/**
  * The small-tile path of claheChannel: identical results. Per tile it keeps the sorted
  * distinct levels with the running sum of their clipped counts, plus the redistribution
  * (batch per bin, residual bins every `step`), and computes the cumulative count at a level
@@ -187,22 +218,13 @@ const SPARSE_TILE_AREA = 16;
 function sparseInterpolation(
   src: Uint8Array,
   dst: Uint8Array,
-  width: number,
-  height: number,
-  extWidth: number,
-  tilesX: number,
-  tilesY: number,
-  tileW: number,
-  tileH: number,
+  grid: SparseGrid,
+  n: Neighbours,
   clip: number,
   lutScale: number,
-  colSrc: Int32Array,
-  ind1: Int32Array,
-  ind2: Int32Array,
-  xa: Float32Array,
-  xa1: Float32Array,
-  invTh: number,
 ): void {
+  const { width, height, extWidth, tilesX, tileW, tileH, colSrc } = grid;
+  const { ind1, ind2, xa, xa1 } = n;
   const area = tileW * tileH;
   const rows = [0, 1].map(() => ({
     levels: new Uint8Array(tilesX * area),
@@ -275,15 +297,12 @@ function sparseInterpolation(
     return saturateByte(f32(sum * lutScale));
   };
   for (let y = 0; y < height; y++) {
-    const tyf = f32(f32(y * invTh) - 0.5);
-    const ty = floor(tyf);
-    const ya = f32(tyf - ty);
-    const ya1 = f32(1 - ya);
-    const ty1 = max(ty, 0);
-    const ty2 = min(ty + 1, tilesY - 1);
+    const ty2 = n.ty2[y]!;
     while (builtRows <= ty2) buildRow(builtRows++);
-    const row1 = rows[ty1 & 1]!;
+    const row1 = rows[n.ty1[y]! & 1]!;
     const row2 = rows[ty2 & 1]!;
+    const ya = n.ya[y]!;
+    const ya1 = n.ya1[y]!;
     const offset = y * width;
     for (let x = 0; x < width; x++) {
       const v = src[offset + x]!;
