@@ -190,6 +190,17 @@ describe("replace and version restore", () => {
   });
 });
 
+/** A row as it was before the analysis existed: every analysed fact unset. */
+const UNANALYSED = {
+  placeholder: null,
+  placeholderDataUrl: null,
+  dominantColor: null,
+  hasAlpha: null,
+  animated: null,
+  pages: null,
+  durationMs: null,
+};
+
 /** What the backfill computes from an original, as stored on its row. */
 const analysedFacts = (r: {
   placeholder: string | null;
@@ -206,16 +217,7 @@ describe("backfill", () => {
   const clear = (id: string) =>
     t.db.prisma.asset.update({
       where: { id },
-      data: {
-        placeholder: null,
-        placeholderDataUrl: null,
-        dominantColor: null,
-        hasAlpha: null,
-        animated: null,
-        pages: null,
-        durationMs: null,
-        exif: Prisma.DbNull,
-      },
+      data: { ...UNANALYSED, exif: Prisma.DbNull },
     });
   const options = { batchSize: 2, limitInputPixels: 100_000_000, keepGps: false };
 
@@ -233,12 +235,7 @@ describe("backfill", () => {
     for (const id of ids) await clear(id);
     const cleared = await t.as(WS).get(`/v1/assets/${gif.id}`);
     expect(cleared.body).toMatchObject({
-      placeholder: null,
-      placeholderDataUrl: null,
-      dominantColor: null,
-      hasAlpha: null,
-      animated: null,
-      pages: null,
+      ...UNANALYSED,
       exif: null,
     });
 

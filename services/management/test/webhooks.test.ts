@@ -29,6 +29,20 @@ async function startReceiver(statuses: number[]) {
   return { url, received, close: () => new Promise((r) => server.close(r)) };
 }
 
+type DispatcherOverrides = Partial<ConstructorParameters<typeof WebhookDispatcher>[0]>;
+
+/** A dispatcher on the test app's database with a fast poll and backoff, and a day of retries. */
+const testDispatcher = (t: TestApp, overrides: DispatcherOverrides = {}) =>
+  new WebhookDispatcher({
+    prisma: t.db.prisma,
+    log: pino({ level: "silent" }),
+    secret: SECRET,
+    retryMs: 24 * 3600_000,
+    backoffBaseMs: 10,
+    pollIntervalMs: 10,
+    ...overrides,
+  });
+
 describe("webhooks: transactional outbox + signed at-least-once delivery", () => {
   let t: TestApp;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
@@ -41,16 +55,7 @@ describe("webhooks: transactional outbox + signed at-least-once delivery", () =>
     await t.close();
   });
 
-  const dispatcher = (overrides: Partial<ConstructorParameters<typeof WebhookDispatcher>[0]> = {}) =>
-    new WebhookDispatcher({
-      prisma: t.db.prisma,
-      log: pino({ level: "silent" }),
-      secret: SECRET,
-      retryMs: 24 * 3600_000,
-      backoffBaseMs: 10,
-      pollIntervalMs: 10,
-      ...overrides,
-    });
+  const dispatcher = (overrides: DispatcherOverrides = {}) => testDispatcher(t, overrides);
 
   /** Runs the dispatcher until nothing is due, waiting out the (10 ms) backoff between rounds. */
   async function drain(d: WebhookDispatcher, rounds = 50) {
@@ -142,16 +147,7 @@ describe("webhooks: one lane per endpoint", () => {
     await new Promise<void>((r) => blackHole.listen(0, "127.0.0.1", r));
     const holeUrl = `http://127.0.0.1:${(blackHole.address() as AddressInfo).port}/hooks`;
     const good = await startReceiver([]);
-    const d = new WebhookDispatcher({
-      prisma: t.db.prisma,
-      log: pino({ level: "silent" }),
-      secret: SECRET,
-      retryMs: 24 * 3600_000,
-      backoffBaseMs: 10,
-      pollIntervalMs: 10,
-      timeoutMs: 60_000,
-      perEndpoint: 2,
-    });
+    const d = testDispatcher(t, { timeoutMs: 60_000, perEndpoint: 2 });
     try {
       // 25 events for the black hole are due first (more than one claim batch), then one for the good endpoint.
       for (let i = 0; i < 25; i++)
