@@ -10,19 +10,12 @@
 //      filesystem, Redis for the media cache.
 import { managementEnvSchema, loadConfig, type ManagementConfig } from "../../../services/management/src/config";
 import { loadMediaConfig, mediaEnvSchema, type MediaConfig } from "../../../services/media/src/config";
+import { S3_CONNECTION_VARIABLES } from "../../../packages/storage/src";
 
 export const RUNTIME_VARIABLES = ["NODE_ENV", "NODE_OPTIONS", "TZ", "LD_PRELOAD", "UV_THREADPOOL_SIZE"] as const;
 
 /** Storage settings both services need in production (same bucket, same credentials). */
-export const STORAGE_PRODUCTION = [
-  "STORAGE_DRIVER",
-  "S3_ENDPOINT",
-  "S3_REGION",
-  "S3_BUCKET",
-  "S3_ACCESS_KEY_ID",
-  "S3_SECRET_ACCESS_KEY",
-  "S3_FORCE_PATH_STYLE",
-] as const;
+export const STORAGE_PRODUCTION = S3_CONNECTION_VARIABLES;
 
 export type ServiceName = "management" | "media";
 

@@ -79,6 +79,17 @@ export const storageEnvSchema = z.object({
 });
 
 export type StorageEnv = z.output<typeof storageEnvSchema>;
+
+/** The settings that point a service at one S3 bucket: every service of a deployment sets the same. */
+export const S3_CONNECTION_VARIABLES = [
+  "STORAGE_DRIVER",
+  "S3_ENDPOINT",
+  "S3_REGION",
+  "S3_BUCKET",
+  "S3_ACCESS_KEY_ID",
+  "S3_SECRET_ACCESS_KEY",
+  "S3_FORCE_PATH_STYLE",
+] as const satisfies readonly (keyof StorageEnv)[];
 /** Same shape; named for callers that build it by hand (tests, scripts). */
 export type StorageConfig = StorageEnv;
 

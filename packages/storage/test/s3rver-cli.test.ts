@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { S3BlobStore, createBlobStoreFromEnv } from "../src";
+import { S3BlobStore, S3_CONNECTION_VARIABLES, createBlobStoreFromEnv } from "../src";
 
 const REPO = path.resolve(__dirname, "../../..");
 const TSX = path.join(REPO, "node_modules", ".bin", "tsx");
@@ -16,19 +16,9 @@ test("s3rver-cli prints a usable env as KEY=VALUE lines and exits cleanly on SIG
     for await (const line of lines) {
       const eq = line.indexOf("=");
       env[line.slice(0, eq)] = line.slice(eq + 1);
-      if (Object.keys(env).length === 7) break;
+      if (Object.keys(env).length === S3_CONNECTION_VARIABLES.length) break;
     }
-    expect(Object.keys(env).sort()).toEqual(
-      [
-        "STORAGE_DRIVER",
-        "S3_ENDPOINT",
-        "S3_REGION",
-        "S3_BUCKET",
-        "S3_ACCESS_KEY_ID",
-        "S3_SECRET_ACCESS_KEY",
-        "S3_FORCE_PATH_STYLE",
-      ].sort(),
-    );
+    expect(Object.keys(env).sort()).toEqual([...S3_CONNECTION_VARIABLES].sort());
     expect(env.S3_ENDPOINT).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const store = createBlobStoreFromEnv(env) as S3BlobStore;
     try {
