@@ -56,10 +56,10 @@ interface BaseSpec {
  * meaning fixes one (a colour axis not given is 0, a channel multiplier 1.0): applied by
  * resolveParams like a default, not documented as one.
  */
-
-export interface IntegerSpec extends BaseSpec {
-  type: "integer";
+interface NumericSpec<Type extends "integer" | "number"> extends BaseSpec {
+  type: Type;
   min: number;
+  /** The lower bound itself is not allowed (e.g. brightness must be > 0). */
   exclusiveMin?: boolean;
   /** Fixed upper bound from the spec. */
   max?: number;
@@ -69,16 +69,8 @@ export interface IntegerSpec extends BaseSpec {
   implied?: number;
 }
 
-export interface NumberSpec extends BaseSpec {
-  type: "number";
-  min: number;
-  /** The lower bound itself is not allowed (e.g. brightness must be > 0). */
-  exclusiveMin?: boolean;
-  max?: number;
-  cap?: CapName;
-  default?: number;
-  implied?: number;
-}
+export type IntegerSpec = NumericSpec<"integer">;
+export type NumberSpec = NumericSpec<"number">;
 
 export interface EnumSpec extends BaseSpec {
   type: "enum";
