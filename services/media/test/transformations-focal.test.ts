@@ -407,6 +407,9 @@ describe("mapFocalPoint of each geometric step", () => {
   it("resize keeps fractions for inside/fill/one side, maps cover through its window and contain into its padding", () => {
     const point = { x: 0.75, y: 0.5 };
     const r = (p: Parameters<typeof resolveParams<"resize">>[1]) => resolveParams("resize", p);
+    // 400x200 into a 100x100 box with the given fit.
+    const square = (p: { x: number; y: number }, fit: "cover" | "contain") =>
+      resize.mapFocalPoint(p, size(400, 200), size(100, 100), r({ width: 100, height: 100, fit }), ctx);
     expect(resize.mapFocalPoint(point, size(400, 200), size(200, 100), r({ width: 200 }), ctx)).toEqual(point);
     expect(
       resize.mapFocalPoint(point, size(400, 200), size(100, 100), r({ width: 100, height: 100, fit: "fill" }), ctx),
@@ -415,28 +418,12 @@ describe("mapFocalPoint of each geometric step", () => {
     expect(
       resize.mapFocalPoint(point, size(400, 200), size(100, 100), r({ width: 100, height: 100, fit: "cover" }), ctx),
     ).toEqual({ x: 1, y: 0.5 });
-    expect(
-      resize.mapFocalPoint(
-        { x: 0.1, y: 0.5 },
-        size(400, 200),
-        size(100, 100),
-        r({ width: 100, height: 100, fit: "cover" }),
-        ctx,
-      ),
-    ).toBeUndefined();
+    expect(square({ x: 0.1, y: 0.5 }, "cover")).toBeUndefined();
     // contain 400x200 -> 100x100: content 100 x 50 at top 25
     expect(
       resize.mapFocalPoint(point, size(400, 200), size(100, 100), r({ width: 100, height: 100, fit: "contain" }), ctx),
     ).toEqual({ x: 0.75, y: 0.5 });
-    expect(
-      resize.mapFocalPoint(
-        { x: 0.75, y: 0 },
-        size(400, 200),
-        size(100, 100),
-        r({ width: 100, height: 100, fit: "contain" }),
-        ctx,
-      ),
-    ).toEqual({ x: 0.75, y: 0.25 });
+    expect(square({ x: 0.75, y: 0 }, "contain")).toEqual({ x: 0.75, y: 0.25 });
   });
 
   it("fit maps into the padded canvas, scaling up as well as down", () => {

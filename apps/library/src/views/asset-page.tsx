@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import type { AssetDto, CollectionDto } from "@media-platform/client";
 import type { AssetPatch } from "@media-platform/client";
+import { CollectionOptions } from "../components/collection-options";
 import { placeholderUrl, thumbnailUrl, titleOf } from "../components/thumb";
 import { mediaHref, mediaPath } from "../media";
 import { href, navigate } from "../route";
@@ -152,28 +153,8 @@ export function AssetPage({ id }: { id: string }) {
               void patch({ focalPoint: { x: Number(data.get("x")), y: Number(data.get("y")) } }, "Focal point");
             }}
           >
-            <label for="focal-x">Focal x</label>
-            <input
-              id="focal-x"
-              name="x"
-              type="number"
-              min={0}
-              max={1}
-              step={0.001}
-              required
-              defaultValue={String(asset.focalPoint?.x ?? 0.5)}
-            />
-            <label for="focal-y">Focal y</label>
-            <input
-              id="focal-y"
-              name="y"
-              type="number"
-              min={0}
-              max={1}
-              step={0.001}
-              required
-              defaultValue={String(asset.focalPoint?.y ?? 0.5)}
-            />
+            <FocalCoordinate axis="x" value={asset.focalPoint?.x ?? 0.5} />
+            <FocalCoordinate axis="y" value={asset.focalPoint?.y ?? 0.5} />
             <button type="submit">Set focal point</button>
           </form>
           <div class="thumbnail-preview">
@@ -237,12 +218,7 @@ export function AssetPage({ id }: { id: string }) {
               value={asset.collectionId ?? ""}
               onChange={(e) => patch({ collectionId: e.currentTarget.value || null }, "Collection")}
             >
-              <option value="">No collection</option>
-              {collections.map((c) => (
-                <option key={c.id} value={c.id}>
-                  {c.name}
-                </option>
-              ))}
+              <CollectionOptions collections={collections} none="No collection" />
             </select>
           </div>
           <h2>Facts</h2>
@@ -332,5 +308,24 @@ export function AssetPage({ id }: { id: string }) {
         </div>
       </div>
     </article>
+  );
+}
+
+/** One coordinate of the focal point, a fraction of the displayed image from 0 to 1. */
+function FocalCoordinate({ axis, value }: { axis: "x" | "y"; value: number }) {
+  return (
+    <>
+      <label for={`focal-${axis}`}>Focal {axis}</label>
+      <input
+        id={`focal-${axis}`}
+        name={axis}
+        type="number"
+        min={0}
+        max={1}
+        step={0.001}
+        required
+        defaultValue={String(value)}
+      />
+    </>
   );
 }

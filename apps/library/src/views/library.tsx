@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { CollectionDto, ListedAssetDto } from "@media-platform/client";
+import { CollectionOptions } from "../components/collection-options";
 import { Thumb, titleOf } from "../components/thumb";
 import { href } from "../route";
 import { client, describeError } from "../session";
@@ -147,12 +148,7 @@ export function Library({ trash }: { trash: boolean }) {
             value={filters.collectionId}
             onChange={(e) => setFilters({ ...filters, collectionId: e.currentTarget.value })}
           >
-            <option value="">All collections</option>
-            {collections.map((c) => (
-              <option value={c.id} key={c.id}>
-                {c.name}
-              </option>
-            ))}
+            <CollectionOptions collections={collections} none="All collections" />
           </select>
         </div>
         <div class="field">
