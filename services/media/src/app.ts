@@ -48,7 +48,7 @@ import {
  * for byte: a signed URL is signed over the exact bytes the client sends, whatever its spelling.
  * Stored per key: bytes, content type, strong ETag.
  *
- * 200  image; Content-Type of the stored original; ETag "<base64url sha256>";
+ * 200  image; Content-Type of the stored original; ETag "<base64url sha256 of the sharp/libvips versions and the bytes>";
  *      Cache-Control: immutable for a `?v=<version>` URL, else max-age + stale-while-revalidate
  *      (cache/entry.ts cacheControlFor); Surrogate-Key and Cache-Tag: <assetId>; X-Cache: MISS
  *      (this request ran the transformation) or HIT (in-process LRU, Redis, or joined a running
