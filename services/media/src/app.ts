@@ -27,6 +27,7 @@ import { FaceDetectionError } from "./faces";
 import type { MediaMetrics } from "./metrics";
 import { ProblemError, instanceOf, writeProblem } from "./problem";
 import {
+  ByteBudgetError,
   InputPixelLimitError,
   TransformationInputError,
   UndecodableOriginalError,
@@ -67,7 +68,8 @@ import {
  * 413  input-pixel-limit: the original has more pixels than LIMIT_INPUT_PIXELS; 413 because
  *      the content the URL names is larger than this deployment processes (errors[0].path
  *      is "LIMIT_INPUT_PIXELS")
- * 422  undecodable-original: the stored original is corrupt or not a supported image
+ * 422  undecodable-original: the stored original is corrupt or not a supported image;
+ *      max-bytes-unreachable: no encode within the max-bytes budget (lower quality, then smaller sizes)
  * 503  overloaded (queue full, Retry-After: 1), timeout (MEDIA_REQUEST_TIMEOUT_MS,
  *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5),
  *      face-detection-unavailable (avatar's detector failed, Retry-After: 2)
@@ -412,6 +414,12 @@ export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixe
         errors: [{ path: "LIMIT_INPUT_PIXELS", message: `at most ${deps.limitInputPixels} pixels` }],
       },
     );
+  }
+  if (err instanceof ByteBudgetError) {
+    return new ProblemError(422, "max-bytes-unreachable", err.message, {
+      title: "Result does not fit the byte budget",
+      errors: [{ path: "max-bytes.value", message: `no encode within ${err.budget} bytes (smallest: ${err.smallest})` }],
+    });
   }
   if (err instanceof UndecodableOriginalError || err instanceof UnsupportedOriginalError) {
     return new ProblemError(422, "undecodable-original", err.message, { title: "Stored original cannot be processed" });

@@ -296,6 +296,7 @@ export async function startMedia(
       limitInputPixels: config.limitInputPixels,
       avifEffort: config.avifEffort,
       maxAnimationFrames: config.maxAnimationFrames,
+      autoQualityTarget: config.autoQualityTarget,
     };
     render = (input, options) => pipeline.render(input, renderDeps, options);
     closeHooks.push({ name: "pixel workers", close: () => pixels.close() });

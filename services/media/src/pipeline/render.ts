@@ -19,6 +19,7 @@ import {
   type StepContext,
 } from "../transformations/transformation";
 import {
+  ByteBudgetError,
   InputPixelLimitError,
   TransformationInputError,
   UndecodableOriginalError,
@@ -31,6 +32,7 @@ import { fromRaw, toRaw, type RawImage } from "./raw";
 import { selectedFrame } from "../transformations/frame";
 import { transformations } from "../transformations";
 import { carriesGainMap, keepingGainMap } from "./gain-map";
+import { DEFAULT_AUTO_QUALITY_TARGET, needsSearch, searchEncode } from "./encode-search";
 
 export interface RenderDeps {
   pixels: PixelWorkers;
@@ -48,6 +50,8 @@ export interface RenderDeps {
    * animated (MEDIA_MAX_ANIMATION_FRAMES); default DEFAULT_MAX_ANIMATION_FRAMES.
    */
   maxAnimationFrames?: number;
+  /** SSIMULACRA2 score quality=auto reaches (MEDIA_AUTO_QUALITY_TARGET); default DEFAULT_AUTO_QUALITY_TARGET. */
+  autoQualityTarget?: number;
 }
 
 /** Negotiated output (MEDIA_AUTO_FORMAT): applies to still JPEG/PNG originals only. */
@@ -259,8 +263,17 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     // A JPEG with an HDR gain map keeps it in JPEG output when the steps ran on the original's
     // pipeline (sharp transforms the map with the image); steps between raw pixels drop it.
     const gainMap = ctx.output.format === "jpeg" && !isRaw(result) && format === "jpeg" && carriesGainMap(bytes);
-    const encoded = encode(gainMap ? keepingGainMap(last) : last, ctx.output);
-    const { data, info } = await withTimeout(encoded, deadline).toBuffer({ resolveWithObject: true });
+    // quality=auto and max-bytes re-encode the materialised result (pipeline/encode-search.ts).
+    const { data, info } = needsSearch(ctx.output)
+      ? await searchEncode(last, ctx.output, {
+          encode,
+          autoQualityTarget: deps.autoQualityTarget ?? DEFAULT_AUTO_QUALITY_TARGET,
+          bounded: (image) => withTimeout(image, deadline),
+          signal,
+        }).then(({ data, width, height }) => ({ data, info: { width, height } }))
+      : await withTimeout(encode(gainMap ? keepingGainMap(last) : last, ctx.output), deadline).toBuffer({
+          resolveWithObject: true,
+        });
     const lastStep = plan.steps.at(-1);
     if (lastStep) onStep?.(lastStep.name, (performance.now() - stepStart) / 1000);
     return { data, contentType: `image/${ctx.output.format}`, width: info.width, height: info.height };
@@ -310,7 +323,8 @@ async function runStep<N extends TransformationName>(
 }
 
 function encode(image: sharp.Sharp, output: StepContext["output"]): sharp.Sharp {
-  const quality = output.quality;
+  // "auto" is chosen by searchEncode, which calls this with a number.
+  const quality = typeof output.quality === "number" ? output.quality : undefined;
   switch (output.format) {
     case "jpeg":
       return image.jpeg({ quality: quality ?? 82, mozjpeg: false });
@@ -444,6 +458,10 @@ async function renderAnimation(
   const animated = sharp(data, { raw: { width, height: height * pages, channels, pageHeight: height } });
   const timing = { loop: header.loop ?? 0, delay: header.delay?.slice(0, pages) };
   const encoded = await withTimeout(encodeAnimation(animated, output, timing), deadline).toBuffer();
+  // An animation is not searched again: over its budget it answers as no fit.
+  if (output.maxBytes !== undefined && encoded.length > output.maxBytes) {
+    throw new ByteBudgetError(output.maxBytes, encoded.length);
+  }
   seconds[seconds.length - 1]! += (performance.now() - start) / 1000;
   plan.steps.forEach((step, index) => onStep?.(step.name, seconds[index]!));
   return { data: encoded, contentType: `image/${output.format}`, width, height };
@@ -489,5 +507,7 @@ function encodeAnimation(
 ): sharp.Sharp {
   // Duplicate frames kept: the result has the original's frames and delays, one for one.
   if (output.format === "gif") return image.gif({ ...timing, keepDuplicateFrames: true });
-  return image.webp({ quality: output.quality ?? 80, ...timing });
+  // quality=auto and max-bytes search stills only: an animation keeps the default quality.
+  const quality = typeof output.quality === "number" ? output.quality : 80;
+  return image.webp({ quality, ...timing });
 }
