@@ -141,26 +141,26 @@ const [K0, K1, K2, K3, K4, K5] = [KERNEL[5]!, KERNEL[6]!, KERNEL[7]!, KERNEL[8]!
 
 /** Separable Gaussian blur (sigma 1.5), zero outside the image. `tmp` is scratch of the same size. */
 function blurPlane(src: Float32Array, width: number, height: number, tmp: Float32Array): Float32Array {
-  // Rows: the interior unrolled, the borders with the taps that fall inside the image.
+  // Rows: the borders with the taps that fall inside the image, the interior unrolled.
+  const edge = Math.min(RADIUS, width);
   for (let y = 0; y < height; y++) {
     const row = y * width;
-    for (let x = 0; x < width; x++) {
-      const i = row + x;
-      if (x >= RADIUS && x < width - RADIUS) {
-        tmp[i] =
-          K0 * src[i]! +
-          K1 * (src[i - 1]! + src[i + 1]!) +
-          K2 * (src[i - 2]! + src[i + 2]!) +
-          K3 * (src[i - 3]! + src[i + 3]!) +
-          K4 * (src[i - 4]! + src[i + 4]!) +
-          K5 * (src[i - 5]! + src[i + 5]!);
-      } else {
-        let sum = 0;
-        const lo = Math.max(0, x - RADIUS);
-        const hi = Math.min(width - 1, x + RADIUS);
-        for (let xx = lo; xx <= hi; xx++) sum += KERNEL[xx - x + RADIUS]! * src[row + xx]!;
-        tmp[i] = sum;
-      }
+    for (let x = 0; x < width; x = x === edge - 1 && width - RADIUS > edge ? width - RADIUS : x + 1) {
+      let sum = 0;
+      const lo = Math.max(0, x - RADIUS);
+      const hi = Math.min(width - 1, x + RADIUS);
+      for (let xx = lo; xx <= hi; xx++) sum += KERNEL[xx - x + RADIUS]! * src[row + xx]!;
+      tmp[row + x] = sum;
+    }
+    const end = row + width - RADIUS;
+    for (let i = row + RADIUS; i < end; i++) {
+      tmp[i] =
+        K0 * src[i]! +
+        K1 * (src[i - 1]! + src[i + 1]!) +
+        K2 * (src[i - 2]! + src[i + 2]!) +
+        K3 * (src[i - 3]! + src[i + 3]!) +
+        K4 * (src[i - 4]! + src[i + 4]!) +
+        K5 * (src[i - 5]! + src[i + 5]!);
     }
   }
   // Columns: whole rows at a time (contiguous memory).
@@ -184,7 +184,8 @@ const quartic = (v: number): number => {
 };
 
 /** The 18 norms of one scale, in the order of the weights: per component, per norm, [ssim, ringing, blurring]. */
-function scaleNorms(img1: Planes, img2: Planes): number[][] {
+function scaleNorms(ref: ReferenceScale, img2: Planes): number[][] {
+  const { img: img1, mu: mu1s, sq: s11s } = ref;
   const { width, height } = img1;
   const n = width * height;
   const tmp = new Float32Array(n);
@@ -193,10 +194,9 @@ function scaleNorms(img1: Planes, img2: Planes): number[][] {
   for (let c = 0; c < 3; c++) {
     const a = img1.p[c];
     const b = img2.p[c];
-    const mu1 = blurPlane(a, width, height, tmp);
+    const mu1 = mu1s[c]!;
+    const s11 = s11s[c]!;
     const mu2 = blurPlane(b, width, height, tmp);
-    for (let i = 0; i < n; i++) product[i] = a[i]! * a[i]!;
-    const s11 = blurPlane(product, width, height, tmp);
     for (let i = 0; i < n; i++) product[i] = b[i]! * b[i]!;
     const s22 = blurPlane(product, width, height, tmp);
     for (let i = 0; i < n; i++) product[i] = a[i]! * b[i]!;
@@ -238,29 +238,70 @@ function scaleNorms(img1: Planes, img2: Planes): number[][] {
   return perComponent;
 }
 
+/** One scale of the reference: its XYB planes, their blur and the blur of their squares. */
+interface ReferenceScale {
+  img: Planes;
+  mu: Float32Array[];
+  sq: Float32Array[];
+}
+
+/**
+ * The reference's side of the metric, computed once: a search that scores several encodes of one
+ * image (quality=auto) pays for it once instead of once per encode.
+ */
+export class Ssimulacra2Reference {
+  private readonly scales: ReferenceScale[] = [];
+
+  constructor(readonly reference: RawImage) {
+    let rgb = linearRgb(reference);
+    for (let scale = 0; scale < NUM_SCALES; scale++) {
+      // As the authors' code: the size checked is the previous scale's, before it is halved.
+      if (rgb.width < 8 || rgb.height < 8) break;
+      if (scale) rgb = downsample(rgb);
+      const img = positiveXyb(rgb);
+      const tmp = new Float32Array(rgb.width * rgb.height);
+      const mu = img.p.map((plane) => blurPlane(plane, rgb.width, rgb.height, tmp));
+      const sq = img.p.map((plane) =>
+        blurPlane(
+          plane.map((v) => v * v),
+          rgb.width,
+          rgb.height,
+          tmp,
+        ),
+      );
+      this.scales.push({ img, mu, sq });
+    }
+  }
+
+  /** The score of `distorted` (same size, 8-bit sRGB): 100 when identical, lower for more visible distortion. */
+  score(distorted: RawImage): number {
+    const { reference } = this;
+    if (reference.width !== distorted.width || reference.height !== distorted.height) {
+      throw new Error(
+        `SSIMULACRA2 compares images of one size (got ${reference.width}x${reference.height} and ${distorted.width}x${distorted.height})`,
+      );
+    }
+    let rgb2 = linearRgb(distorted);
+    // scales[s][c] = [ssim1, ring1, blur1, ssim4, ring4, blur4]
+    const scales: number[][][] = [];
+    for (const [index, ref] of this.scales.entries()) {
+      if (index) rgb2 = downsample(rgb2);
+      scales.push(scaleNorms(ref, positiveXyb(rgb2)));
+    }
+    return scoreOf(scales);
+  }
+}
+
 /**
  * The SSIMULACRA2 score of `distorted` against `reference` (same size, 8-bit sRGB): 100 for
  * identical images, lower for more visible distortion.
  */
 export function ssimulacra2(reference: RawImage, distorted: RawImage): number {
-  if (reference.width !== distorted.width || reference.height !== distorted.height) {
-    throw new Error(
-      `SSIMULACRA2 compares images of one size (got ${reference.width}x${reference.height} and ${distorted.width}x${distorted.height})`,
-    );
-  }
-  let rgb1 = linearRgb(reference);
-  let rgb2 = linearRgb(distorted);
-  // scales[s][c] = [ssim1, ring1, blur1, ssim4, ring4, blur4]
-  const scales: number[][][] = [];
-  for (let scale = 0; scale < NUM_SCALES; scale++) {
-    // As the reference: the size checked is the previous scale's, before it is halved.
-    if (rgb1.width < 8 || rgb1.height < 8) break;
-    if (scale) {
-      rgb1 = downsample(rgb1);
-      rgb2 = downsample(rgb2);
-    }
-    scales.push(scaleNorms(positiveXyb(rgb1), positiveXyb(rgb2)));
-  }
+  return new Ssimulacra2Reference(reference).score(distorted);
+}
+
+/** The weighted sum of the 108 norms, mapped onto the score by the authors' polynomial and power. */
+function scoreOf(scales: number[][][]): number {
   let sum = 0;
   let i = 0;
   for (let c = 0; c < 3; c++) {

@@ -1,6 +1,6 @@
 import sharp from "sharp";
 import type { StepContext } from "../transformations/transformation";
-import { ssimulacra2 } from "../perceptual/ssimulacra2";
+import { Ssimulacra2Reference } from "../perceptual/ssimulacra2";
 import { fromRaw, toRaw, type RawImage } from "./raw";
 import { ByteBudgetError } from "./errors";
 
@@ -59,7 +59,8 @@ export async function searchEncode(
   output: StepContext["output"],
   options: SearchOptions,
 ): Promise<SearchedEncode> {
-  const pixels = await toRaw(options.bounded(image));
+  // JPEG has no alpha: the encoder flattens onto black, so the reference is flattened the same way.
+  const pixels = await toRaw(options.bounded(output.format === "jpeg" ? image.flatten() : image));
   let encodes = 0;
   const encodeAt = async (raw: RawImage, quality: number | undefined, palette = false): Promise<Buffer> => {
     options.signal?.throwIfAborted();
@@ -96,13 +97,14 @@ async function autoQuality(
 ): Promise<{ data: Buffer; quality: number; score: number }> {
   let lo = AUTO_QUALITY_RANGE.min;
   let hi = AUTO_QUALITY_RANGE.max;
+  const reference = new Ssimulacra2Reference(pixels);
   let best: { data: Buffer; quality: number; score: number } | undefined;
   let highest: { data: Buffer; quality: number; score: number } | undefined;
   for (let i = 0; i < AUTO_QUALITY_ENCODES && lo <= hi; i++) {
     const quality = Math.round((lo + hi) / 2);
     const data = await encodeAt(quality);
     const decoded = await toRaw(sharp(data));
-    const score = ssimulacra2(pixels, withChannels(decoded, pixels.channels));
+    const score = reference.score(withChannels(decoded, pixels.channels));
     const tried = { data, quality, score };
     if (!highest || quality > highest.quality) highest = tried;
     if (score >= target) {
