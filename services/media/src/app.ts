@@ -76,6 +76,8 @@ import {
  * 499  request-cancelled: the client disconnected (logged only; nobody receives it)
  * Every error is application/problem+json with Cache-Control: no-store and is never cached.
  *
+ * GET|HEAD /info/<steps>/<assetId>.<ext>[?render=1]: the rendition's facts as JSON (info/index.ts).
+ *
  * Internal (purge/router.ts; blocked at the edge): POST /internal/purge (shared secret) drops an
  * asset's renditions on every tier and replica; GET /internal/generation/<assetId> gives edge
  * caches the asset's generation for their cache key.
@@ -112,6 +114,8 @@ export interface MediaAppDeps {
   operations: OperationRoutes;
   /** POST /internal/purge (purge/router.ts), mounted before the media URL space. */
   purgeRouter?: Router;
+  /** GET /info/<steps>/<assetId>.<ext> (info/index.ts), mounted before the media URL space. */
+  infoRouter?: Router;
 }
 
 export interface MediaRouteDeps {
@@ -200,6 +204,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   // GET /transformations: the parameter table with the caps in force.
   app.use(catalogRouter(limits));
   if (deps.purgeRouter) app.use(deps.purgeRouter);
+  if (deps.infoRouter) app.use(deps.infoRouter);
   // GET /presets: the named step chains of MEDIA_PRESETS_FILE.
   const presets = deps.presets ?? {};
   app.use(presetsRouter(presets, deps.presetsOnly === true));

@@ -283,6 +283,53 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
   }
 }
 
+/** The facts of a rendition known before rendering (GET /info). */
+export interface PlannedRendition {
+  width: number;
+  height: number;
+  format: OutputFormat;
+  /** The result stays an animation (frames > 1). */
+  animated: boolean;
+  frames: number;
+  /** The planner's estimate of the render's CPU milliseconds. */
+  workCost: number;
+}
+
+/**
+ * What render() would produce for `input`, from the original's header and the URL alone, through
+ * the same checks (pixel caps, work budget, animation rules): nothing is decoded. max-bytes may
+ * still make the result smaller than planned.
+ */
+export function planRendition(
+  input: Pick<RenderInput, "contentType" | "steps" | "convertTo"> & { header: OriginalHeader },
+  deps: Pick<RenderDeps, "limits" | "limitInputPixels" | "avifEffort" | "maxAnimationFrames">,
+): PlannedRendition {
+  const stored = outputFormatFor(input.contentType);
+  const meta = input.header;
+  const oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
+  if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
+  const animation =
+    meta.pages > 1 || input.steps.some((step) => step.name === "frame")
+      ? animationOf(meta.pages, oriented, input.steps, stored, deps)
+      : STILL;
+  const convert = input.convertTo && isConvertible(input.contentType) && meta.pages === 1;
+  const base = convert ? input.convertTo!.format : stored;
+  const plan = planRender(input.steps, oriented, deps.limits, {
+    format: base,
+    avifEffort: (convert ? input.convertTo!.avifEffort : undefined) ?? deps.avifEffort,
+    frames: animation.frames,
+  });
+  const size = plan.steps.at(-1)?.output ?? oriented;
+  return {
+    width: size.width,
+    height: size.height,
+    format: requestedFormat(input.steps, base),
+    animated: animation.frames > 1,
+    frames: animation.frames,
+    workCost: plan.workCost,
+  };
+}
+
 /** Where `point` (fractions of the step's input) lies in the step's output; see StepShape.mapFocalPoint. */
 function focalPointAfter<N extends TransformationName>(
   step: PlannedStep<N>,
