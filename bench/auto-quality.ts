@@ -58,9 +58,13 @@ async function originals(): Promise<{ photos: Original[]; corpus: Original[] }> 
     }
   };
   const photos = (await Promise.all(PHOTOS.map((n) => load(FIXTURES, n)))).filter((o): o is Original => !!o);
-  const corpus = (await Promise.all(readdirSync(CORPUS).sort().map((n) => load(CORPUS, n)))).filter(
-    (o): o is Original => !!o,
-  );
+  const corpus = (
+    await Promise.all(
+      readdirSync(CORPUS)
+        .sort()
+        .map((n) => load(CORPUS, n)),
+    )
+  ).filter((o): o is Original => !!o);
   return { photos, corpus };
 }
 
@@ -72,7 +76,12 @@ const cpuMs = (): number => {
 async function renderWith(deps: RenderDeps, original: Original, steps: string) {
   const urlPath = `/${steps}/${ID}.jpg`;
   return render(
-    { original: original.bytes, contentType: original.contentType, steps: parseMediaPath(urlPath, defaultMediaLimits).steps, cacheKey: urlPath },
+    {
+      original: original.bytes,
+      contentType: original.contentType,
+      steps: parseMediaPath(urlPath, defaultMediaLimits).steps,
+      cacheKey: urlPath,
+    },
     deps,
   );
 }
@@ -81,7 +90,11 @@ async function renderWith(deps: RenderDeps, original: Original, steps: string) {
 const SETTINGS = [
   { label: "quality=75", quality: "75", target: undefined },
   { label: "auto, target 70", quality: "auto", target: 70 },
-  { label: `auto, target ${DEFAULT_AUTO_QUALITY_TARGET} (default)`, quality: "auto", target: DEFAULT_AUTO_QUALITY_TARGET },
+  {
+    label: `auto, target ${DEFAULT_AUTO_QUALITY_TARGET} (default)`,
+    quality: "auto",
+    target: DEFAULT_AUTO_QUALITY_TARGET,
+  },
 ] as const;
 
 interface Cell {

@@ -21,8 +21,12 @@ async function main(): Promise<void> {
       (key) => previous.outputs[key]?.sha256 !== current.outputs[key]!.sha256,
     );
     const beyond = driftOf(previous, current);
-    console.log(`renderer: ${previous.renderer === current.renderer ? "unchanged" : `${previous.renderer} -> ${current.renderer}`}`);
-    console.log(`${changed.length} of ${Object.keys(current.outputs).length} outputs changed, ${beyond.length} beyond their budget`);
+    console.log(
+      `renderer: ${previous.renderer === current.renderer ? "unchanged" : `${previous.renderer} -> ${current.renderer}`}`,
+    );
+    console.log(
+      `${changed.length} of ${Object.keys(current.outputs).length} outputs changed, ${beyond.length} beyond their budget`,
+    );
     for (const d of beyond) console.log(`  ${d.key}: ${d.reasons.join("; ")}`);
   }
   writeFileSync(GOLDEN_FILE, formatGoldenSet(current));

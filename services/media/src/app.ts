@@ -423,7 +423,9 @@ export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixe
   if (err instanceof ByteBudgetError) {
     return new ProblemError(422, "max-bytes-unreachable", err.message, {
       title: "Result does not fit the byte budget",
-      errors: [{ path: "max-bytes.value", message: `no encode within ${err.budget} bytes (smallest: ${err.smallest})` }],
+      errors: [
+        { path: "max-bytes.value", message: `no encode within ${err.budget} bytes (smallest: ${err.smallest})` },
+      ],
     });
   }
   if (err instanceof UndecodableOriginalError || err instanceof UnsupportedOriginalError) {

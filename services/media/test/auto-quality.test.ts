@@ -102,11 +102,19 @@ describe("quality=auto", () => {
     expect(await scoreOf(result.quality!)).toBeGreaterThanOrEqual(80);
     // Every lower quality tried missed the target.
     for (const q of qualities.filter((q) => q < result.quality!)) expect(await scoreOf(q)).toBeLessThan(80);
-    expect(result.data.equals(await sharp(pixels.data, { raw: { width: 160, height: 160, channels: 3 } }).jpeg({ quality: result.quality! }).toBuffer())).toBe(true);
+    expect(
+      result.data.equals(
+        await sharp(pixels.data, { raw: { width: 160, height: 160, channels: 3 } })
+          .jpeg({ quality: result.quality! })
+          .toBuffer(),
+      ),
+    ).toBe(true);
   });
 
   it("a higher MEDIA_AUTO_QUALITY_TARGET gives larger files that score at least the target", async () => {
-    const reference = await decodePixels((await renderFixture("rocket.jpg", "thumbnail:size=200:quality=100/format:type=png")).data);
+    const reference = await decodePixels(
+      (await renderFixture("rocket.jpg", "thumbnail:size=200:quality=100/format:type=png")).data,
+    );
     const sizes: number[] = [];
     for (const target of [60, 80]) {
       const out = await renderFixture("rocket.jpg", "thumbnail:size=200:quality=auto", {

@@ -22,7 +22,8 @@ describe("output-drift guard", () => {
 
   it("renders every output within its budget (bytes, SSIMULACRA2 of the fingerprint) or run `pnpm golden:update`", () => {
     const drifts = driftOf(golden, current).map((d) => `${d.key}: ${d.reasons.join("; ")}`);
-    const note = golden.renderer === RENDERER_VERSION ? "" : ` (recorded with ${golden.renderer}; now ${RENDERER_VERSION})`;
+    const note =
+      golden.renderer === RENDERER_VERSION ? "" : ` (recorded with ${golden.renderer}; now ${RENDERER_VERSION})`;
     expect({ note, drifts }).toEqual({ note, drifts: [] });
   });
 
@@ -30,15 +31,26 @@ describe("output-drift guard", () => {
     const key = Object.keys(golden.outputs).find((k) => k.startsWith("format webp |"))!;
     const moved: GoldenSet = {
       ...golden,
-      outputs: { ...golden.outputs, [key]: { ...golden.outputs[key]!, sha256: "x", bytes: golden.outputs[key]!.bytes * 2 } },
+      outputs: {
+        ...golden.outputs,
+        [key]: { ...golden.outputs[key]!, sha256: "x", bytes: golden.outputs[key]!.bytes * 2 },
+      },
     };
-    expect(driftOf(golden, moved)).toEqual([{ key, reasons: [expect.stringMatching(/^bytes \d+ -> \d+ \(budget \+-\d+\)$/)] }]);
-    const blurred = Buffer.from(golden.outputs[key]!.fingerprint, "base64").map((v, i, all) => (i >= 3 ? (v + all[i - 3]!) >> 1 : v));
+    expect(driftOf(golden, moved)).toEqual([
+      { key, reasons: [expect.stringMatching(/^bytes \d+ -> \d+ \(budget \+-\d+\)$/)] },
+    ]);
+    const blurred = Buffer.from(golden.outputs[key]!.fingerprint, "base64").map((v, i, all) =>
+      i >= 3 ? (v + all[i - 3]!) >> 1 : v,
+    );
     const smeared: GoldenSet = {
       ...golden,
       outputs: {
         ...golden.outputs,
-        [key]: { ...golden.outputs[key]!, sha256: "y", fingerprint: Buffer.from(blurred.map((v) => 255 - v)).toString("base64") },
+        [key]: {
+          ...golden.outputs[key]!,
+          sha256: "y",
+          fingerprint: Buffer.from(blurred.map((v) => 255 - v)).toString("base64"),
+        },
       },
     };
     expect(driftOf(golden, smeared)[0]!.reasons).toEqual([expect.stringMatching(/^SSIMULACRA2 -?\d+\.\d < 85$/)]);

@@ -48,7 +48,9 @@ describe("GET /info/<steps>/<assetId>.<ext>", () => {
   });
 
   it("says an animated GIF stays animated, and that a frame step makes a still", async () => {
-    const meta = await sharp(await readFile(path.join(FIXTURES_DIR, "no_time_for_that_tiny.gif")), { pages: -1 }).metadata();
+    const meta = await sharp(await readFile(path.join(FIXTURES_DIR, "no_time_for_that_tiny.gif")), {
+      pages: -1,
+    }).metadata();
     const animated = await request(media.server).get(`/info/grayscale/${gif}.gif`);
     expect(animated.body).toMatchObject({ format: "gif", animated: true, frames: meta.pages, width: meta.width });
     const still = await request(media.server).get(`/info/frame:index=1/${gif}.gif`);

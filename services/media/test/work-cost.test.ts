@@ -106,7 +106,10 @@ describe("planRender: the work cost from the header, before decoding", () => {
     });
     const webp = encoderNsPerPixel("webp");
     expect(fixed.workCost).toBeCloseTo((1e6 * STEP_NS_PER_PIXEL.format + 1e6 * webp) / 1e6, 6);
-    expect(auto.workCost).toBeCloseTo((1e6 * STEP_NS_PER_PIXEL.format + 1e6 * (4 * webp + 4 * SSIMULACRA2_NS_PER_PIXEL)) / 1e6, 6);
+    expect(auto.workCost).toBeCloseTo(
+      (1e6 * STEP_NS_PER_PIXEL.format + 1e6 * (4 * webp + 4 * SSIMULACRA2_NS_PER_PIXEL)) / 1e6,
+      6,
+    );
     expect(thumb.workCost).toBeCloseTo(
       (1e6 * STEP_NS_PER_PIXEL.thumbnail + 1e6 * (4 * encoderNsPerPixel("jpeg") + 4 * SSIMULACRA2_NS_PER_PIXEL)) / 1e6,
       6,

@@ -87,10 +87,15 @@ function wantsRender(target: string): boolean {
   const query = new URLSearchParams(target.slice(q + 1));
   for (const name of query.keys()) {
     if (!["render", "sig", "exp", "v"].includes(name)) {
-      throw new ProblemError(400, "invalid-media-url", `unknown query parameter ${JSON.stringify(name)} on an info URL`, {
-        title: "Invalid media URL",
-        errors: [{ path: "query", message: "an info URL takes render=1 (and, signed, exp, v and sig)" }],
-      });
+      throw new ProblemError(
+        400,
+        "invalid-media-url",
+        `unknown query parameter ${JSON.stringify(name)} on an info URL`,
+        {
+          title: "Invalid media URL",
+          errors: [{ path: "query", message: "an info URL takes render=1 (and, signed, exp, v and sig)" }],
+        },
+      );
     }
   }
   const render = query.get("render");

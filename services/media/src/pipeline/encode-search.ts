@@ -81,7 +81,14 @@ export async function searchEncode(
   if (budget === undefined || data.length <= budget) {
     return { data, width: pixels.width, height: pixels.height, quality: lossy ? quality : undefined, encodes };
   }
-  const fitted = await fitBytes(pixels, budget, output.format, quality ?? defaultQuality(output.format), data.length, encodeAt);
+  const fitted = await fitBytes(
+    pixels,
+    budget,
+    output.format,
+    quality ?? defaultQuality(output.format),
+    data.length,
+    encodeAt,
+  );
   return { ...fitted, encodes };
 }
 
