@@ -39,7 +39,7 @@ const EXAMPLES: Record<string, string> = {
   resize: "resize:width=480:dpr=2",
   format: "format:type=webp:quality=70",
   frame: "frame:index=0",
-  "max-bytes": "resize:width=480/max-bytes:value=12000",
+  "max-bytes": "max-bytes:value=12000",
 };
 
 /** Chains shown with their pictures after the single steps. */
