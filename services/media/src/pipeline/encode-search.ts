@@ -12,7 +12,7 @@ import { ByteBudgetError } from "./errors";
 /** Formats whose encoder has a quality to choose. */
 const LOSSY: ReadonlySet<string> = new Set(["jpeg", "webp", "avif"]);
 
-/** The quality range quality=auto searches, and its number of trial encodes. */
+/** The quality range quality=auto searches, and its largest number of trial encodes. */
 export const AUTO_QUALITY_RANGE = { min: 30, max: 95 } as const;
 export const AUTO_QUALITY_ENCODES = 4;
 
@@ -72,7 +72,7 @@ export async function searchEncode(
   let quality = typeof output.quality === "number" ? output.quality : undefined;
   let data: Buffer;
   if (output.quality === "auto" && lossy) {
-    const chosen = await autoQuality(pixels, options.autoQualityTarget, (q) => encodeAt(pixels, q));
+    const chosen = await autoQuality(pixels, options.autoQualityTarget, output.format, (q) => encodeAt(pixels, q));
     ({ data, quality } = chosen);
   } else {
     data = await encodeAt(pixels, quality);
@@ -92,36 +92,58 @@ export async function searchEncode(
   return { ...fitted, encodes };
 }
 
+/** Where the search starts: the quality that usually lands near the default target. */
+const AUTO_QUALITY_START: Readonly<Record<string, number>> = { jpeg: 75, webp: 75, avif: 55 };
+/** Score points per quality step assumed until two encodes measure it (JPEG and WebP near 75). */
+const ASSUMED_SLOPE = 0.5;
+
+interface Trial {
+  data: Buffer;
+  quality: number;
+  score: number;
+}
+
 /**
  * The lowest quality in AUTO_QUALITY_RANGE whose encode scores at least `target` against the
- * unencoded pixels, by bisection in AUTO_QUALITY_ENCODES encodes. When none of them reaches the
- * target, the highest quality tried.
+ * unencoded pixels, in AUTO_QUALITY_ENCODES encodes: a secant search (the score rises with the
+ * quality): from a start per format, each next quality is interpolated between the closest
+ * encodes below and above the target (or stepped by ASSUMED_SLOPE while all lie on one side),
+ * kept inside the interval still open. When no encode reaches the target, the highest tried.
  */
 async function autoQuality(
   pixels: RawImage,
   target: number,
+  format: string,
   encodeAt: (quality: number) => Promise<Buffer>,
-): Promise<{ data: Buffer; quality: number; score: number }> {
+): Promise<Trial> {
   let lo = AUTO_QUALITY_RANGE.min;
   let hi = AUTO_QUALITY_RANGE.max;
   const reference = new Ssimulacra2Reference(pixels);
-  let best: { data: Buffer; quality: number; score: number } | undefined;
-  let highest: { data: Buffer; quality: number; score: number } | undefined;
+  let above: Trial | undefined;
+  let below: Trial | undefined;
+  let highest: Trial | undefined;
+  let quality = AUTO_QUALITY_START[format] ?? 75;
   for (let i = 0; i < AUTO_QUALITY_ENCODES && lo <= hi; i++) {
-    const quality = Math.round((lo + hi) / 2);
     const data = await encodeAt(quality);
-    const decoded = await toRaw(sharp(data));
-    const score = reference.score(withChannels(decoded, pixels.channels));
-    const tried = { data, quality, score };
-    if (!highest || quality > highest.quality) highest = tried;
+    const score = reference.score(withChannels(await toRaw(sharp(data)), pixels.channels));
+    const trial = { data, quality, score };
+    if (!highest || quality > highest.quality) highest = trial;
     if (score >= target) {
-      best = tried;
+      above = trial;
       hi = quality - 1;
     } else {
+      below = trial;
       lo = quality + 1;
     }
+    let next: number;
+    if (above && below) {
+      const slope = (above.score - below.score) / (above.quality - below.quality);
+      next = slope > 0 ? Math.ceil(below.quality + (target - below.score) / slope) : (lo + hi) / 2;
+    } else if (above) next = Math.floor(above.quality - (above.score - target) / ASSUMED_SLOPE);
+    else next = Math.ceil(below!.quality + (target - below!.score) / ASSUMED_SLOPE);
+    quality = Math.round(Math.min(hi, Math.max(lo, next)));
   }
-  return best ?? highest!;
+  return above ?? highest!;
 }
 
 /** Decoded pixels with the reference's band count (a JPEG loses the alpha the reference had). */
