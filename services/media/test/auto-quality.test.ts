@@ -1,7 +1,7 @@
 import sharp from "sharp";
 import request from "supertest";
 import { defaultMediaLimits, MediaUrlError, parseMediaPath } from "@media-platform/contracts";
-import { ssimulacra2, SSIMULACRA2_WEIGHT_COUNT } from "../src/perceptual/ssimulacra2";
+import { positiveXybOf, ssimulacra2, SSIMULACRA2_WEIGHT_COUNT } from "../src/perceptual/ssimulacra2";
 import { AUTO_QUALITY_ENCODES, searchEncode } from "../src/pipeline/encode-search";
 import { ByteBudgetError } from "../src/pipeline/errors";
 import { loadMediaConfig, MediaConfigError } from "../src/config";
@@ -33,6 +33,30 @@ describe("SSIMULACRA2", () => {
     expect(ssimulacra2(image, image)).toBe(100);
     const small = await photo("chelsea.png", 64);
     expect(() => ssimulacra2(image, small)).toThrow(/one size/);
+  });
+
+  it("maps sRGB onto the authors' XYB ranges (X 0.204594..0.813402, Y 0.01..0.855308, B 0.272295..0.938012)", () => {
+    const lo = [Infinity, Infinity, Infinity];
+    const hi = [-Infinity, -Infinity, -Infinity];
+    const levels = Array.from({ length: 18 }, (_, i) => i * 15);
+    for (const r of levels)
+      for (const g of levels)
+        for (const b of levels) {
+          const xyb = positiveXybOf(r, g, b);
+          for (let c = 0; c < 3; c++) {
+            lo[c] = Math.min(lo[c]!, xyb[c]!);
+            hi[c] = Math.max(hi[c]!, xyb[c]!);
+          }
+        }
+    const expected = [
+      [0.204594, 0.813402],
+      [0.01, 0.855308],
+      [0.272295, 0.938012],
+    ];
+    for (let c = 0; c < 3; c++) {
+      expect(lo[c]!).toBeCloseTo(expected[c]![0]!, 4);
+      expect(hi[c]!).toBeCloseTo(expected[c]![1]!, 4);
+    }
   });
 
   it("falls as JPEG quality falls, over the authors' scale (about 90 at q95, below 40 at q10)", async () => {

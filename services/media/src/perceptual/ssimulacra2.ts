@@ -320,3 +320,9 @@ function scoreOf(scales: number[][][]): number {
 }
 
 export const SSIMULACRA2_WEIGHT_COUNT = WEIGHTS.length;
+
+/** The rescaled XYB of one 8-bit sRGB colour, as the metric computes it (for tests against the authors' ranges). */
+export function positiveXybOf(r: number, g: number, b: number): [number, number, number] {
+  const xyb = positiveXyb(linearRgb({ data: Buffer.from([r, g, b]), width: 1, height: 1, channels: 3 }));
+  return [xyb.p[0][0]!, xyb.p[1][0]!, xyb.p[2][0]!];
+}
