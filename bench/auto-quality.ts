@@ -122,6 +122,13 @@ async function compare(deps: RenderDeps, original: Original): Promise<Cell[]> {
   return cells;
 }
 
+/** The corpus image with the lowest q75 score, and that score. */
+function lowest(originals: Original[], rows: Cell[][]): string {
+  let at = 0;
+  for (let i = 1; i < rows.length; i++) if (rows[i]![0]!.score < rows[at]![0]!.score) at = i;
+  return `${originals[at]?.name ?? "-"} (${rows[at]?.[0]?.score.toFixed(1) ?? "-"} at q75)`;
+}
+
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
 function table(rows: Cell[][]): string[] {
@@ -174,6 +181,8 @@ export async function benchAutoQuality(): Promise<string> {
       `Corpus stills (${corpus.length}, ../shared/fixtures/corpus/sharp: photos, test patterns, gradients, transparency):`,
       "",
       ...table(corpusRows),
+      "",
+      `Lowest corpus score: ${lowest(corpus, corpusRows)}. A test image of alternating 1 px lines (gamma_dalai_lama_gray.jpg) scores far below 0 at every JPEG quality in the searched range; quality=auto then takes the highest quality it tried.`,
       "",
       "Per fixture photo (bytes / score):",
       "",
