@@ -9,6 +9,7 @@ import path from "node:path";
 import {
   defaultMediaLimits,
   describeAllowed,
+  isSpecTransformation,
   MAX_STEPS,
   transformationNames,
   transformationSpecs,
@@ -38,6 +39,7 @@ const EXAMPLES: Record<string, string> = {
   resize: "resize:width=480:dpr=2",
   format: "format:type=webp:quality=70",
   frame: "frame:index=0",
+  "max-bytes": "max-bytes:value=12000",
 };
 
 /** Chains shown with their pictures after the single steps. */
@@ -45,6 +47,13 @@ const CHAINS: readonly Picture[] = [
   { file: "chain-crop-grayscale-thumbnail.jpg", steps: "crop:width=400:height=400:gravity=north/grayscale/thumbnail:size=200" },
   { file: "chain-thumbnail-sharpen.jpg", steps: "thumbnail:size=240/saturation:value=1.6/sharpen:value=2" },
   { file: "chain-wave-solarize.jpg", steps: "wave:amplitude=12:wavelength=90/solarize:threshold=160" },
+];
+
+/** quality=auto and max-bytes beside a fixed quality. */
+const ENCODE_PICTURES: readonly Picture[] = [
+  { file: "quality-75.jpg", steps: "thumbnail:size=240:quality=75" },
+  { file: "quality-auto.jpg", steps: "thumbnail:size=240:quality=auto" },
+  { file: "max-bytes-small.jpg", steps: "thumbnail:size=240/max-bytes:value=3000" },
 ];
 
 /** The focal point of the focal examples: the mission patch on the astronaut's sleeve. */
@@ -85,6 +94,7 @@ export function docPictures(): Picture[] {
     ...transformationNames.map((name) => ({ file: `${name}.jpg`, steps: exampleOf(name) })),
     ...CHAINS,
     ...FOCAL_PICTURES,
+    ...ENCODE_PICTURES,
   ];
 }
 
@@ -131,8 +141,16 @@ export function renderTransformationsDoc(): string {
     "![the sample photo](images/transformations/original.jpg)",
     "",
   ];
-  for (const name of transformationNames) {
+  for (const [index, name] of transformationNames.entries()) {
     const spec = transformationSpecs[name];
+    if (!isSpecTransformation(name) && isSpecTransformation(transformationNames[index - 1]!)) {
+      out.push(
+        "## Extensions",
+        "",
+        "The steps below are ours, beyond the spec's 16 transformations above (GET /transformations lists them after the spec's, with `extension: true`).",
+        "",
+      );
+    }
     out.push(`## ${name}`, "", spec.description, "");
     const params = Object.entries(spec.params as Record<string, ParamSpec>);
     if (params.length) {
@@ -158,6 +176,18 @@ export function renderTransformationsDoc(): string {
     ...FOCAL_PICTURES.map(
       (p) => `| \`/${p.steps}/<assetId>.jpg\` | ${p.focalPoint ? `x ${p.focalPoint.x}, y ${p.focalPoint.y}` : "-"} | ${image(p)} |`,
     ),
+    "",
+    "## Automatic quality and byte budgets",
+    "",
+    "`quality=auto` (on `thumbnail` and `format`, the steps that take a quality) chooses the encoder quality per image: the lowest quality whose [SSIMULACRA2](https://github.com/cloudinary/ssimulacra2) score against the unencoded result reaches MEDIA_AUTO_QUALITY_TARGET (default 75; 90 is very high quality, 70 high, 50 medium). The search runs over qualities 30-95 in at most 4 trial encodes, each decoded and scored: it starts at the format's usual quality (JPEG and WebP 75, AVIF 55) and interpolates the next quality from the scores measured (a secant search); when none reaches the target, the highest quality tried is used. It applies to JPEG, WebP and AVIF stills; PNG, GIF and TIFF have no quality, and an animation keeps the default quality. The work budget counts the 4 encodes and 4 scores.",
+    "",
+    "`max-bytes:value=<bytes>` bounds the encoded size: a larger result is encoded again at lower quality (JPEG, WebP, AVIF: quality 40, then up to two tries between it and the quality used; PNG: a 256-colour palette), then at smaller sizes (the aspect ratio kept, scaled by the square root of the byte ratio), in at most 6 more encodes; what still does not fit answers 422 `max-bytes-unreachable` naming `max-bytes.value`. A smaller size shows in the result's width and height. An animation is not re-encoded: over its budget it answers 422. With both, `quality=auto` chooses first and `max-bytes` lowers from there. Both encode from the materialised result, so an HDR gain map of a JPEG original is not kept.",
+    "",
+    "Fixed quality 75, quality=auto at the default target, and a 3000-byte budget (the previews are re-encoded for this page; bench/results/latest.md has the bytes):",
+    "",
+    "| URL | result |",
+    "|---|---|",
+    ...ENCODE_PICTURES.map((p) => `| \`/${p.steps}/<assetId>.jpg\` | ${image(p)} |`),
     "",
     "## Animations",
     "",

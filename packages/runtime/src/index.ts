@@ -11,3 +11,4 @@ export {
   type ConfigProblem,
 } from "./env";
 export { listen, runService, serviceUrl, type ServiceMain } from "./serve";
+export { nativeRequire } from "./native-require";

@@ -1,16 +1,6 @@
-import nodeModule from "node:module";
+import { nativeRequire as loadResolved } from "@media-platform/runtime";
 
-type ModuleWithLoad = typeof nodeModule & { _load?: (request: string, parent: null, isMain: boolean) => unknown };
-
-/**
- * Loads a package with Node's own CommonJS loader, bypassing jest's module sandbox (whose
- * `createRequire` is its own). Needed for packages that use dynamic `import()` from CommonJS
- * (PGlite loads Node built-ins that way) or that depend on ESM-only packages (jwks-rsa -> jose,
- * loaded through Node >= 20.19's require(esm)). Outside jest this is plain `require`.
- */
+/** runtime's nativeRequire for a package management depends on (resolved from here). */
 export function nativeRequire<T>(id: string): T {
-  const resolved = require.resolve(id);
-  const M = ((nodeModule as { Module?: ModuleWithLoad }).Module ?? nodeModule) as ModuleWithLoad;
-  if (typeof M._load === "function") return M._load(resolved, null, false) as T;
-  return nodeModule.createRequire(__filename)(resolved) as T;
+  return loadResolved<T>(require.resolve(id));
 }

@@ -27,6 +27,7 @@ import { FaceDetectionError } from "./faces";
 import type { MediaMetrics } from "./metrics";
 import { ProblemError, instanceOf, writeProblem } from "./problem";
 import {
+  ByteBudgetError,
   InputPixelLimitError,
   TransformationInputError,
   UndecodableOriginalError,
@@ -48,7 +49,7 @@ import {
  * for byte: a signed URL is signed over the exact bytes the client sends, whatever its spelling.
  * Stored per key: bytes, content type, strong ETag.
  *
- * 200  image; Content-Type of the stored original; ETag "<base64url sha256>";
+ * 200  image; Content-Type of the stored original; ETag "<base64url sha256 of the sharp/libvips versions and the bytes>";
  *      Cache-Control: immutable for a `?v=<version>` URL, else max-age + stale-while-revalidate
  *      (cache/entry.ts cacheControlFor); Surrogate-Key and Cache-Tag: <assetId>; X-Cache: MISS
  *      (this request ran the transformation) or HIT (in-process LRU, Redis, or joined a running
@@ -67,12 +68,15 @@ import {
  * 413  input-pixel-limit: the original has more pixels than LIMIT_INPUT_PIXELS; 413 because
  *      the content the URL names is larger than this deployment processes (errors[0].path
  *      is "LIMIT_INPUT_PIXELS")
- * 422  undecodable-original: the stored original is corrupt or not a supported image
+ * 422  undecodable-original: the stored original is corrupt or not a supported image;
+ *      max-bytes-unreachable: no encode within the max-bytes budget (lower quality, then smaller sizes)
  * 503  overloaded (queue full, Retry-After: 1), timeout (MEDIA_REQUEST_TIMEOUT_MS,
  *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5),
  *      face-detection-unavailable (avatar's detector failed, Retry-After: 2)
  * 499  request-cancelled: the client disconnected (logged only; nobody receives it)
  * Every error is application/problem+json with Cache-Control: no-store and is never cached.
+ *
+ * GET|HEAD /info/<steps>/<assetId>.<ext>[?render=1]: the rendition's facts as JSON (info/index.ts).
  *
  * Internal (purge/router.ts; blocked at the edge): POST /internal/purge (shared secret) drops an
  * asset's renditions on every tier and replica; GET /internal/generation/<assetId> gives edge
@@ -110,6 +114,8 @@ export interface MediaAppDeps {
   operations: OperationRoutes;
   /** POST /internal/purge (purge/router.ts), mounted before the media URL space. */
   purgeRouter?: Router;
+  /** GET /info/<steps>/<assetId>.<ext> (info/index.ts), mounted before the media URL space. */
+  infoRouter?: Router;
 }
 
 export interface MediaRouteDeps {
@@ -198,6 +204,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   // GET /transformations: the parameter table with the caps in force.
   app.use(catalogRouter(limits));
   if (deps.purgeRouter) app.use(deps.purgeRouter);
+  if (deps.infoRouter) app.use(deps.infoRouter);
   // GET /presets: the named step chains of MEDIA_PRESETS_FILE.
   const presets = deps.presets ?? {};
   app.use(presetsRouter(presets, deps.presetsOnly === true));
@@ -412,6 +419,14 @@ export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixe
         errors: [{ path: "LIMIT_INPUT_PIXELS", message: `at most ${deps.limitInputPixels} pixels` }],
       },
     );
+  }
+  if (err instanceof ByteBudgetError) {
+    return new ProblemError(422, "max-bytes-unreachable", err.message, {
+      title: "Result does not fit the byte budget",
+      errors: [
+        { path: "max-bytes.value", message: `no encode within ${err.budget} bytes (smallest: ${err.smallest})` },
+      ],
+    });
   }
   if (err instanceof UndecodableOriginalError || err instanceof UnsupportedOriginalError) {
     return new ProblemError(422, "undecodable-original", err.message, { title: "Stored original cannot be processed" });

@@ -15,6 +15,7 @@ import {
 import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
 import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
 import { loadPresetsFile } from "./presets";
+import { DEFAULT_AUTO_QUALITY_TARGET } from "./pipeline/encode-search";
 
 const MiB = 1024 * 1024;
 
@@ -205,6 +206,9 @@ export const mediaEnvSchema = z.object({
   MEDIA_AVIF_EFFORT: int(0, 9, 0, "a whole number from 0 (fastest) to 9 (smallest)").describe(
     "AVIF encoder effort of every AVIF output: stored AVIF originals, format:type=avif and negotiated AVIF (0 encodes a 3 MP image in a fraction of a second; sharp's default 4 takes several seconds)",
   ),
+  MEDIA_AUTO_QUALITY_TARGET: int(1, 100, DEFAULT_AUTO_QUALITY_TARGET, "a whole number from 1 to 100").describe(
+    "SSIMULACRA2 score that quality=auto (thumbnail, format) reaches: per image, the lowest quality whose encode scores at least this against the unencoded result, found in at most 4 trial encodes (90 very high quality, 70 high, 50 medium)",
+  ),
   LOG_LEVEL: z
     .preprocess(blankAsUnset, z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"))
     .describe("pino log level"),
@@ -245,6 +249,8 @@ export interface MediaConfig {
   avifEffort: number;
   /** MEDIA_MAX_ANIMATION_FRAMES */
   maxAnimationFrames: number;
+  /** MEDIA_AUTO_QUALITY_TARGET */
+  autoQualityTarget: number;
   /** Unset: the embedded shared secret file (resolved by startMedia). */
   purgeSecret: string | undefined;
   cachePolicy: CachePolicy;
@@ -314,5 +320,6 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     autoFormat: e.MEDIA_AUTO_FORMAT ?? [],
     avifEffort: e.MEDIA_AVIF_EFFORT,
     maxAnimationFrames: e.MEDIA_MAX_ANIMATION_FRAMES,
+    autoQualityTarget: e.MEDIA_AUTO_QUALITY_TARGET,
   };
 }

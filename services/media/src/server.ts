@@ -19,6 +19,7 @@ import { presetsOnlyGate } from "./presets";
 import { instanceOf } from "./problem";
 import { AssetPurger } from "./purge/asset-purger";
 import { purgeRouter } from "./purge/router";
+import { infoRouter } from "./info";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
 export interface MediaServerOptions {
@@ -47,6 +48,8 @@ export interface MediaServerOptions {
   purgeSecret: string | undefined;
   /** Cache-Control of unversioned media URLs. */
   cachePolicy: CachePolicy;
+  /** MEDIA_MAX_ANIMATION_FRAMES: GET /info plans with the render's own cap. */
+  maxAnimationFrames: number;
 }
 
 /** The config schema's defaults (an empty environment), so each default is stated once, in config.ts. */
@@ -174,6 +177,17 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     logger,
     operations,
     purgeRouter: options.purgeSecret ? purgeRouter(purger, options.purgeSecret) : undefined,
+    infoRouter: infoRouter({
+      service,
+      presets: options.presets,
+      presetsOnly: options.presetsOnly,
+      negotiator,
+      avifEffort: options.avifEffort,
+      signer,
+      limits: options.limits,
+      cachePolicy: options.cachePolicy,
+      plan: { limitInputPixels: options.limitInputPixels, maxAnimationFrames: options.maxAnimationFrames },
+    }),
   });
   const hotPath = createHotPath({
     memory,
@@ -296,6 +310,7 @@ export async function startMedia(
       limitInputPixels: config.limitInputPixels,
       avifEffort: config.avifEffort,
       maxAnimationFrames: config.maxAnimationFrames,
+      autoQualityTarget: config.autoQualityTarget,
     };
     render = (input, options) => pipeline.render(input, renderDeps, options);
     closeHooks.push({ name: "pixel workers", close: () => pixels.close() });

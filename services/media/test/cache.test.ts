@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
+import sharp from "sharp";
 import request from "supertest";
 import { originalKey } from "@media-platform/storage";
 import { etagOf, ifNoneMatchMatches, makeEntry } from "../src/cache/entry";
@@ -7,10 +8,16 @@ import { MemoryCache } from "../src/cache/memory-cache";
 import { startTestMedia } from "./support/media-server";
 
 describe("cache entries", () => {
-  it("carry a strong ETag (quoted base64url sha256) and precomputed HIT headers", () => {
+  it("carry a strong ETag (quoted base64url sha256 of the sharp/libvips versions and the bytes) and precomputed HIT headers", () => {
     const body = Buffer.from("hello image");
     const entry = makeEntry(body, "image/png", undefined, { assetId: "a1", cacheControl: "public, max-age=60" });
-    expect(entry.etag).toBe(`"${createHash("sha256").update(body).digest("base64url")}"`);
+    const versions = `${Object.entries(sharp.versions)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([name, version]) => `${name} ${version}`)
+      .join("; ")}\0`;
+    expect(versions).toContain(`sharp ${sharp.versions.sharp}; `);
+    expect(versions).toContain(`vips ${sharp.versions.vips}`);
+    expect(entry.etag).toBe(`"${createHash("sha256").update(versions).update(body).digest("base64url")}"`);
     expect(etagOf(body)).toBe(entry.etag);
     expect(entry.hitHeaders).toEqual({
       "Content-Type": "image/png",

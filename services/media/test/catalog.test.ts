@@ -31,7 +31,7 @@ describe("GET /transformations", () => {
     expect(res.headers["content-type"]).toMatch(/^application\/json/);
     expect(res.headers["cache-control"]).toBe("public, max-age=300");
     const body = res.body as TransformationCatalog;
-    expect(body.count).toBe(19);
+    expect(body.count).toBe(20);
     expect(body.transformations.map((t) => t.name)).toEqual([
       "crop",
       "color-balance",
@@ -53,7 +53,10 @@ describe("GET /transformations", () => {
       "resize",
       "format",
       "frame",
+      "max-bytes",
     ]);
+    // Listed apart: the spec's 16 first, flagged extension=false, ours after them.
+    expect(body.transformations.map((t) => t.extension)).toEqual([...Array(16).fill(false), ...Array(4).fill(true)]);
     for (const t of body.transformations) {
       expect([t.name, t.params.map((p) => p.name)]).toEqual([t.name, Object.keys(paramSpecsOf(t.name))]);
       expect(t.description.length).toBeGreaterThan(10);

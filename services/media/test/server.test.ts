@@ -5,6 +5,7 @@ import sharp from "sharp";
 import request from "supertest";
 import { originalKey } from "@media-platform/storage";
 import { ROUTE_MEDIA } from "../src/app";
+import { RENDERER_VERSION } from "../src/cache/entry";
 import { countingRender, metricValue, pipelineRender, startTestMedia, type TestMedia } from "./support/media-server";
 import { FIXTURES_DIR } from "./support/memory-store";
 
@@ -44,8 +45,10 @@ describe("media delivery over real HTTP", () => {
     expect(Number(first.res.headers.get("content-length"))).toBe(first.body.length);
     const meta = await sharp(first.body).metadata();
     expect([meta.format, meta.width, meta.height]).toEqual(["png", 128, 128]);
-    // Strong ETag: quoted base64url sha256 of the bytes.
-    expect(first.res.headers.get("etag")).toBe(`"${createHash("sha256").update(first.body).digest("base64url")}"`);
+    // Strong ETag: quoted base64url sha256 of the sharp/libvips versions and the bytes.
+    expect(first.res.headers.get("etag")).toBe(
+      `"${createHash("sha256").update(RENDERER_VERSION).update("\0").update(first.body).digest("base64url")}"`,
+    );
 
     const memoryHits = () => metricValue(media, "media_cache_lookups_total", { tier: "memory", result: "hit" });
     const hitsBefore = await memoryHits();
@@ -206,7 +209,7 @@ describe("media delivery over real HTTP", () => {
     expect(health.headers["cache-control"]).toBe("no-store");
     const catalog = await request(media.server).get("/transformations");
     expect(catalog.status).toBe(200);
-    expect(catalog.body.count).toBe(19);
+    expect(catalog.body.count).toBe(20);
   });
 });
 

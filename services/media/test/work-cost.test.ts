@@ -10,7 +10,12 @@ import {
 import { originalKey } from "@media-platform/storage";
 import { loadMediaConfig, MediaConfigError } from "../src/config";
 import { WorkGate } from "../src/delivery/limiter";
-import { AVIF_NS_PER_PIXEL, encoderNsPerPixel, STEP_NS_PER_PIXEL } from "../src/pipeline/cost";
+import {
+  AVIF_NS_PER_PIXEL,
+  encoderNsPerPixel,
+  SSIMULACRA2_NS_PER_PIXEL,
+  STEP_NS_PER_PIXEL,
+} from "../src/pipeline/cost";
 import { TransformationInputError } from "../src/pipeline/errors";
 import { planRender } from "../src/pipeline/plan";
 import { transformations } from "../src/transformations";
@@ -43,6 +48,7 @@ const FULL_SIZE_12MP: Record<Exclude<TransformationName, "format">, string> = {
   threshold: "threshold:value=128",
   resize: "resize:width=4000:height=3000",
   frame: "frame:index=0",
+  "max-bytes": "max-bytes:value=500000",
 };
 
 describe("cost table (pipeline/cost.ts, calibrated by bench/calibrate-cost.ts)", () => {
@@ -88,6 +94,30 @@ describe("planRender: the work cost from the header, before decoding", () => {
     const size = { width: 1000, height: 1000 };
     const avif = planRender(stepsOf("format:type=avif"), size, defaultMediaLimits, { format: "jpeg", avifEffort: 7 });
     expect(avif.workCost).toBeCloseTo((1e6 * STEP_NS_PER_PIXEL.format + 1e6 * AVIF_NS_PER_PIXEL[7]!) / 1e6, 6);
+  });
+
+  it("prices quality=auto as 4 encodes and 4 SSIMULACRA2 scores, and max-bytes as its 6 extra encodes", () => {
+    const size = { width: 1000, height: 1000 };
+    const fixed = planRender(stepsOf("format:type=webp:quality=75"), size, defaultMediaLimits, { format: "jpeg" });
+    const auto = planRender(stepsOf("format:type=webp:quality=auto"), size, defaultMediaLimits, { format: "jpeg" });
+    const thumb = planRender(stepsOf("thumbnail:size=1000:quality=auto"), size, defaultMediaLimits, { format: "jpeg" });
+    const budget = planRender(stepsOf("format:type=webp/max-bytes:value=20000"), size, defaultMediaLimits, {
+      format: "jpeg",
+    });
+    const webp = encoderNsPerPixel("webp");
+    expect(fixed.workCost).toBeCloseTo((1e6 * STEP_NS_PER_PIXEL.format + 1e6 * webp) / 1e6, 6);
+    expect(auto.workCost).toBeCloseTo(
+      (1e6 * STEP_NS_PER_PIXEL.format + 1e6 * (4 * webp + 4 * SSIMULACRA2_NS_PER_PIXEL)) / 1e6,
+      6,
+    );
+    expect(thumb.workCost).toBeCloseTo(
+      (1e6 * STEP_NS_PER_PIXEL.thumbnail + 1e6 * (4 * encoderNsPerPixel("jpeg") + 4 * SSIMULACRA2_NS_PER_PIXEL)) / 1e6,
+      6,
+    );
+    expect(budget.workCost).toBeCloseTo(
+      (1e6 * STEP_NS_PER_PIXEL.format + 1e6 * STEP_NS_PER_PIXEL["max-bytes"] + 1e6 * 7 * webp) / 1e6,
+      6,
+    );
   });
 
   it("multiplies by the frames of an animated original", () => {

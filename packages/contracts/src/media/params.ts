@@ -67,6 +67,11 @@ interface NumericSpec<Type extends "integer" | "number"> extends BaseSpec {
   cap?: CapName;
   default?: number;
   implied?: number;
+  /**
+   * Words accepted besides a number (extensions): `auto` for a quality the service chooses per
+   * image. Kept apart so the spec's numeric range stays as the spec states it.
+   */
+  keywords?: readonly string[];
 }
 
 export type IntegerSpec = NumericSpec<"integer">;
@@ -97,7 +102,7 @@ export interface ColorSpec extends BaseSpec {
 export type ParamSpec = IntegerSpec | NumberSpec | EnumSpec | ColorSpec;
 
 export type ParamValue<S> = S extends { type: "integer" | "number" }
-  ? number
+  ? number | (S extends { keywords: readonly (infer K)[] } ? K : never)
   : S extends { type: "enum"; values: readonly (infer V)[] }
     ? V | (S extends { extensionValues: readonly (infer E)[] } ? E : never)
     : string;
@@ -135,6 +140,7 @@ export function describeRange(spec: ParamSpec, limits: MediaLimits): string {
 /** Everything a URL may give, in words: describeRange plus an enum's extension values (400 details, docs). */
 export function describeAllowed(spec: ParamSpec, limits: MediaLimits): string {
   const range = describeRange(spec, limits);
+  if (spec.type === "integer" && spec.keywords?.length) return `${range}, or the extension ${spec.keywords.join(", ")}`;
   if (spec.type !== "enum" || !spec.extensionValues?.length) return range;
   return `${range}, or the extensions ${spec.extensionValues.join(", ")}`;
 }
@@ -204,6 +210,7 @@ export function parseParamValue(
   switch (spec.type) {
     case "integer":
     case "number": {
+      if (spec.type === "integer" && spec.keywords?.includes(raw)) return { ok: true, value: raw };
       const grammar = spec.type === "integer" ? INTEGER : DECIMAL;
       if (!grammar.test(raw)) {
         return fail(spec.type === "integer" && DECIMAL.test(raw) ? "must be a whole number" : "is not a number");

@@ -292,7 +292,10 @@ export const transformationSpecs = {
         min: 1,
         max: 100,
         default: 75,
-        description: "Encoder quality for lossy outputs (JPEG, WebP, AVIF).",
+        // Extension: the lowest quality meeting MEDIA_AUTO_QUALITY_TARGET (SSIMULACRA2), per image.
+        keywords: ["auto"],
+        description:
+          "Encoder quality for lossy outputs (JPEG, WebP, AVIF). Extension: auto, the lowest quality whose SSIMULACRA2 score against the unencoded result reaches MEDIA_AUTO_QUALITY_TARGET (at most 4 trial encodes).",
       },
     },
   },
@@ -393,7 +396,9 @@ export const transformationSpecs = {
         required: false,
         min: 1,
         max: 100,
-        description: "Encoder quality for lossy outputs (default: the service's for that format).",
+        keywords: ["auto"],
+        description:
+          "Encoder quality for lossy outputs (default: the service's for that format); auto: the lowest quality whose SSIMULACRA2 score against the unencoded result reaches MEDIA_AUTO_QUALITY_TARGET (at most 4 trial encodes).",
       },
     },
   },
@@ -411,10 +416,27 @@ export const transformationSpecs = {
       },
     },
   },
+  "max-bytes": {
+    description:
+      "Extension (not in the spec): a byte budget for the encoded result. A larger result is encoded again at lower quality (lossy formats), then at smaller sizes, within a bounded number of tries; a result that still does not fit answers 422. Applies at encoding, wherever it stands in the chain.",
+    params: {
+      value: {
+        type: "integer",
+        required: true,
+        min: 100,
+        max: 100_000_000,
+        description: "Largest size of the encoded result, in bytes.",
+      },
+    },
+  },
 } as const satisfies Record<string, TransformationSpec>;
 
 export type TransformationName = keyof typeof transformationSpecs;
 export const transformationNames = Object.keys(transformationSpecs) as TransformationName[];
+
+/** The spec's 16 transformations (§4.2); every other entry of transformationSpecs is an extension. */
+export const specTransformationNames: readonly TransformationName[] = transformationNames.slice(0, 16);
+export const isSpecTransformation = (name: TransformationName): boolean => specTransformationNames.includes(name);
 
 type SpecsOf<N extends TransformationName> = (typeof transformationSpecs)[N]["params"];
 

@@ -1,4 +1,5 @@
-import { hash } from "node:crypto";
+import { createHash } from "node:crypto";
+import sharp from "sharp";
 
 /** Cache-Control of a signed versioned media URL (`?v=<version>`): what it names never changes. */
 export const IMMUTABLE = "public, max-age=31536000, immutable";
@@ -62,7 +63,7 @@ export interface CacheEntry {
   body: Buffer;
   contentType: string;
   assetId: string | undefined;
-  /** Strong validator: quoted base64url sha256 of the bytes. */
+  /** Strong validator: quoted base64url sha256 of the renderer versions and the bytes (etagOf). */
   etag: string;
   /** Headers of a 200 HIT (GET and HEAD). */
   hitHeaders: Readonly<Record<string, string>>;
@@ -77,7 +78,20 @@ export interface CacheEntry {
   notModifiedHeaderList: readonly string[];
 }
 
-export const etagOf = (body: Buffer): string => `"${hash("sha256", body, "base64url")}"`;
+/**
+ * The versions of the code that makes the bytes: an upgrade of sharp or libvips may change a
+ * rendition's bytes (sharp 0.35 retuned AVIF quality), and so may one of the codecs its libvips
+ * bundles (aom, libwebp, mozjpeg): all are part of every ETag, so a CDN or
+ * browser never keeps old bytes under a new ETag, nor gets new bytes under an old one.
+ */
+export const RENDERER_VERSION = Object.entries(sharp.versions as Record<string, string | undefined>)
+  .sort(([a], [b]) => (a < b ? -1 : 1))
+  .map(([name, version]) => `${name} ${version}`)
+  .join("; ");
+
+/** Strong validator: quoted base64url sha256 of RENDERER_VERSION, a NUL, then the bytes. */
+export const etagOf = (body: Buffer): string =>
+  `"${createHash("sha256").update(RENDERER_VERSION).update("\0").update(body).digest("base64url")}"`;
 
 /** The one place where the headers of a cached result's responses are built. */
 export function makeEntry(body: Buffer, contentType: string, etag = etagOf(body), meta: EntryMeta = {}): CacheEntry {

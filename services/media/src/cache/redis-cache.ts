@@ -34,7 +34,7 @@ const NEWLINE = 0x0a;
 /** Assets whose purge generation a process keeps (one short string each). */
 const KNOWN_GENERATIONS = 100_000;
 
-/** The ETag line of the value layout: `"<base64url sha256>"` (cache/entry.ts etagOf). */
+/** The ETag line of the value layout: `"<base64url sha256>"` (cache/entry.ts etagOf; kept with the bytes, so a stored result keeps the ETag of the versions that made it). */
 const ETAG_LINE = /^"[A-Za-z0-9_-]{43}"$/;
 
 /**

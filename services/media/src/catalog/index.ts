@@ -3,6 +3,7 @@ import {
   MAX_STEPS,
   MEDIA_EXTENSIONS,
   describeRange,
+  isSpecTransformation,
   paramSpecsOf,
   transformationNames,
   transformationSpecs,
@@ -40,6 +41,8 @@ export interface CatalogParam {
   cap: { name: keyof MediaLimits; value: number } | null;
   /** Enum values the spec lists; null for other types. */
   values: string[] | null;
+  /** Integer parameters only, when they take words besides numbers (extensions, e.g. quality=auto). */
+  keywords?: string[];
   /**
    * Enum parameters only: values beyond the spec's (extensions, e.g. crop gravity=focal), accepted
    * like `values`. Absent on other types, so the spec's table reads as before.
@@ -51,6 +54,8 @@ export interface CatalogParam {
 
 export interface CatalogTransformation {
   name: TransformationName;
+  /** False for the spec's 16 transformations, true for ours beyond them (listed after them). */
+  extension: boolean;
   description: string;
   params: CatalogParam[];
   /** A valid URL path for this transformation alone, with {assetId} and {ext} to fill in. */
@@ -86,6 +91,7 @@ function catalogParam(name: string, spec: ParamSpec, limits: MediaLimits): Catal
     cap,
     values: spec.type === "enum" ? [...spec.values] : null,
     ...(spec.type === "enum" ? { extensionValues: [...(spec.extensionValues ?? [])] } : {}),
+    ...(spec.type === "integer" && spec.keywords ? { keywords: [...spec.keywords] } : {}),
     hexOnly: spec.type === "color" ? spec.hexOnly === true : null,
   };
 }
@@ -119,6 +125,7 @@ function examplePath(name: TransformationName, limits: MediaLimits): string {
 export function transformationCatalog(limits: MediaLimits): TransformationCatalog {
   const transformations = transformationNames.map((name) => ({
     name,
+    extension: !isSpecTransformation(name),
     description: transformationSpecs[name].description,
     params: Object.entries(paramSpecsOf(name)).map(([key, spec]) => catalogParam(key, spec, limits)),
     example: examplePath(name, limits),

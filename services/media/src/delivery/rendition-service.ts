@@ -2,7 +2,9 @@ import { buffer } from "node:stream/consumers";
 import type { Logger } from "@media-platform/observability";
 import {
   assetAttributesSchema,
+  originalHeaderFields,
   storedOriginalHeader,
+  type OriginalHeader,
   type FocalPoint,
   type MediaRequest,
 } from "@media-platform/contracts";
@@ -21,6 +23,8 @@ import { isRenderTurn, SharedRender, type RenderTurn } from "../cache/shared-ren
 import type { MediaMetrics } from "../metrics";
 import { usesFocalPoint } from "../pipeline/plan";
 import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
+import { OriginalSource } from "../pipeline/original";
+import { UndecodableOriginalError } from "../pipeline/errors";
 import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
 import type { Limiter, WorkGate } from "./limiter";
@@ -172,6 +176,37 @@ export class RenditionService {
     const xCache = leader && result.computed ? "MISS" : "HIT";
     if (xCache === "MISS") metrics.count("misses");
     return { entry: result.entry, xCache };
+  }
+
+  /**
+   * The original's header facts and content type, without reading its pixels (GET /info): the
+   * facts stored with the blob, else read from the start of its bytes.
+   */
+  async originalHeader(assetId: string): Promise<{ header: OriginalHeader; contentType: string }> {
+    let blob: BlobObject | null;
+    try {
+      blob = await this.deps.store.get(originalKey(assetId));
+    } catch (err) {
+      if (err instanceof StorageUnavailableError) this.deps.metrics.dependencyError("storage");
+      throw err;
+    }
+    if (!blob) throw new AssetNotFoundError(assetId);
+    try {
+      const stored = storedOriginalHeader(blob.metadata);
+      if (stored) return { header: stored, contentType: blob.contentType };
+      const source = new OriginalSource(bodyChunks(blob.body, () => `reading ${originalKey(assetId)} failed`));
+      try {
+        const meta = await source.metadata({ failOn: "error", autoOrient: true });
+        return { header: originalHeaderFields(meta) as OriginalHeader, contentType: blob.contentType };
+      } catch (err) {
+        if (err instanceof StorageUnavailableError) throw err;
+        throw new UndecodableOriginalError(err instanceof Error ? err.message.split("\n", 1)[0]! : String(err));
+      } finally {
+        await source.close();
+      }
+    } finally {
+      blob.release();
+    }
   }
 
   /**

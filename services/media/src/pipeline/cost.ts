@@ -1,4 +1,5 @@
 import type { AssetFormat, TransformationName } from "@media-platform/contracts";
+import { AUTO_QUALITY_ENCODES, MAX_BYTES_ENCODES } from "./encode-search";
 
 /**
  * What one pixel costs, in CPU nanoseconds, measured on this stack by bench/calibrate-cost.ts
@@ -26,6 +27,7 @@ export const STEP_NS_PER_PIXEL: Readonly<Record<TransformationName, number>> = {
   resize: 0.5,
   format: 0.5,
   frame: 0.5,
+  "max-bytes": 0.5,
 };
 
 export const ENCODER_NS_PER_PIXEL: Readonly<Record<Exclude<AssetFormat, "avif">, number>> = {
@@ -47,4 +49,35 @@ export const SHARP_DEFAULT_AVIF_EFFORT = 4;
 export function encoderNsPerPixel(format: AssetFormat, avifEffort = SHARP_DEFAULT_AVIF_EFFORT): number {
   if (format === "avif") return AVIF_NS_PER_PIXEL[Math.min(9, Math.max(0, Math.round(avifEffort)))]!;
   return ENCODER_NS_PER_PIXEL[format];
+}
+
+/**
+ * One SSIMULACRA2 score of quality=auto per output pixel, decoding the trial encode included
+ * (measured by `pnpm bench auto-quality`, bench/results/latest.md).
+ */
+export const SSIMULACRA2_NS_PER_PIXEL = 1200;
+
+/** The steps' encoder settings the cost model reads (the planned steps' resolved parameters). */
+interface PlannedParams {
+  name: TransformationName;
+  params: unknown;
+}
+
+/**
+ * The encoder's cost per output pixel with the searches of the request: quality=auto
+ * (thumbnail, format) is AUTO_QUALITY_ENCODES encodes, each scored; max-bytes counts its worst
+ * case, MAX_BYTES_ENCODES more encodes (the smaller sizes counted at full size).
+ */
+export function searchedEncoderNsPerPixel(
+  steps: readonly PlannedParams[],
+  format: AssetFormat,
+  avifEffort?: number,
+): number {
+  const once = encoderNsPerPixel(format, avifEffort);
+  const auto = steps.some(
+    (s) => (s.name === "thumbnail" || s.name === "format") && (s.params as { quality?: unknown }).quality === "auto",
+  );
+  const budget = steps.some((s) => s.name === "max-bytes");
+  const encodes = (auto ? AUTO_QUALITY_ENCODES : 1) + (budget ? MAX_BYTES_ENCODES : 0);
+  return encodes * once + (auto ? AUTO_QUALITY_ENCODES * SSIMULACRA2_NS_PER_PIXEL : 0);
 }

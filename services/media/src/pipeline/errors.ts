@@ -40,3 +40,16 @@ export class TransformationInputError extends Error {
     this.name = "TransformationInputError";
   }
 }
+
+/** max-bytes: no encode within the bounded tries came within the byte budget. */
+export class ByteBudgetError extends Error {
+  constructor(
+    readonly budget: number,
+    readonly smallest: number,
+  ) {
+    super(
+      `the result cannot be encoded within ${budget} bytes (max-bytes.value): the smallest encode tried, at lower quality and smaller sizes, was ${smallest} bytes`,
+    );
+    this.name = "ByteBudgetError";
+  }
+}

@@ -9,7 +9,7 @@ import {
 } from "@media-platform/contracts";
 import { transformations } from "../transformations";
 import type { Size, Transformation } from "../transformations/transformation";
-import { encoderNsPerPixel, STEP_NS_PER_PIXEL } from "./cost";
+import { searchedEncoderNsPerPixel, STEP_NS_PER_PIXEL } from "./cost";
 import { TransformationInputError } from "./errors";
 
 /** One step with its parameters resolved (defaults filled in once) and its sizes known. */
@@ -107,7 +107,8 @@ export function planRender(
     size = next.output;
   }
   if (format) {
-    const ns = size.width * size.height * encoderNsPerPixel(format, output?.avifEffort);
+    // quality=auto and max-bytes encode more than once (pipeline/encode-search.ts).
+    const ns = size.width * size.height * searchedEncoderNsPerPixel(planned, format, output?.avifEffort);
     costNs += ns;
     const label = `encoding ${format}${format === "avif" ? ` at effort ${output?.avifEffort ?? 4}` : ""} (${megapixels(size.width * size.height)} MP)`;
     if (ns > worst.ns) worst = { label, path: steps.some((s) => s.name === "format") ? "format.type" : "path", ns };

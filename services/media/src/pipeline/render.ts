@@ -19,6 +19,7 @@ import {
   type StepContext,
 } from "../transformations/transformation";
 import {
+  ByteBudgetError,
   InputPixelLimitError,
   TransformationInputError,
   UndecodableOriginalError,
@@ -31,6 +32,7 @@ import { fromRaw, toRaw, type RawImage } from "./raw";
 import { selectedFrame } from "../transformations/frame";
 import { transformations } from "../transformations";
 import { carriesGainMap, keepingGainMap } from "./gain-map";
+import { DEFAULT_AUTO_QUALITY_TARGET, needsSearch, searchEncode } from "./encode-search";
 
 export interface RenderDeps {
   pixels: PixelWorkers;
@@ -48,6 +50,8 @@ export interface RenderDeps {
    * animated (MEDIA_MAX_ANIMATION_FRAMES); default DEFAULT_MAX_ANIMATION_FRAMES.
    */
   maxAnimationFrames?: number;
+  /** SSIMULACRA2 score quality=auto reaches (MEDIA_AUTO_QUALITY_TARGET); default DEFAULT_AUTO_QUALITY_TARGET. */
+  autoQualityTarget?: number;
 }
 
 /** Negotiated output (MEDIA_AUTO_FORMAT): applies to still JPEG/PNG originals only. */
@@ -259,8 +263,17 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     // A JPEG with an HDR gain map keeps it in JPEG output when the steps ran on the original's
     // pipeline (sharp transforms the map with the image); steps between raw pixels drop it.
     const gainMap = ctx.output.format === "jpeg" && !isRaw(result) && format === "jpeg" && carriesGainMap(bytes);
-    const encoded = encode(gainMap ? keepingGainMap(last) : last, ctx.output);
-    const { data, info } = await withTimeout(encoded, deadline).toBuffer({ resolveWithObject: true });
+    // quality=auto and max-bytes re-encode the materialised result (pipeline/encode-search.ts).
+    const { data, info } = needsSearch(ctx.output)
+      ? await searchEncode(last, ctx.output, {
+          encode,
+          autoQualityTarget: deps.autoQualityTarget ?? DEFAULT_AUTO_QUALITY_TARGET,
+          bounded: (image) => withTimeout(image, deadline),
+          signal,
+        }).then(({ data, width, height }) => ({ data, info: { width, height } }))
+      : await withTimeout(encode(gainMap ? keepingGainMap(last) : last, ctx.output), deadline).toBuffer({
+          resolveWithObject: true,
+        });
     const lastStep = plan.steps.at(-1);
     if (lastStep) onStep?.(lastStep.name, (performance.now() - stepStart) / 1000);
     return { data, contentType: `image/${ctx.output.format}`, width: info.width, height: info.height };
@@ -268,6 +281,53 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     release?.();
     await source.close();
   }
+}
+
+/** The facts of a rendition known before rendering (GET /info). */
+export interface PlannedRendition {
+  width: number;
+  height: number;
+  format: OutputFormat;
+  /** The result stays an animation (frames > 1). */
+  animated: boolean;
+  frames: number;
+  /** The planner's estimate of the render's CPU milliseconds. */
+  workCost: number;
+}
+
+/**
+ * What render() would produce for `input`, from the original's header and the URL alone, through
+ * the same checks (pixel caps, work budget, animation rules): nothing is decoded. max-bytes may
+ * still make the result smaller than planned.
+ */
+export function planRendition(
+  input: Pick<RenderInput, "contentType" | "steps" | "convertTo"> & { header: OriginalHeader },
+  deps: Pick<RenderDeps, "limits" | "limitInputPixels" | "avifEffort" | "maxAnimationFrames">,
+): PlannedRendition {
+  const stored = outputFormatFor(input.contentType);
+  const meta = input.header;
+  const oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
+  if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
+  const animation =
+    meta.pages > 1 || input.steps.some((step) => step.name === "frame")
+      ? animationOf(meta.pages, oriented, input.steps, stored, deps)
+      : STILL;
+  const convert = input.convertTo && isConvertible(input.contentType) && meta.pages === 1;
+  const base = convert ? input.convertTo!.format : stored;
+  const plan = planRender(input.steps, oriented, deps.limits, {
+    format: base,
+    avifEffort: (convert ? input.convertTo!.avifEffort : undefined) ?? deps.avifEffort,
+    frames: animation.frames,
+  });
+  const size = plan.steps.at(-1)?.output ?? oriented;
+  return {
+    width: size.width,
+    height: size.height,
+    format: requestedFormat(input.steps, base),
+    animated: animation.frames > 1,
+    frames: animation.frames,
+    workCost: plan.workCost,
+  };
 }
 
 /** Where `point` (fractions of the step's input) lies in the step's output; see StepShape.mapFocalPoint. */
@@ -310,7 +370,8 @@ async function runStep<N extends TransformationName>(
 }
 
 function encode(image: sharp.Sharp, output: StepContext["output"]): sharp.Sharp {
-  const quality = output.quality;
+  // "auto" is chosen by searchEncode, which calls this with a number.
+  const quality = typeof output.quality === "number" ? output.quality : undefined;
   switch (output.format) {
     case "jpeg":
       return image.jpeg({ quality: quality ?? 82, mozjpeg: false });
@@ -444,6 +505,10 @@ async function renderAnimation(
   const animated = sharp(data, { raw: { width, height: height * pages, channels, pageHeight: height } });
   const timing = { loop: header.loop ?? 0, delay: header.delay?.slice(0, pages) };
   const encoded = await withTimeout(encodeAnimation(animated, output, timing), deadline).toBuffer();
+  // An animation is not searched again: over its budget it answers as no fit.
+  if (output.maxBytes !== undefined && encoded.length > output.maxBytes) {
+    throw new ByteBudgetError(output.maxBytes, encoded.length);
+  }
   seconds[seconds.length - 1]! += (performance.now() - start) / 1000;
   plan.steps.forEach((step, index) => onStep?.(step.name, seconds[index]!));
   return { data: encoded, contentType: `image/${output.format}`, width, height };
@@ -489,5 +554,7 @@ function encodeAnimation(
 ): sharp.Sharp {
   // Duplicate frames kept: the result has the original's frames and delays, one for one.
   if (output.format === "gif") return image.gif({ ...timing, keepDuplicateFrames: true });
-  return image.webp({ quality: output.quality ?? 80, ...timing });
+  // quality=auto and max-bytes search stills only: an animation keeps the default quality.
+  const quality = typeof output.quality === "number" ? output.quality : 80;
+  return image.webp({ quality, ...timing });
 }

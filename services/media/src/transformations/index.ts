@@ -12,6 +12,7 @@ import { fit } from "./fit";
 import { format } from "./format";
 import { frame } from "./frame";
 import { grayscale } from "./grayscale";
+import { maxBytes } from "./max-bytes";
 import { resize } from "./resize";
 import { saturation } from "./saturation";
 import { sharpen } from "./sharpen";
@@ -41,6 +42,7 @@ export const transformations: { [N in TransformationName]: Transformation<N> } =
   resize,
   format,
   frame,
+  "max-bytes": maxBytes,
 };
 
 export * from "./transformation";

@@ -59,8 +59,11 @@ export interface StepContext {
   width: number;
   height: number;
   hasAlpha: boolean;
-  /** Encoder settings; a step may set quality (thumbnail). */
-  output: { format: OutputFormat; quality?: number; effort?: number };
+  /**
+   * Encoder settings; a step may set quality (thumbnail, format: a number, or auto for the
+   * perceptual search) and a byte budget (max-bytes).
+   */
+  output: { format: OutputFormat; quality?: number | "auto"; effort?: number; maxBytes?: number };
   limits: MediaLimits;
   pixels: PixelWorkers;
   faces: FaceDetector;
