@@ -47,6 +47,9 @@ const STEP_URLS: Record<TransformationName, string> = {
   resize: "resize:width=2400",
   format: "format:type=jpeg",
   frame: "frame:index=0",
+  overlay: `overlay:asset=${ID}:scale=.5:opacity=.5`,
+  text: "text:text=Calibration%20text:size=96:background=000000",
+  redact: "redact:faces=true:region=.1,.1,.5,.5",
 };
 
 const cpuNs = (): number => {
@@ -119,7 +122,7 @@ async function measure(write: boolean): Promise<string> {
       let out = { width: 0, height: 0 };
       const ns = await medianCpu(async () => {
         const r = await render(
-          { original: photo, contentType: "image/jpeg", steps: parsed, cacheKey: mediaPath },
+          { original: photo, contentType: "image/jpeg", steps: parsed, cacheKey: mediaPath, overlays: new Map([[ID, photo]]) },
           deps,
         );
         out = { width: r.width, height: r.height };

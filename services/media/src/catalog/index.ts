@@ -92,6 +92,7 @@ function catalogParam(name: string, spec: ParamSpec, limits: MediaLimits): Catal
 
 /** A value for an example URL: a readable size for pixel dimensions, else the default or a small in-range value. */
 function exampleValue(spec: ParamSpec, limits: MediaLimits): number | string {
+  if (spec.type === "text") return spec.default ?? spec.example;
   if (spec.type === "enum" || spec.type === "color")
     return spec.default ?? (spec.type === "enum" ? spec.values[0]! : "ffffff");
   const hi = upperBound(spec, limits) ?? Number.POSITIVE_INFINITY;

@@ -12,10 +12,13 @@ import { fit } from "./fit";
 import { format } from "./format";
 import { frame } from "./frame";
 import { grayscale } from "./grayscale";
+import { overlay } from "./overlay";
+import { redact } from "./redact";
 import { resize } from "./resize";
 import { saturation } from "./saturation";
 import { sharpen } from "./sharpen";
 import { solarize } from "./solarize";
+import { text } from "./text";
 import { threshold } from "./threshold";
 import { thumbnail } from "./thumbnail";
 import { wave } from "./wave";
@@ -41,6 +44,9 @@ export const transformations: { [N in TransformationName]: Transformation<N> } =
   resize,
   format,
   frame,
+  overlay,
+  text,
+  redact,
 };
 
 export * from "./transformation";
