@@ -39,6 +39,8 @@ export interface MediaServerOptions {
   presets: PresetTable;
   /** MEDIA_PRESETS_ONLY: every non-preset media URL answers 403. */
   presetsOnly: boolean;
+  /** MEDIA_REDACT_FACES_ALWAYS: face redaction after every URL's steps. */
+  redactFacesAlways: boolean;
   /** MEDIA_AUTO_FORMAT (order of preference); empty = off. */
   autoFormat: AutoFormat[];
   /** AVIF effort for negotiated AVIF. */
@@ -105,7 +107,8 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   const redis = options.redis
     ? new RedisCache({
         url: options.redis.url,
-        keyPrefix: options.redis.keyPrefix,
+        // Renditions with forced face redaction never share keys with those made without it.
+        keyPrefix: options.redactFacesAlways ? `${options.redis.keyPrefix}redact-faces:` : options.redis.keyPrefix,
         timeoutMs: options.redis.timeoutMs,
         ttlSeconds: options.cache.ttlSeconds,
         maxEntryBytes: options.cache.maxEntryBytes,
@@ -137,6 +140,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     logger,
     requestTimeoutMs: options.requestTimeoutMs,
     maxEntryBytes: options.cache.maxEntryBytes,
+    redactFacesAlways: options.redactFacesAlways,
   });
   const route = createMediaRoute({
     service,

@@ -10,6 +10,15 @@ export function overlayAssets(steps: readonly TransformationStep[]): string[] {
 }
 
 /**
+ * The overlay asset ids a cache key (a media request-target already validated) names, lower-cased:
+ * for entries built from a key alone (a Redis-tier hit on the hot path).
+ */
+export function overlayAssetsOfKey(key: string): string[] {
+  const ids = [...key.matchAll(/(?:^|\/)overlay:(?:[^/]*:)?asset=([0-9a-f-]{36})/gi)].map((m) => m[1]!.toLowerCase());
+  return [...new Set(ids)];
+}
+
+/**
  * The overlay's original as an RGBA layer for a `width` x `height` image: scaled to `scale` of
  * the image width, or at its own size shrunk to fit inside the image (aspect ratio kept).
  */
