@@ -579,7 +579,7 @@ export const transformationSpecs = {
         maxLength: 64,
         format: "x,y,w,h: four fractions of the image from 0 to 1 (w and h above 0, inside the image)",
         canonical: canonicalRegion,
-        example: ".25,.25,.5,.5",
+        example: "0.25,0.25,0.5,0.5",
         description: "A rectangle to redact: left, top, width and height as fractions of the image entering the step.",
       },
       mode: {
