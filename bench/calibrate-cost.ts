@@ -122,7 +122,13 @@ async function measure(write: boolean): Promise<string> {
       let out = { width: 0, height: 0 };
       const ns = await medianCpu(async () => {
         const r = await render(
-          { original: photo, contentType: "image/jpeg", steps: parsed, cacheKey: mediaPath, overlays: new Map([[ID, photo]]) },
+          {
+            original: photo,
+            contentType: "image/jpeg",
+            steps: parsed,
+            cacheKey: mediaPath,
+            overlays: new Map([[ID, photo]]),
+          },
           deps,
         );
         out = { width: r.width, height: r.height };

@@ -99,7 +99,9 @@ describe("overlay delivery (memory tier)", () => {
     // The overlay is replaced, then purged: the rendition shows the new one.
     await media.store.put(
       originalKey(mark),
-      await sharp({ create: { width: 10, height: 10, channels: 3, background: "#0000ff" } }).png().toBuffer(),
+      await sharp({ create: { width: 10, height: 10, channels: 3, background: "#0000ff" } })
+        .png()
+        .toBuffer(),
       "image/png",
       { [ORIGINAL_WORKSPACE_METADATA]: "acme" },
     );
@@ -129,7 +131,9 @@ describe("redaction and the memory tier", () => {
     // Another spelling of the redacted URL is served from the redacted entry (the canonical key).
     const spelled = await get(`${media.url}/thumbnail:size=64/redact:region=0.0,.0,1.0,1/${id}.png`);
     expect(spelled.res.headers.get("x-cache")).toBe("HIT");
-    expect(spelled.res.headers.get("link")).toBe(`</thumbnail:size=64/redact:region=0,0,1,1/${id}.png>; rel="canonical"`);
+    expect(spelled.res.headers.get("link")).toBe(
+      `</thumbnail:size=64/redact:region=0,0,1,1/${id}.png>; rel="canonical"`,
+    );
     expect(spelled.body.equals(redacted.body)).toBe(true);
     const faces = await get(`${media.url}/thumbnail:size=64/redact:faces=true/${id}.png`);
     expect(faces.res.headers.get("x-cache")).toBe("MISS");
@@ -174,7 +178,13 @@ describeWithRedis("overlays and redaction on the Redis tier", () => {
     peerCalls = counting.calls;
     plain = await startTestMedia({ store, redis, purgeSecret: SECRET, cache: NO_MEMORY, render: renderWithAFace() });
     peer = await startTestMedia({ store, redis, purgeSecret: SECRET, cache: NO_MEMORY, render: counting.render });
-    forced = await startTestMedia({ store, redis, cache: NO_MEMORY, render: renderWithAFace(), redactFacesAlways: true });
+    forced = await startTestMedia({
+      store,
+      redis,
+      cache: NO_MEMORY,
+      render: renderWithAFace(),
+      redactFacesAlways: true,
+    });
   });
   afterAll(async () => {
     await Promise.all([plain.close(), peer.close(), forced.close()]);
@@ -204,7 +214,9 @@ describeWithRedis("overlays and redaction on the Redis tier", () => {
     expect((await get(`${peer.url}${url}`)).res.headers.get("x-cache")).toBe("HIT");
     await store.put(
       originalKey(mark),
-      await sharp({ create: { width: 10, height: 10, channels: 3, background: "#0000ff" } }).png().toBuffer(),
+      await sharp({ create: { width: 10, height: 10, channels: 3, background: "#0000ff" } })
+        .png()
+        .toBuffer(),
       "image/png",
       { [ORIGINAL_WORKSPACE_METADATA]: "acme" },
     );

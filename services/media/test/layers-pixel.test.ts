@@ -11,7 +11,9 @@ const BASE_ID = "00000000-0000-4000-8000-000000000000";
 const MARK = "6f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f";
 
 const png = (width: number, height: number, background: string) =>
-  sharp({ create: { width, height, channels: 3, background } }).png().toBuffer();
+  sharp({ create: { width, height, channels: 3, background } })
+    .png()
+    .toBuffer();
 
 /** Renders `/<steps>/<base>.png` through the URL grammar and the render pipeline. */
 async function renderUrl(
@@ -102,7 +104,13 @@ describe("overlay: position and opacity", () => {
     expect(pixel(scaled, 49, 25)).toEqual([128, 128, 128]);
     expect(pixel(scaled, 150, 75)).toEqual([128, 128, 128]);
     const tiled = await renderUrl(base, `overlay:asset=${MARK}:tile=true`, { overlays });
-    for (const [x, y] of [[0, 0], [199, 99], [100, 50], [37, 81]] as const) expect(pixel(tiled, x, y)).toEqual([255, 0, 0]);
+    for (const [x, y] of [
+      [0, 0],
+      [199, 99],
+      [100, 50],
+      [37, 81],
+    ] as const)
+      expect(pixel(tiled, x, y)).toEqual([255, 0, 0]);
   });
 
   it("clips an overlay pushed partly outside, and leaves the image alone when it is wholly outside", async () => {
@@ -150,7 +158,10 @@ describe("text: presence and bounds", () => {
   });
 
   it("draws the background box with padding, in the given colour and opacity", async () => {
-    const out = await renderUrl(black, "text:text=Box:size=20:gravity=northwest:background=ff0000:padding=6:color=blue");
+    const out = await renderUrl(
+      black,
+      "text:text=Box:size=20:gravity=northwest:background=ff0000:padding=6:color=blue",
+    );
     expect(pixel(out, 0, 0)).toEqual([255, 0, 0]);
     expect(pixel(out, 3, 3)).toEqual([255, 0, 0]);
     const faded = await renderUrl(black, "text:text=Box:size=20:gravity=northwest:background=ff0000:opacity=.5");
@@ -179,7 +190,9 @@ describe("text: presence and bounds", () => {
 
   it("refuses text above the length and size limits with a 400 naming the parameter", () => {
     const long = "a".repeat(201);
-    expect(() => parseMediaPath(`/text:text=${long}/${BASE_ID}.png`)).toThrow(/text\.text: .*longer than 200 characters/);
+    expect(() => parseMediaPath(`/text:text=${long}/${BASE_ID}.png`)).toThrow(
+      /text\.text: .*longer than 200 characters/,
+    );
     expect(() => parseMediaPath(`/text:text=Hi:size=300/${BASE_ID}.png`)).toThrow(/text\.size/);
     expect(() => parseMediaPath(`/text:text=a%00b/${BASE_ID}.png`)).toThrow(/control characters/);
     // 200 characters of a two-byte script are fine.
@@ -204,7 +217,9 @@ describe("redact: the region changes, the rest stays the same", () => {
     for (let y = 0; y < out.height; y++) {
       for (let x = 0; x < out.width; x++) {
         const o = (y * out.width + x) * out.channels;
-        const differs = [0, 1, 2].some((c) => out.data[o + c] !== plain.data[(y * plain.width + x) * plain.channels + c]);
+        const differs = [0, 1, 2].some(
+          (c) => out.data[o + c] !== plain.data[(y * plain.width + x) * plain.channels + c],
+        );
         if (!differs) continue;
         if (x >= box.left && x < box.right && y >= box.top && y < box.bottom) inside++;
         else outside++;
@@ -231,7 +246,9 @@ describe("redact: the region changes, the rest stays the same", () => {
   it("faces=true redacts what the detector finds (with a margin) and nothing else", async () => {
     // The detector sees a 416 x 277 copy: a face at (100, 100) 50 x 50 there is at about
     // (144, 144) 72 x 72 in the 600 x 400 image; the margin adds a quarter on each side.
-    const out = await renderUrl(photo, "redact:faces=true", { faces: [{ x: 100, y: 100, width: 50, height: 50, score: 0.9 }] });
+    const out = await renderUrl(photo, "redact:faces=true", {
+      faces: [{ x: 100, y: 100, width: 50, height: 50, score: 0.9 }],
+    });
     const result = changed(out, { left: 126, top: 126, right: 235, bottom: 235 });
     expect(result.outside).toBe(0);
     expect(result.inside / result.area).toBeGreaterThan(0.8);

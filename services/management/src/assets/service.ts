@@ -78,7 +78,12 @@ export async function uploadAsset(
   const id = randomUUID();
   const key = originalKey(id);
   // Streamed from the spool file (S3: multipart above the part size), never whole in memory.
-  await ctx.blobStore.put(key, fs.createReadStream(file.path), image.mimeType, originalBlobMetadata(image.header, workspaceId));
+  await ctx.blobStore.put(
+    key,
+    fs.createReadStream(file.path),
+    image.mimeType,
+    originalBlobMetadata(image.header, workspaceId),
+  );
   let asset: Asset;
   try {
     // The asset.created webhook event is written in the same transaction (outbox).

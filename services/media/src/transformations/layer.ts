@@ -62,7 +62,9 @@ export function drawLayer(base: RawImage, layer: Layer, box: Region, tile = fals
   if (!part) return base;
   const raw = { width: part.layer.width, height: part.layer.height, channels: 4 as const };
   const drawn = fromRaw(base).composite([
-    tile ? { input: part.layer.data, raw, tile: true, gravity: "northwest" } : { input: part.layer.data, raw, left: part.left, top: part.top },
+    tile
+      ? { input: part.layer.data, raw, tile: true, gravity: "northwest" }
+      : { input: part.layer.data, raw, left: part.left, top: part.top },
   ]);
   return base.channels === 4 ? drawn : drawn.removeAlpha();
 }

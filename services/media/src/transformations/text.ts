@@ -14,7 +14,8 @@ const FONTS = {
   mono: { file: "DejaVuSansMono.ttf", family: "DejaVu Sans Mono" },
 } as const;
 
-export const fontFile = (font: keyof typeof FONTS): string => require.resolve(`dejavu-fonts-ttf/ttf/${FONTS[font].file}`);
+export const fontFile = (font: keyof typeof FONTS): string =>
+  require.resolve(`dejavu-fonts-ttf/ttf/${FONTS[font].file}`);
 
 /**
  * libvips reads its text input as Pango markup: the user's text is escaped to plain characters
