@@ -26,9 +26,9 @@ export const STEP_NS_PER_PIXEL: Readonly<Record<TransformationName, number>> = {
   resize: 0.5,
   format: 0.5,
   frame: 0.5,
-  overlay: 30,
-  text: 25,
-  redact: 230,
+  overlay: 14,
+  text: 0.5,
+  redact: 94,
 };
 
 export const ENCODER_NS_PER_PIXEL: Readonly<Record<Exclude<AssetFormat, "avif">, number>> = {
