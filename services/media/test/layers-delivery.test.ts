@@ -1,6 +1,11 @@
 import { randomUUID } from "node:crypto";
 import sharp from "sharp";
-import { ORIGINAL_WORKSPACE_METADATA, PURGE_PATH, defaultMediaLimits } from "@media-platform/contracts";
+import {
+  compilePresets,
+  ORIGINAL_WORKSPACE_METADATA,
+  PURGE_PATH,
+  defaultMediaLimits,
+} from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import { loadMediaConfig } from "../src/config";
 import { render } from "../src/pipeline/render";
@@ -161,6 +166,31 @@ describe("MEDIA_REDACT_FACES_ALWAYS", () => {
       expect(b.body.equals(asked.body)).toBe(true);
     } finally {
       await Promise.all([plain.close(), forced.close()]);
+    }
+  });
+});
+
+describe("face redaction per preset", () => {
+  it("a preset that ends with redact:faces=true redacts every rendition made through it", async () => {
+    const presets = compilePresets({ private: "thumbnail:size=64/redact:faces=true:mode=pixelate" });
+    const media = await startTestMedia({ render: renderWithAFace(), presets, presetsOnly: true });
+    try {
+      const id = await media.store.putFixture("coffee.png");
+      const viaPreset = await get(`${media.url}/preset:name=private/${id}.png`);
+      expect(viaPreset.res.status).toBe(200);
+      // Every other URL is refused: the preset is the only way to the asset.
+      expect((await get(`${media.url}/thumbnail:size=64/${id}.png`)).res.status).toBe(403);
+      const plain = await startTestMedia({ store: media.store, render: renderWithAFace() });
+      try {
+        const unredacted = await get(`${plain.url}/thumbnail:size=64/${id}.png`);
+        const redacted = await get(`${plain.url}/thumbnail:size=64/redact:faces=true:mode=pixelate/${id}.png`);
+        expect(viaPreset.body.equals(unredacted.body)).toBe(false);
+        expect(viaPreset.body.equals(redacted.body)).toBe(true);
+      } finally {
+        await plain.close();
+      }
+    } finally {
+      await media.close();
     }
   });
 });
