@@ -122,6 +122,27 @@ describe("overlay: position and opacity", () => {
     expect(inkBox(outside, 128).count).toBe(0);
   });
 
+  it("an animation stays animated, with the overlay on every frame", async () => {
+    const gif = readFileSync(path.join(FIXTURES, "no_time_for_that_tiny.gif"));
+    const request = parseMediaPath(`/overlay:asset=${MARK}:gravity=northwest/${BASE_ID}.gif`);
+    const rendition = await render(
+      { original: gif, contentType: "image/gif", steps: request.steps, cacheKey: "gif", overlays },
+      { pixels: {} as never, faces: { detect: async () => [] }, limits: defaultMediaLimits, limitInputPixels: 1e8 },
+    );
+    const meta = await sharp(rendition.data).metadata();
+    const pages = (await sharp(gif).metadata()).pages!;
+    expect(meta.pages).toBe(pages);
+    expect(pages).toBeGreaterThan(1);
+    const strip = await toRaw(sharp(rendition.data, { pages: -1 }));
+    const frameHeight = strip.height / pages;
+    for (let frame = 0; frame < pages; frame++) {
+      const [r, g, b] = pixel(strip, 2, frame * frameHeight + 2);
+      // GIF palettes quantise: red within a few levels.
+      expect(r).toBeGreaterThan(240);
+      expect(g! + b!).toBeLessThan(30);
+    }
+  });
+
   it("refuses an asset parameter that is not a UUID (400 naming overlay.asset)", () => {
     expect(() => parseMediaPath(`/overlay:asset=logo/${BASE_ID}.png`)).toThrow(MediaUrlError);
     expect(() => parseMediaPath(`/overlay/${BASE_ID}.png`)).toThrow(/overlay\.asset: required/);

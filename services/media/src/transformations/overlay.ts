@@ -43,6 +43,33 @@ async function overlayLayer(
 }
 
 /**
+ * Layers made in this process, by overlay original (the same Buffer for every frame of one render)
+ * and size: an animation decodes and scales its overlay once, not once per frame. Weakly held, so
+ * a layer lives as long as the render that read the original.
+ */
+const layers = new WeakMap<Buffer, Map<string, Promise<Layer>>>();
+
+function layerFor(
+  original: Buffer,
+  params: ResolvedParams<"overlay">,
+  width: number,
+  height: number,
+  limitInputPixels: number,
+): Promise<Layer> {
+  let byShape = layers.get(original);
+  if (!byShape) layers.set(original, (byShape = new Map()));
+  const shape = `${width}x${height}:${params.scale}:${params.opacity}`;
+  let layer = byShape.get(shape);
+  if (!layer) {
+    layer = overlayLayer(original, params, width, height, limitInputPixels).then((l) => fadeLayer(l, params.opacity));
+    // A failed decode is not kept: the error goes to this render only.
+    layer.catch(() => byShape.delete(shape));
+    byShape.set(shape, layer);
+  }
+  return layer;
+}
+
+/**
  * Extension step: another asset of the workspace drawn over the image. Delivery reads the
  * overlay's original (same workspace only) before the render and hands it in ctx.overlays.
  */
@@ -52,10 +79,7 @@ export const overlay = {
   async apply(image, params, ctx) {
     const original = ctx.overlays?.get(params.asset);
     if (!original) throw new TransformationInputError("overlay.asset", "the overlay asset was not read");
-    const layer = fadeLayer(
-      await overlayLayer(original, params, image.width, image.height, ctx.limitInputPixels ?? 100_000_000),
-      params.opacity,
-    );
+    const layer = await layerFor(original, params, image.width, image.height, ctx.limitInputPixels ?? 100_000_000);
     return drawLayer(image, layer, layerBox(image, layer, params.gravity, params.x, params.y), params.tile === "true");
   },
 } satisfies Transformation<"overlay">;
