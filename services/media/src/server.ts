@@ -11,6 +11,7 @@ import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
 import { createHotPath, type HotPathNext } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
+import { ParsedMediaPaths } from "./delivery/media-paths";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
 import { createMediaMetrics, type MediaCounters, type MediaMetrics } from "./metrics";
@@ -19,6 +20,7 @@ import { presetsOnlyGate } from "./presets";
 import { instanceOf } from "./problem";
 import { AssetPurger } from "./purge/asset-purger";
 import { purgeRouter } from "./purge/router";
+import { overlayAssets, overlayAssetsOfKey } from "./transformations/overlay";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
 export interface MediaServerOptions {
@@ -141,6 +143,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     requestTimeoutMs: options.requestTimeoutMs,
     maxEntryBytes: options.cache.maxEntryBytes,
     redactFacesAlways: options.redactFacesAlways,
+    overlaysOfKey: overlaysOfKeyWith(new ParsedMediaPaths(options.presets, options.limits)),
   });
   const route = createMediaRoute({
     service,
@@ -325,4 +328,19 @@ export async function startMedia(
     "media service listening",
   );
   return { url, media, logger, closeHooks: media.closeHooks, close: () => media.close() };
+}
+
+/**
+ * The overlay asset ids of a cache key (a stored request-target, maybe with its `#<format>` bucket),
+ * presets expanded: only keys that name an overlay or a preset are parsed.
+ */
+function overlaysOfKeyWith(paths: ParsedMediaPaths): (key: string) => readonly string[] {
+  return (key) => {
+    if (!/(?:^|\/)preset:/i.test(key)) return overlayAssetsOfKey(key);
+    try {
+      return overlayAssets(paths.parse(key.replace(/#.*$/, "")).request.steps);
+    } catch {
+      return overlayAssetsOfKey(key);
+    }
+  };
 }

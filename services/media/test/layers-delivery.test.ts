@@ -1,11 +1,6 @@
 import { randomUUID } from "node:crypto";
 import sharp from "sharp";
-import {
-  compilePresets,
-  ORIGINAL_WORKSPACE_METADATA,
-  PURGE_PATH,
-  defaultMediaLimits,
-} from "@media-platform/contracts";
+import { compilePresets, ORIGINAL_WORKSPACE_METADATA, PURGE_PATH, defaultMediaLimits } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import { loadMediaConfig } from "../src/config";
 import { render } from "../src/pipeline/render";
@@ -256,5 +251,41 @@ describeWithRedis("overlays and redaction on the Redis tier", () => {
     expect(after.res.headers.get("x-cache")).toBe("MISS");
     expect(peerCalls.length).toBe(before + 1);
     expect(await topLeft(after.body)).toEqual([0, 0, 255]);
+  });
+
+  it("a rendition made through a preset with an overlay, kept in another replica's memory from Redis, is purged with the overlay", async () => {
+    const base = await putOriginal(store, "#000000", "acme");
+    const mark = await putOriginal(store, "#ff0000", "acme", [10, 10]);
+    const presets = compilePresets({ wm: `overlay:asset=${mark}:gravity=northwest` });
+    const options = { store, redis, purgeSecret: SECRET, presets, render: renderWithAFace() };
+    const a = await startTestMedia(options);
+    const b = await startTestMedia(options);
+    try {
+      const url = `/preset:name=wm/${base}.png`;
+      expect((await get(`${a.url}${url}`)).res.headers.get("x-cache")).toBe("MISS");
+      // B's hot path finds it in Redis and keeps it in its memory tier.
+      expect((await get(`${b.url}${url}`)).res.headers.get("x-cache")).toBe("HIT");
+      const kept = await get(`${b.url}${url}`);
+      expect(await topLeft(kept.body)).toEqual([255, 0, 0]);
+      await store.put(
+        originalKey(mark),
+        await sharp({ create: { width: 10, height: 10, channels: 3, background: "#0000ff" } })
+          .png()
+          .toBuffer(),
+        "image/png",
+        { [ORIGINAL_WORKSPACE_METADATA]: "acme" },
+      );
+      expect((await purge(a, [mark])).status).toBe(204);
+      // B hears of the purge over pub/sub: within 2 s its memory entry is gone.
+      const start = performance.now();
+      for (;;) {
+        const now = await get(`${b.url}${url}`);
+        if ((await topLeft(now.body))[2] === 255) break;
+        if (performance.now() - start > 2000) throw new Error("B still serves the purged overlay");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
   });
 });

@@ -73,6 +73,11 @@ export interface RenditionServiceDeps {
    * tier apart while it is on (server.ts), so no rendition made without it is ever served.
    */
   redactFacesAlways?: boolean;
+  /**
+   * The overlay asset ids a cache key's rendition shows, for a Redis-tier hit of the hot path (which
+   * has only the key): server.ts expands presets; default: the overlay steps written in the key.
+   */
+  overlaysOfKey?: (key: string) => readonly string[];
 }
 
 const REDACT_FACES: TransformationStep = Object.freeze({ name: "redact", params: Object.freeze({ faces: "true" }) });
@@ -202,7 +207,7 @@ export class RenditionService {
   async lookupShared(key: string, assetId: string): Promise<{ entry: CacheEntry } | { miss: SharedMiss } | undefined> {
     const { redis } = this.deps;
     if (!redis) return undefined;
-    const dependsOn = overlayAssetsOfKey(key);
+    const dependsOn = (this.deps.overlaysOfKey ?? overlayAssetsOfKey)(key);
     const generation = this.generationOf(assetId, dependsOn);
     const found = await redis.lookup(assetId, key);
     if (found === undefined) return undefined;
