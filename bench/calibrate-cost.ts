@@ -49,6 +49,9 @@ const STEP_URLS: Record<TransformationName, string> = {
   frame: "frame:index=0",
   // A budget the first encode meets: the step itself, not its re-encodes (priced by the planner).
   "max-bytes": "max-bytes:value=100000000",
+  overlay: `overlay:asset=${ID}:scale=.5:opacity=.5`,
+  text: "text:text=Calibration%20text:size=96:background=000000",
+  redact: "redact:faces=true:region=.1,.1,.5,.5",
 };
 
 const cpuNs = (): number => {
@@ -121,7 +124,13 @@ async function measure(write: boolean): Promise<string> {
       let out = { width: 0, height: 0 };
       const ns = await medianCpu(async () => {
         const r = await render(
-          { original: photo, contentType: "image/jpeg", steps: parsed, cacheKey: mediaPath },
+          {
+            original: photo,
+            contentType: "image/jpeg",
+            steps: parsed,
+            cacheKey: mediaPath,
+            overlays: new Map([[ID, photo]]),
+          },
           deps,
         );
         out = { width: r.width, height: r.height };

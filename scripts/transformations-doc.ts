@@ -17,7 +17,7 @@ import {
   type ParamSpec,
   type TransformationName,
 } from "@media-platform/contracts";
-import { PICTURES_DIR, writePictures, type Picture } from "./transformations-pictures";
+import { OVERLAY_ASSET_ID, PICTURES_DIR, writePictures, type Picture } from "./transformations-pictures";
 
 const EXAMPLES: Record<string, string> = {
   crop: "crop:width=300:height=200:gravity=north",
@@ -40,6 +40,9 @@ const EXAMPLES: Record<string, string> = {
   format: "format:type=webp:quality=70",
   frame: "frame:index=0",
   "max-bytes": "max-bytes:value=12000",
+  overlay: `overlay:asset=${OVERLAY_ASSET_ID}:scale=.3:opacity=.8:x=-12:y=-12`,
+  text: "text:text=Hello%2C%20%D7%A9%D7%9C%D7%95%D7%9D:size=36:color=white:background=00000099:gravity=south:y=-16",
+  redact: "redact:faces=true:mode=pixelate",
 };
 
 /** Chains shown with their pictures after the single steps. */

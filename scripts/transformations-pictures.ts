@@ -16,6 +16,9 @@ export const PICTURES_DIR = path.resolve(__dirname, "../docs/images/transformati
 /** The sample: a portrait (so `avatar` finds a face), stored as a JPEG like a typical upload. */
 const SAMPLE = path.resolve(__dirname, "../fixtures/images/astronaut.png");
 const ASSET_ID = "0b3c1d2e-4f50-4a61-8b72-93a4b5c6d7e8";
+/** The asset the overlay examples draw: the logo fixture, as an asset of the same workspace. */
+export const OVERLAY_ASSET_ID = "7d9e0f1a-2b3c-4d5e-8f60-718293a4b5c6";
+const OVERLAY = path.resolve(__dirname, "../fixtures/images/logo.png");
 export const PREVIEW_WIDTH = 240;
 
 export interface Picture {
@@ -49,13 +52,14 @@ export async function renderPictures(pictures: readonly Picture[]): Promise<Map<
   const faces = createFaceDetector();
   const deps = { pixels, faces, limits: defaultMediaLimits, limitInputPixels: 100_000_000 };
   const out = new Map<string, Buffer>([["original.jpg", await preview(original)]]);
+  const overlays = new Map([[OVERLAY_ASSET_ID, readFileSync(OVERLAY)]]);
   try {
     for (const picture of pictures) {
       const urlPath = `/${picture.steps}/${ASSET_ID}.jpg`;
       const { steps } = parseMediaPath(urlPath, defaultMediaLimits);
       // The cache key seeds add-noise: a fixed one keeps the picture the same on every run.
       const rendition = await render(
-        { original, contentType: "image/jpeg", steps, cacheKey: urlPath, focalPoint: picture.focalPoint },
+        { original, contentType: "image/jpeg", steps, cacheKey: urlPath, focalPoint: picture.focalPoint, overlays },
         deps,
       );
       out.set(picture.file, await preview(rendition.data));

@@ -9,6 +9,17 @@ import { z } from "zod";
  */
 export const ORIGINAL_HEADER_METADATA = "image-header";
 
+/**
+ * Blob metadata naming the workspace that owns an original: management writes it with the bytes,
+ * media compares it between an image and the overlays drawn on it (same workspace only).
+ */
+export const ORIGINAL_WORKSPACE_METADATA = "workspace";
+
+/** Blob metadata of an original: its header facts (when known) and its workspace. */
+export function originalBlobMetadata(header: OriginalHeader | undefined, workspaceId: string): Record<string, string> {
+  return { ...originalHeaderMetadata(header), [ORIGINAL_WORKSPACE_METADATA]: workspaceId };
+}
+
 const dimension = z
   .number()
   .int()

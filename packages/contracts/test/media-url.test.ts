@@ -107,6 +107,8 @@ function valueArbitrary(spec: ParamSpec): fc.Arbitrary<number | string> {
         fc.tuple(opaque, byte(254)).map(([rgb, alpha]) => rgb + alpha),
       );
     }
+    case "text":
+      return fc.constant(spec.example);
   }
 }
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { buffer } from "node:stream/consumers";
 import request from "supertest";
 import sharp from "sharp";
-import { storedOriginalHeader } from "@media-platform/contracts";
+import { ORIGINAL_WORKSPACE_METADATA, storedOriginalHeader } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import { sweepTrash } from "../src/jobs/trash-retention";
 import { trashKey, versionKey } from "../src/lifecycle/blobs";
@@ -414,5 +414,17 @@ describe("header facts stored with the original (blob metadata the media service
 
     expect((await t.as(WS).post(`/v1/assets/${asset.id}/versions/1/restore`)).status).toBe(200);
     expect(await headerOf(originalKey(asset.id))).toEqual(first);
+  });
+
+  it("every original names its workspace (media draws overlays of the same workspace only)", async () => {
+    const workspaceOf = async (key: string) => (await t.blobStore.head(key))?.metadata?.[ORIGINAL_WORKSPACE_METADATA];
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#123" } }).png().toBuffer();
+    const asset = await uploadOne(WS, png);
+    expect(await workspaceOf(originalKey(asset.id))).toBe(WS);
+    expect((await put(WS, `/v1/assets/${asset.id}/original`).attach("file", png, "again.png")).status).toBe(200);
+    expect(await workspaceOf(originalKey(asset.id))).toBe(WS);
+    expect(await workspaceOf(versionKey(asset.id, 1))).toBe(WS);
+    expect((await t.as(WS).post(`/v1/assets/${asset.id}/versions/1/restore`)).status).toBe(200);
+    expect(await workspaceOf(originalKey(asset.id))).toBe(WS);
   });
 });

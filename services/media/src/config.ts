@@ -187,6 +187,11 @@ export const mediaEnvSchema = z.object({
     .describe(
       "Serve only preset URLs (403 for any other media URL, originals and query strings); needs MEDIA_PRESETS_FILE",
     ),
+  MEDIA_REDACT_FACES_ALWAYS: z
+    .preprocess(blankAsUnset, z.stringbool({ error: "must be true or false" }).default(false))
+    .describe(
+      "Privacy: blur every face the detector finds in every rendition of every asset (a redact:faces=true step after the URL's steps). The Redis tier is keyed apart while it is on, so no rendition made without it is served. For some URLs only, put redact:faces=true in a preset instead",
+    ),
   MEDIA_AUTO_FORMAT: z
     .preprocess(
       blankAsUnset,
@@ -244,6 +249,8 @@ export interface MediaConfig {
   /** From MEDIA_PRESETS_FILE (empty without one). */
   presets: PresetTable;
   presetsOnly: boolean;
+  /** MEDIA_REDACT_FACES_ALWAYS */
+  redactFacesAlways: boolean;
   /** MEDIA_AUTO_FORMAT in order of preference; empty = negotiation off. */
   autoFormat: AutoFormat[];
   avifEffort: number;
@@ -317,6 +324,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     storage,
     presets,
     presetsOnly: e.MEDIA_PRESETS_ONLY,
+    redactFacesAlways: e.MEDIA_REDACT_FACES_ALWAYS,
     autoFormat: e.MEDIA_AUTO_FORMAT ?? [],
     avifEffort: e.MEDIA_AVIF_EFFORT,
     maxAnimationFrames: e.MEDIA_MAX_ANIMATION_FRAMES,

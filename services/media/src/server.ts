@@ -11,6 +11,7 @@ import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
 import { createHotPath, type HotPathNext } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
+import { ParsedMediaPaths } from "./delivery/media-paths";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
 import { createMediaMetrics, type MediaCounters, type MediaMetrics } from "./metrics";
@@ -20,6 +21,7 @@ import { instanceOf } from "./problem";
 import { AssetPurger } from "./purge/asset-purger";
 import { purgeRouter } from "./purge/router";
 import { infoRouter } from "./info";
+import { overlayAssets, overlayAssetsOfKey } from "./transformations/overlay";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
 export interface MediaServerOptions {
@@ -40,6 +42,8 @@ export interface MediaServerOptions {
   presets: PresetTable;
   /** MEDIA_PRESETS_ONLY: every non-preset media URL answers 403. */
   presetsOnly: boolean;
+  /** MEDIA_REDACT_FACES_ALWAYS: face redaction after every URL's steps. */
+  redactFacesAlways: boolean;
   /** MEDIA_AUTO_FORMAT (order of preference); empty = off. */
   autoFormat: AutoFormat[];
   /** AVIF effort for negotiated AVIF. */
@@ -108,7 +112,8 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   const redis = options.redis
     ? new RedisCache({
         url: options.redis.url,
-        keyPrefix: options.redis.keyPrefix,
+        // Renditions with forced face redaction never share keys with those made without it.
+        keyPrefix: options.redactFacesAlways ? `${options.redis.keyPrefix}redact-faces:` : options.redis.keyPrefix,
         timeoutMs: options.redis.timeoutMs,
         ttlSeconds: options.cache.ttlSeconds,
         maxEntryBytes: options.cache.maxEntryBytes,
@@ -140,6 +145,8 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     logger,
     requestTimeoutMs: options.requestTimeoutMs,
     maxEntryBytes: options.cache.maxEntryBytes,
+    redactFacesAlways: options.redactFacesAlways,
+    overlaysOfKey: overlaysOfKeyWith(new ParsedMediaPaths(options.presets, options.limits)),
   });
   const route = createMediaRoute({
     service,
@@ -336,4 +343,19 @@ export async function startMedia(
     "media service listening",
   );
   return { url, media, logger, closeHooks: media.closeHooks, close: () => media.close() };
+}
+
+/**
+ * The overlay asset ids of a cache key (a stored request-target, maybe with its `#<format>` bucket),
+ * presets expanded: only keys that name an overlay or a preset are parsed.
+ */
+function overlaysOfKeyWith(paths: ParsedMediaPaths): (key: string) => readonly string[] {
+  return (key) => {
+    if (!/(?:^|\/)preset:/i.test(key)) return overlayAssetsOfKey(key);
+    try {
+      return overlayAssets(paths.parse(key.replace(/#.*$/, "")).request.steps);
+    } catch {
+      return overlayAssetsOfKey(key);
+    }
+  };
 }

@@ -31,7 +31,7 @@ describe("GET /transformations", () => {
     expect(res.headers["content-type"]).toMatch(/^application\/json/);
     expect(res.headers["cache-control"]).toBe("public, max-age=300");
     const body = res.body as TransformationCatalog;
-    expect(body.count).toBe(20);
+    expect(body.count).toBe(23);
     expect(body.transformations.map((t) => t.name)).toEqual([
       "crop",
       "color-balance",
@@ -54,9 +54,23 @@ describe("GET /transformations", () => {
       "format",
       "frame",
       "max-bytes",
+      "overlay",
+      "text",
+      "redact",
     ]);
-    // Listed apart: the spec's 16 first, flagged extension=false, ours after them.
-    expect(body.transformations.map((t) => t.extension)).toEqual([...Array(16).fill(false), ...Array(4).fill(true)]);
+    // Listed apart: the spec's 16 first, flagged extension=false, ours after them, each saying so.
+    expect(body.transformations.map((t) => t.extension)).toEqual([...Array(16).fill(false), ...Array(7).fill(true)]);
+    for (const t of body.transformations.slice(16)) expect(t.description).toMatch(/^Extension \(not in the spec\)/);
+    for (const t of body.transformations.slice(0, 16)) expect(t.description).not.toMatch(/Extension/);
+    expect(param(body, "text", "text")).toMatchObject({
+      type: "text",
+      required: true,
+      range: "percent-encoded UTF-8 text of 1 to 200 characters",
+      values: null,
+    });
+    expect(body.transformations.find((t) => t.name === "redact")!.example).toBe(
+      "/redact:region=0.25,0.25,0.5,0.5/{assetId}.{ext}",
+    );
     for (const t of body.transformations) {
       expect([t.name, t.params.map((p) => p.name)]).toEqual([t.name, Object.keys(paramSpecsOf(t.name))]);
       expect(t.description.length).toBeGreaterThan(10);

@@ -49,6 +49,9 @@ const FULL_SIZE_12MP: Record<Exclude<TransformationName, "format">, string> = {
   resize: "resize:width=4000:height=3000",
   frame: "frame:index=0",
   "max-bytes": "max-bytes:value=500000",
+  overlay: `overlay:asset=${ID}:scale=1.0`,
+  text: "text:text=A%20caption:size=256:background=000000",
+  redact: "redact:faces=true:region=0,0,1,1",
 };
 
 describe("cost table (pipeline/cost.ts, calibrated by bench/calibrate-cost.ts)", () => {

@@ -8,7 +8,7 @@ import { client, describeError, settings } from "../session";
 /** GET {media}/transformations, as much of it as the studio reads. */
 interface CatalogParam {
   name: string;
-  type: "integer" | "number" | "enum" | "color";
+  type: "integer" | "number" | "enum" | "color" | "text";
   description: string;
   required: boolean;
   default: number | string | null;
@@ -61,6 +61,7 @@ function initialValue(p: CatalogParam): string {
   if (p.default !== null) return String(p.default);
   if (p.type === "enum") return p.values?.[0] ?? "";
   if (p.type === "color") return "ffffff";
+  if (p.type === "text") return "";
   if (p.name === "width" || p.name === "height" || p.name === "size") return "400";
   const min = p.min ?? 0;
   return String(p.exclusiveMin ? min + (p.type === "integer" ? 1 : 0.1) : Math.max(min, Math.min(1, p.max ?? 1)));
@@ -118,7 +119,7 @@ function ParamControl({
         ))}
       </select>
     );
-  } else if (param.type === "color") {
+  } else if (param.type === "color" || param.type === "text") {
     control = (
       <input
         id={id}

@@ -99,7 +99,23 @@ export interface ColorSpec extends BaseSpec {
   implied?: string;
 }
 
-export type ParamSpec = IntegerSpec | NumberSpec | EnumSpec | ColorSpec;
+/**
+ * Free text (percent-encoded UTF-8 in the URL): at most maxLength characters (code points), no
+ * control characters other than a line feed. `canonical` checks and spells a structured value
+ * (an asset id, a region) and returns null when it does not parse; `format` names it in words.
+ */
+export interface TextSpec extends BaseSpec {
+  type: "text";
+  maxLength: number;
+  format?: string;
+  canonical?: (value: string) => string | null;
+  /** A valid value, for example URLs (GET /transformations, docs). */
+  example: string;
+  default?: string;
+  implied?: string;
+}
+
+export type ParamSpec = IntegerSpec | NumberSpec | EnumSpec | ColorSpec | TextSpec;
 
 export type ParamValue<S> = S extends { type: "integer" | "number" }
   ? number | (S extends { keywords: readonly (infer K)[] } ? K : never)
@@ -134,6 +150,8 @@ export function describeRange(spec: ParamSpec, limits: MediaLimits): string {
       return spec.hexOnly
         ? "a hex colour without # (3, 4, 6 or 8 hex digits)"
         : "a hex colour without # (3, 4, 6 or 8 hex digits), rgb(r,g,b) or a CSS colour name";
+    case "text":
+      return spec.format ?? `percent-encoded UTF-8 text of 1 to ${spec.maxLength} characters`;
   }
 }
 
@@ -226,6 +244,14 @@ export function parseParamValue(
     case "color": {
       const colour = canonicalColor(raw, spec.hexOnly);
       return colour === null ? fail("is not a colour") : { ok: true, value: colour };
+    }
+    case "text": {
+      if ([...raw].length > spec.maxLength) return fail(`is longer than ${spec.maxLength} characters`);
+      // eslint-disable-next-line no-control-regex
+      if (/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/.test(raw)) return fail("contains control characters");
+      if (!spec.canonical) return { ok: true, value: raw };
+      const value = spec.canonical(raw);
+      return value === null ? fail("is not valid") : { ok: true, value };
     }
   }
 }

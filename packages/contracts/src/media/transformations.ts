@@ -12,6 +12,58 @@ interface TransformationSpec {
   check?: (params: Record<string, number | string | undefined>, limits: MediaLimits) => string | undefined;
 }
 
+/** The nine placements of an overlay, text or other layer over the image. */
+export const LAYER_GRAVITIES = [
+  "center",
+  "north",
+  "northeast",
+  "east",
+  "southeast",
+  "south",
+  "southwest",
+  "west",
+  "northwest",
+] as const;
+
+/** Longest `text:text=` value, in characters. */
+export const MAX_OVERLAY_TEXT = 200;
+
+const ASSET_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const FRACTION = /^(?:\d?\.\d{1,6}|\d\.?)$/;
+
+/**
+ * A redaction region `x,y,w,h` in fractions of the image (0 to 1, inside it, not empty), in its one
+ * spelling (numbers as JavaScript prints them), or null.
+ */
+export function canonicalRegion(value: string): string | null {
+  const parts = value.split(",");
+  if (parts.length !== 4 || !parts.every((p) => FRACTION.test(p))) return null;
+  const [x, y, w, h] = parts.map(Number) as [number, number, number, number];
+  if ([x, y, w, h].some((n) => n > 1)) return null;
+  if (w <= 0 || h <= 0 || x + w > 1 + 1e-9 || y + h > 1 + 1e-9) return null;
+  return `${x},${y},${w},${h}`;
+}
+
+/** A layer's offsets: pixels, positive moves right (x) or down (y), from where gravity puts it. */
+const layerOffset = (axis: "x" | "y") =>
+  ({
+    type: "integer",
+    required: false,
+    min: -8192,
+    max: 8192,
+    default: 0,
+    description: `${axis === "x" ? "Horizontal" : "Vertical"} offset in pixels from the place gravity gives; positive moves ${axis === "x" ? "right" : "down"}.`,
+  }) as const;
+
+const layerOpacity = {
+  type: "number",
+  required: false,
+  min: 0,
+  max: 1,
+  default: 1,
+  description: "Opacity, 0 (invisible) to 1 (opaque).",
+} as const;
+
 export const transformationSpecs = {
   crop: {
     description:
@@ -428,6 +480,145 @@ export const transformationSpecs = {
         description: "Largest size of the encoded result, in bytes.",
       },
     },
+  },
+  // --- Extensions: overlays and privacy (issue 47) -------------------------------------------
+  overlay: {
+    description:
+      "Extension (not in the spec): composites another asset of the same workspace (a watermark, a logo) over the image, placed by gravity and offsets, optionally scaled to a share of the image width, faded, or tiled over the whole image. An asset of another workspace answers 404 as an unknown id does. Purging the overlay asset purges every rendition that used it.",
+    params: {
+      asset: {
+        type: "text",
+        required: true,
+        maxLength: 36,
+        format: "an asset id (UUID) of the same workspace",
+        canonical: (v: string) => (ASSET_ID.test(v) ? v.toLowerCase() : null),
+        example: "0f8fad5b-d9cb-469f-a165-70867728950e",
+        description: "The asset drawn over the image.",
+      },
+      gravity: {
+        type: "enum",
+        required: false,
+        values: LAYER_GRAVITIES,
+        default: "southeast",
+        description: "Where the overlay sits: center, a side (north, east, south, west) or a corner (northeast, ...).",
+      },
+      x: layerOffset("x"),
+      y: layerOffset("y"),
+      scale: {
+        type: "number",
+        required: false,
+        min: 0,
+        exclusiveMin: true,
+        max: 1,
+        description:
+          "Overlay width as a share of the image width, aspect ratio kept (default: its own size, shrunk to fit).",
+      },
+      opacity: layerOpacity,
+      tile: {
+        type: "enum",
+        required: false,
+        values: ["false", "true"],
+        default: "false",
+        description: "Repeat the overlay over the whole image (gravity and offsets then do not apply).",
+      },
+    },
+  },
+  text: {
+    description:
+      "Extension (not in the spec): draws a line or more of text over the image (libvips/Pango, right-to-left scripts shaped), in a bundled open-licence font (DejaVu), placed by gravity and offsets, with an optional background box. Text wider than the image wraps; what still does not fit is cut at the image edge. CJK scripts are not covered by the bundled fonts.",
+    params: {
+      text: {
+        type: "text",
+        required: true,
+        maxLength: MAX_OVERLAY_TEXT,
+        example: "Hello",
+        description: `The text, percent-encoded UTF-8 (a %0A starts a new line), at most ${MAX_OVERLAY_TEXT} characters.`,
+      },
+      size: {
+        type: "integer",
+        required: false,
+        min: 6,
+        max: 256,
+        default: 32,
+        description: "Font size in pixels.",
+      },
+      color: {
+        type: "color",
+        required: false,
+        default: "ffffff",
+        description: "Text colour: hex without #, rgb(r,g,b) or a CSS colour name.",
+      },
+      font: {
+        type: "enum",
+        required: false,
+        values: ["sans", "serif", "mono"],
+        default: "sans",
+        description: "Typeface: sans (DejaVu Sans), serif (DejaVu Serif) or mono (DejaVu Sans Mono).",
+      },
+      gravity: {
+        type: "enum",
+        required: false,
+        values: LAYER_GRAVITIES,
+        default: "center",
+        description: "Where the text sits: center, a side (north, east, south, west) or a corner (northeast, ...).",
+      },
+      x: layerOffset("x"),
+      y: layerOffset("y"),
+      opacity: layerOpacity,
+      background: {
+        type: "color",
+        required: false,
+        description: "Colour of a box drawn behind the text (default: no box).",
+      },
+      padding: {
+        type: "integer",
+        required: false,
+        min: 0,
+        max: 256,
+        default: 8,
+        description: "Space in pixels between the text and the edge of its background box.",
+      },
+    },
+  },
+  redact: {
+    description:
+      "Extension (not in the spec): blurs or pixelates the faces found by the face detector, a region given in fractions of the image as displayed, or both. MEDIA_REDACT_FACES_ALWAYS applies face redaction to every rendition.",
+    params: {
+      faces: {
+        type: "enum",
+        required: false,
+        values: ["false", "true"],
+        default: "false",
+        description: "Redact every face the detector finds.",
+      },
+      region: {
+        type: "text",
+        required: false,
+        maxLength: 64,
+        format: "x,y,w,h: four fractions of the image from 0 to 1 (w and h above 0, inside the image)",
+        canonical: canonicalRegion,
+        example: "0.25,0.25,0.5,0.5",
+        description: "A rectangle to redact: left, top, width and height as fractions of the image entering the step.",
+      },
+      mode: {
+        type: "enum",
+        required: false,
+        values: ["blur", "pixelate"],
+        default: "blur",
+        description: "blur (Gaussian) or pixelate (blocks).",
+      },
+      strength: {
+        type: "integer",
+        required: false,
+        min: 1,
+        max: 100,
+        default: 50,
+        description:
+          "How strongly: the blur radius or block size as a share of the region's shorter side (100: blur sigma a quarter of it, blocks half of it).",
+      },
+    },
+    check: (p) =>
+      p.faces !== "true" && p.region === undefined ? "redact needs faces=true, a region, or both" : undefined,
   },
 } as const satisfies Record<string, TransformationSpec>;
 

@@ -14,7 +14,7 @@ import {
   filenameSchema,
   LIST_EXACT_COUNT_LIMIT,
   MAX_FILENAME_LENGTH,
-  originalHeaderMetadata,
+  originalBlobMetadata,
   type FocalPoint,
 } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
@@ -78,7 +78,12 @@ export async function uploadAsset(
   const id = randomUUID();
   const key = originalKey(id);
   // Streamed from the spool file (S3: multipart above the part size), never whole in memory.
-  await ctx.blobStore.put(key, fs.createReadStream(file.path), image.mimeType, originalHeaderMetadata(image.header));
+  await ctx.blobStore.put(
+    key,
+    fs.createReadStream(file.path),
+    image.mimeType,
+    originalBlobMetadata(image.header, workspaceId),
+  );
   let asset: Asset;
   try {
     // The asset.created webhook event is written in the same transaction (outbox).

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { buffer } from "node:stream/consumers";
 import {
   MAX_TAGS,
-  originalHeaderMetadata,
+  originalBlobMetadata,
   type AssetDto,
   type AssetVersionDto,
   type AssetFormat,
@@ -384,7 +384,7 @@ export async function replaceOriginal(
     phash: image.phash,
     originalFilename: sanitizeFilename(file.originalname),
     metadata,
-    blobMetadata: originalHeaderMetadata(image.header),
+    blobMetadata: originalBlobMetadata(image.header, principal.workspaceId),
   }));
 }
 

@@ -38,6 +38,8 @@ export function cacheControlFor(_cacheKey: string, policy: CachePolicy = DEFAULT
 export interface EntryMeta {
   /** The asset the entry renders: purges find entries by it; sent as Surrogate-Key and Cache-Tag. */
   assetId?: string;
+  /** Other assets the rendition shows (overlays): a purge of any of them purges it too. */
+  dependsOn?: readonly string[];
   cacheControl?: string;
 }
 
@@ -63,6 +65,8 @@ export interface CacheEntry {
   body: Buffer;
   contentType: string;
   assetId: string | undefined;
+  /** Other assets the rendition shows (overlays), purged with it; empty for most. */
+  dependsOn: readonly string[];
   /** Strong validator: quoted base64url sha256 of the renderer versions and the bytes (etagOf). */
   etag: string;
   /** Headers of a 200 HIT (GET and HEAD). */
@@ -101,11 +105,18 @@ export function makeEntry(body: Buffer, contentType: string, etag = etagOf(body)
   // Redis-tier hit with the memory tier off builds one entry per request); the objects only
   // when a response needs them.
   const notModifiedHeaderList = ["ETag", etag, "Cache-Control", cacheControl];
-  if (meta.assetId) notModifiedHeaderList.push("Surrogate-Key", meta.assetId, "Cache-Tag", meta.assetId);
+  const dependsOn = meta.dependsOn ?? NONE;
+  if (meta.assetId) {
+    // A CDN purge of an overlay asset reaches the renditions that show it.
+    const tags = [meta.assetId, ...dependsOn];
+    notModifiedHeaderList.push("Surrogate-Key", tags.join(" "), "Cache-Tag", tags.join(","));
+  }
   notModifiedHeaderList.push("X-Cache", "HIT", NOSNIFF_HEADER, NOSNIFF, ...CORS_HEADER_LIST);
   const hitHeaderList = ["Content-Type", contentType, "Content-Length", String(body.length), ...notModifiedHeaderList];
-  return new Entry(body, contentType, meta.assetId, etag, hitHeaderList, notModifiedHeaderList);
+  return new Entry(body, contentType, meta.assetId, dependsOn, etag, hitHeaderList, notModifiedHeaderList);
 }
+
+const NONE: readonly string[] = Object.freeze([]);
 
 /**
  * The header objects are built on first use: a MISS answers from the list (responseHeaders), a
@@ -119,6 +130,7 @@ class Entry implements CacheEntry {
     readonly body: Buffer,
     readonly contentType: string,
     readonly assetId: string | undefined,
+    readonly dependsOn: readonly string[],
     readonly etag: string,
     readonly hitHeaderList: readonly string[],
     readonly notModifiedHeaderList: readonly string[],

@@ -284,22 +284,23 @@ export class RedisCache {
 
   /**
    * Stores a result with the TTL; skipped (returns false) above maxEntryBytes or when Redis is down.
-   * With `assetId` the key is also added to the asset's key set, so a purge can delete it.
+   * With `assetId` the key is also added to the asset's key set (and to those of `dependsOn`, the
+ * overlays it shows), so a purge of any of them deletes it.
    */
-  async set(key: string, result: StoredResult, assetId?: string): Promise<boolean> {
+  async set(key: string, result: StoredResult, assetId?: string, dependsOn: readonly string[] = []): Promise<boolean> {
     if (result.body.length > this.options.maxEntryBytes) return false;
     try {
       const head = result.etag ? `${result.contentType}\n${result.etag}\n` : `${result.contentType}\n`;
       const value = Buffer.concat([Buffer.from(head, "latin1"), result.body]);
       const ttl = this.options.ttlSeconds;
       if (assetId) {
-        const keys = this.assetKeysKey(assetId);
-        await this.client
-          .multi()
-          .set(this.valueKey(key), value, "EX", ttl)
-          .sadd(keys, this.valueKey(key))
-          .expire(keys, ttl)
-          .exec();
+        const multi = this.client.multi().set(this.valueKey(key), value, "EX", ttl);
+        // In the key set of the asset and of every asset it shows: a purge of any deletes it.
+        for (const id of [assetId, ...dependsOn]) {
+          const keys = this.assetKeysKey(id);
+          multi.sadd(keys, this.valueKey(key)).expire(keys, ttl);
+        }
+        await multi.exec();
       } else {
         await this.client.set(this.valueKey(key), value, "EX", ttl);
       }

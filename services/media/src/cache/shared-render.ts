@@ -77,8 +77,8 @@ export class SharedRender {
   }
 
   /** Stores the turn's result, before the lock is released, so a waiting replica finds it. */
-  publish(key: string, result: StoredResult, assetId: string): Promise<boolean> {
-    return this.redis.set(key, result, assetId);
+  publish(key: string, result: StoredResult, assetId: string, dependsOn?: readonly string[]): Promise<boolean> {
+    return this.redis.set(key, result, assetId, dependsOn);
   }
 
   /**

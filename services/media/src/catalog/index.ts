@@ -98,6 +98,7 @@ function catalogParam(name: string, spec: ParamSpec, limits: MediaLimits): Catal
 
 /** A value for an example URL: a readable size for pixel dimensions, else the default or a small in-range value. */
 function exampleValue(spec: ParamSpec, limits: MediaLimits): number | string {
+  if (spec.type === "text") return spec.default ?? spec.example;
   if (spec.type === "enum" || spec.type === "color")
     return spec.default ?? (spec.type === "enum" ? spec.values[0]! : "ffffff");
   const hi = upperBound(spec, limits) ?? Number.POSITIVE_INFINITY;
@@ -114,10 +115,13 @@ function examplePath(name: TransformationName, limits: MediaLimits): string {
   const specs = Object.entries(paramSpecsOf(name));
   for (const [key, spec] of specs) if (spec.required) given[key] = exampleValue(spec, limits);
   // A step whose parameters are all optional but that needs one of them (resize: width or
-  // height) shows its first parameter.
+  // height; redact: faces or region) shows the first parameter that satisfies it.
   const check = (transformationSpecs[name] as { check?: (p: typeof given, l: MediaLimits) => string | undefined })
     .check;
-  if (check?.(given, limits) && specs[0]) given[specs[0][0]] = exampleValue(specs[0][1], limits);
+  if (check?.(given, limits)) {
+    const first = specs.find(([key, spec]) => !check({ ...given, [key]: exampleValue(spec, limits) }, limits));
+    if (first) given[first[0]] = exampleValue(first[1], limits);
+  }
   for (const [key] of specs) if (key in given) parts.push(`${key}=${given[key]}`);
   return `/${parts.join(":")}/{assetId}.{ext}`;
 }

@@ -3,10 +3,12 @@ import type { Logger } from "@media-platform/observability";
 import {
   assetAttributesSchema,
   originalHeaderFields,
+  ORIGINAL_WORKSPACE_METADATA,
   storedOriginalHeader,
   type OriginalHeader,
   type FocalPoint,
   type MediaRequest,
+  type TransformationStep,
 } from "@media-platform/contracts";
 import {
   attributesKey,
@@ -25,6 +27,7 @@ import { usesFocalPoint } from "../pipeline/plan";
 import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
 import { OriginalSource } from "../pipeline/original";
 import { UndecodableOriginalError } from "../pipeline/errors";
+import { overlayAssets, overlayAssetsOfKey } from "../transformations/overlay";
 import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
 import type { Limiter, WorkGate } from "./limiter";
@@ -69,6 +72,24 @@ export interface RenditionServiceDeps {
   purger?: AssetPurger;
   /** Cache-Control of unversioned URLs. */
   cachePolicy?: CachePolicy;
+  /**
+   * MEDIA_REDACT_FACES_ALWAYS: every render ends with face redaction. The server keys the Redis
+   * tier apart while it is on (server.ts), so no rendition made without it is ever served.
+   */
+  redactFacesAlways?: boolean;
+  /**
+   * The overlay asset ids a cache key's rendition shows, for a Redis-tier hit of the hot path (which
+   * has only the key): server.ts expands presets; default: the overlay steps written in the key.
+   */
+  overlaysOfKey?: (key: string) => readonly string[];
+}
+
+const REDACT_FACES: TransformationStep = Object.freeze({ name: "redact", params: Object.freeze({ faces: "true" }) });
+
+/** The steps a render runs: the request's, then face redaction when it is forced and not asked already. */
+export function stepsToRender(steps: readonly TransformationStep[], redactFacesAlways: boolean): TransformationStep[] {
+  const asked = steps.some((s) => s.name === "redact" && s.params.faces === "true");
+  return redactFacesAlways && !asked ? [...steps, REDACT_FACES] : [...steps];
 }
 
 /** A parsed media URL, plus the negotiated output format when MEDIA_AUTO_FORMAT chose one. */
@@ -103,7 +124,9 @@ interface FlightResult {
 interface Flight {
   key: string;
   assetId: string;
-  /** The asset's local generation when the flight started. */
+  /** Assets the rendition shows besides its own (overlays): purged with them. */
+  dependsOn: readonly string[];
+  /** The local generations of the asset and its overlays when the flight started. */
   generation: string;
   /** `<shared generation>:<key>` once known; equal to `key` while Redis is off or down (not written). */
   redisKey: string;
@@ -160,12 +183,13 @@ export class RenditionService {
     if (cached) return { entry: cached, xCache: "HIT" };
     // A purge changes the local generation: later requests start a new flight instead of joining
     // one that may be rendering the old original.
-    const generation = this.deps.purger?.localGeneration(request.assetId) ?? "";
+    const dependsOn = overlayAssets(request.steps);
+    const generation = this.generationOf(request.assetId, dependsOn);
     const { promise, leader } = this.flights.run(
       `${generation}|${key}`,
       (signal, abort) =>
         this.flight(
-          { key, assetId: request.assetId, generation, redisKey: key, request, log, signal, deadline: 0 },
+          { key, assetId: request.assetId, dependsOn, generation, redisKey: key, request, log, signal, deadline: 0 },
           abort,
           sharedMiss?.key === key ? sharedMiss : undefined,
         ),
@@ -218,11 +242,20 @@ export class RenditionService {
   async lookupShared(key: string, assetId: string): Promise<{ entry: CacheEntry } | { miss: SharedMiss } | undefined> {
     const { redis } = this.deps;
     if (!redis) return undefined;
-    const generation = this.deps.purger?.localGeneration(assetId) ?? "";
+    const dependsOn = (this.deps.overlaysOfKey ?? overlayAssetsOfKey)(key);
+    const generation = this.generationOf(assetId, dependsOn);
     const found = await redis.lookup(assetId, key);
     if (found === undefined) return undefined;
     if (found.result === undefined) return { miss: { key, generation: found.generation } };
-    return { entry: this.fromRedis({ key, assetId, generation }, found.result).entry };
+    return { entry: this.fromRedis({ key, assetId, dependsOn, generation }, found.result).entry };
+  }
+
+  /** The local purge generations of an asset and of the overlays it shows, as one token. */
+  private generationOf(assetId: string, dependsOn: readonly string[]): string {
+    const purger = this.deps.purger;
+    if (!purger) return "";
+    const own = purger.localGeneration(assetId);
+    return dependsOn.length ? [own, ...dependsOn.map((id) => purger.localGeneration(id))].join("/") : own;
   }
 
   private async flight(
@@ -259,27 +292,31 @@ export class RenditionService {
     return isRenderTurn(claim) ? this.compute(flight, claim) : this.fromRedis(flight, claim);
   }
 
-  private fromRedis(store: Pick<Flight, "key" | "assetId" | "generation">, stored: StoredResult): FlightResult {
+  private fromRedis(
+    store: Pick<Flight, "key" | "assetId" | "dependsOn" | "generation">,
+    stored: StoredResult,
+  ): FlightResult {
     const entry = this.entryFor(store, stored.body, stored.contentType, stored.etag);
     this.remember(store, entry);
     return { entry, computed: false };
   }
 
   private entryFor(
-    store: Pick<Flight, "key" | "assetId">,
+    store: Pick<Flight, "key" | "assetId" | "dependsOn">,
     body: Buffer,
     contentType: string,
     etag?: string,
   ): CacheEntry {
     return makeEntry(body, contentType, etag, {
       assetId: store.assetId,
+      dependsOn: store.dependsOn,
       cacheControl: cacheControlFor(store.key, this.deps.cachePolicy),
     });
   }
 
   /** Into the memory tier, unless the asset was purged while this flight ran (its result may be stale). */
-  private remember(store: Pick<Flight, "key" | "assetId" | "generation">, entry: CacheEntry): void {
-    if ((this.deps.purger?.localGeneration(store.assetId) ?? "") !== store.generation) return;
+  private remember(store: Pick<Flight, "key" | "assetId" | "dependsOn" | "generation">, entry: CacheEntry): void {
+    if (this.generationOf(store.assetId, store.dependsOn) !== store.generation) return;
     this.deps.memory.set(store.key, entry);
   }
 
@@ -297,7 +334,8 @@ export class RenditionService {
         const { blob, focalPoint } = await this.readInputs(request, log);
         if (!blob) throw new AssetNotFoundError(request.assetId);
         try {
-          return await this.renderBlob(blob, focalPoint, flight);
+          const overlays = await this.readOverlays(flight.dependsOn, blob.metadata);
+          return await this.renderBlob(blob, focalPoint, flight, overlays);
         } finally {
           // Whatever happened, the body (and the descriptor blob.read uses) is released, once
           // libvips is done with it (the render has ended, so no read is in flight).
@@ -312,6 +350,7 @@ export class RenditionService {
           flight.redisKey,
           { body: rendition.data, contentType: rendition.contentType, etag: entry.etag },
           flight.assetId,
+          flight.dependsOn,
         );
       }
       return { entry, computed: true };
@@ -321,7 +360,50 @@ export class RenditionService {
     }
   }
 
-  private async renderBlob(blob: BlobObject, focalPoint: FocalPoint | undefined, flight: Flight): Promise<Rendition> {
+  /**
+   * The originals of the overlay assets, read whole (they are drawn at most at the image's size).
+   * An asset that is missing, or whose workspace is not the image's (blob metadata written by
+   * management), is AssetNotFoundError: the same 404 for both, so ids of other workspaces cannot
+   * be probed. Originals stored without a workspace match nothing.
+   */
+  private async readOverlays(
+    ids: readonly string[],
+    baseMetadata: Record<string, string> | undefined,
+  ): Promise<ReadonlyMap<string, Buffer> | undefined> {
+    if (ids.length === 0) return undefined;
+    const workspace = baseMetadata?.[ORIGINAL_WORKSPACE_METADATA];
+    const overlays = new Map<string, Buffer>();
+    for (const id of ids) {
+      let blob: BlobObject | null;
+      try {
+        blob = await this.deps.store.get(originalKey(id));
+      } catch (err) {
+        if (err instanceof StorageUnavailableError) this.deps.metrics.dependencyError("storage");
+        throw err;
+      }
+      if (!blob) throw new AssetNotFoundError(id);
+      try {
+        if (workspace === undefined || blob.metadata?.[ORIGINAL_WORKSPACE_METADATA] !== workspace) {
+          throw new AssetNotFoundError(id);
+        }
+        overlays.set(id, await buffer(blob.body));
+      } catch (err) {
+        if (err instanceof AssetNotFoundError) throw err;
+        this.deps.metrics.dependencyError("storage");
+        throw new StorageUnavailableError(`reading ${originalKey(id)} failed`, { cause: err });
+      } finally {
+        blob.release();
+      }
+    }
+    return overlays;
+  }
+
+  private async renderBlob(
+    blob: BlobObject,
+    focalPoint: FocalPoint | undefined,
+    flight: Flight,
+    overlays: ReadonlyMap<string, Buffer> | undefined,
+  ): Promise<Rendition> {
     const { key, request, signal, deadline, log } = flight;
     const { metrics } = this.deps;
     // A store with positional reads (a local disk) fills a reused buffer (pipeline/original.ts);
@@ -355,10 +437,11 @@ export class RenditionService {
         original,
         header: storedOriginalHeader(blob.metadata),
         contentType: blob.contentType,
-        steps: request.steps,
+        steps: stepsToRender(request.steps, this.deps.redactFacesAlways === true),
         cacheKey: key,
         convertTo: request.convertTo,
         focalPoint,
+        overlays,
       },
       {
         signal,

@@ -28,6 +28,9 @@ export const STEP_NS_PER_PIXEL: Readonly<Record<TransformationName, number>> = {
   format: 0.5,
   frame: 0.5,
   "max-bytes": 0.5,
+  overlay: 14,
+  text: 0.5,
+  redact: 94,
 };
 
 export const ENCODER_NS_PER_PIXEL: Readonly<Record<Exclude<AssetFormat, "avif">, number>> = {

@@ -83,6 +83,8 @@ export interface RenderInput {
    * (after EXIF orientation); delivery reads it only when a step uses it.
    */
   focalPoint?: FocalPoint;
+  /** Originals of the assets the overlay steps draw, by asset id (delivery reads them). */
+  overlays?: ReadonlyMap<string, Buffer>;
 }
 
 export interface RenderOptions {
@@ -231,6 +233,8 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       faces: deps.faces,
       signal,
       focalPoint: input.focalPoint,
+      overlays: input.overlays,
+      limitInputPixels: deps.limitInputPixels,
     };
     if (animation.frames > 1) return await renderAnimation(bytes, sharpOptions, plan, ctx, deadline, options);
     const original = sharp(bytes, sharpOptions);

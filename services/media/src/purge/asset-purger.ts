@@ -10,6 +10,8 @@ import type { RedisCache } from "../cache/redis-cache";
  *  - in-flight renders: a per-asset local generation is part of the single-flight key and is
  *    checked before a result enters the memory tier, so a render that started before the purge
  *    neither serves later requests nor lands in the cache;
+ *  - renditions that show another asset (overlays) carry its id too (entry.dependsOn, and in
+ *    Redis the dependency's key set), so a purge of that asset reaches them on every tier;
  *  - Redis tier: a per-asset generation (INCR) is part of every Redis key, so old entries can no
  *    longer be found (and are deleted through the asset's key set); other replicas hear the purge
  *    on a pub/sub channel. Each process keeps the generations it has read (RedisCache.lookup) and
@@ -63,6 +65,8 @@ export class AssetPurger {
     this.redis?.forgetGenerations(assetIds);
     const ids = new Set(assetIds);
     for (const id of ids) this.generations.set(id, (this.generations.get(id) ?? 0) + 1);
-    this.memory.deleteWhere((entry) => entry.assetId !== undefined && ids.has(entry.assetId));
+    this.memory.deleteWhere(
+      (entry) => (entry.assetId !== undefined && ids.has(entry.assetId)) || entry.dependsOn.some((id) => ids.has(id)),
+    );
   }
 }

@@ -13,10 +13,13 @@ import { format } from "./format";
 import { frame } from "./frame";
 import { grayscale } from "./grayscale";
 import { maxBytes } from "./max-bytes";
+import { overlay } from "./overlay";
+import { redact } from "./redact";
 import { resize } from "./resize";
 import { saturation } from "./saturation";
 import { sharpen } from "./sharpen";
 import { solarize } from "./solarize";
+import { text } from "./text";
 import { threshold } from "./threshold";
 import { thumbnail } from "./thumbnail";
 import { wave } from "./wave";
@@ -43,6 +46,9 @@ export const transformations: { [N in TransformationName]: Transformation<N> } =
   format,
   frame,
   "max-bytes": maxBytes,
+  overlay,
+  text,
+  redact,
 };
 
 export * from "./transformation";

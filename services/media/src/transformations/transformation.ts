@@ -80,6 +80,10 @@ export interface StepContext {
    * with gravity=attention/entropy only the pixels tell which). Cleared before every step.
    */
   keptRegion?: Region;
+  /** Originals of the assets the request's overlay steps draw, by asset id (read by delivery). */
+  overlays?: ReadonlyMap<string, Buffer>;
+  /** sharp's decompression-bomb guard, for originals a step decodes itself (an overlay). */
+  limitInputPixels?: number;
 }
 
 interface StepShape<N extends TransformationName> {

@@ -19,6 +19,9 @@ export const GOLDEN_DIR = path.join(__dirname, "..", "golden");
 export const GOLDEN_FILE = path.join(GOLDEN_DIR, "renditions.json");
 const INPUTS_DIR = path.join(GOLDEN_DIR, "inputs");
 
+/** The overlay asset of the overlay case: the first input, drawn over each input. */
+const GOLDEN_OVERLAY_ID = "00000000-0000-4000-8000-00000000001a";
+
 /** One URL per step (the spec's 16, then ours), sized for the 96 px inputs. */
 export const GOLDEN_CASES: Readonly<Record<string, string>> = {
   crop: "crop:width=64:height=48:gravity=north",
@@ -44,6 +47,9 @@ export const GOLDEN_CASES: Readonly<Record<string, string>> = {
   frame: "frame:index=0",
   "max-bytes": "max-bytes:value=1500",
   "quality=auto": "thumbnail:size=64:quality=auto",
+  overlay: `overlay:asset=${GOLDEN_OVERLAY_ID}:scale=.3:opacity=.8:gravity=southeast`,
+  text: "text:text=Golden:size=16:background=000000",
+  redact: "redact:region=.25,.25,.5,.5:mode=pixelate",
 };
 
 /** Default budgets written for a new output; `pnpm golden:update` keeps a budget edited by hand. */
@@ -117,11 +123,13 @@ const fingerprintImage = (data: Buffer): RawImage => ({
 export async function renderGoldenSet(previous?: GoldenSet): Promise<GoldenSet> {
   const set: GoldenSet = { renderer: RENDERER_VERSION, inputs: {}, outputs: {} };
   try {
-    for (const input of goldenInputs()) {
+    const inputs = goldenInputs();
+    const overlays = new Map([[GOLDEN_OVERLAY_ID, inputs[0]!.bytes]]);
+    for (const input of inputs) {
       set.inputs[input.name] = sha256(input.bytes);
       for (const [name, steps] of Object.entries(GOLDEN_CASES)) {
         const key = `${name} | ${input.name}`;
-        const out = await renderImage(input.bytes, steps);
+        const out = await renderImage(input.bytes, steps, { overlays });
         const pixels = await decodePixels(sharp(out.data));
         const kept = previous?.outputs[key];
         set.outputs[key] = {

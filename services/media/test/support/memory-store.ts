@@ -28,7 +28,7 @@ const TYPES: Record<string, string> = {
  * way a real driver does when its backend is down (StorageUnavailableError).
  */
 export class MemoryBlobStore implements BlobStore {
-  readonly blobs = new Map<string, { data: Buffer; contentType: string }>();
+  readonly blobs = new Map<string, { data: Buffer; contentType: string; metadata?: Record<string, string> }>();
   unavailable = false;
   /**
    * Reads of originals (`originals/<id>`): one per transformation, whatever the steps. The small
@@ -41,10 +41,15 @@ export class MemoryBlobStore implements BlobStore {
     if (this.unavailable) throw new StorageUnavailableError("memory store switched off by the test");
   }
 
-  async put(key: string, body: Readable | Buffer, contentType: string): Promise<BlobInfo> {
+  async put(
+    key: string,
+    body: Readable | Buffer,
+    contentType: string,
+    metadata?: Record<string, string>,
+  ): Promise<BlobInfo> {
     this.check();
     const data = Buffer.isBuffer(body) ? body : await buffer(body);
-    this.blobs.set(key, { data, contentType });
+    this.blobs.set(key, { data, contentType, metadata });
     return { key, contentType, size: data.length };
   }
 
@@ -55,7 +60,14 @@ export class MemoryBlobStore implements BlobStore {
     const blob = this.blobs.get(key);
     if (!blob) return null;
     const body = Readable.from([blob.data]);
-    return { key, contentType: blob.contentType, size: blob.data.length, body, release: () => body.destroy() };
+    return {
+      key,
+      contentType: blob.contentType,
+      size: blob.data.length,
+      metadata: blob.metadata,
+      body,
+      release: () => body.destroy(),
+    };
   }
 
   async head(key: string): Promise<BlobInfo | null> {
@@ -77,9 +89,10 @@ export class MemoryBlobStore implements BlobStore {
   async putFixture(
     file: string,
     contentType = TYPES[path.extname(file).toLowerCase()] ?? "application/octet-stream",
+    metadata?: Record<string, string>,
   ): Promise<string> {
     const id = randomUUID();
-    await this.put(originalKey(id), await readFile(path.join(FIXTURES_DIR, file)), contentType);
+    await this.put(originalKey(id), await readFile(path.join(FIXTURES_DIR, file)), contentType, metadata);
     return id;
   }
 }

@@ -79,6 +79,8 @@ export interface RenderFixtureOptions {
   focalPoint?: FocalPoint;
   /** Replaces some real dependencies (e.g. a face detector that counts its calls). */
   deps?: Partial<RenderDeps>;
+  /** Originals of the overlay assets the steps name, by asset id. */
+  overlays?: ReadonlyMap<string, Buffer>;
 }
 
 /**
@@ -115,7 +117,14 @@ export async function renderImage(
     mediaPath = `/${steps.map(formatStep).join("/")}/${HARNESS_ASSET_ID}`;
   }
   return render(
-    { original, contentType, steps: parsed, cacheKey: options.cacheKey ?? mediaPath, focalPoint: options.focalPoint },
+    {
+      original,
+      contentType,
+      steps: parsed,
+      cacheKey: options.cacheKey ?? mediaPath,
+      focalPoint: options.focalPoint,
+      overlays: options.overlays,
+    },
     { ...harnessDeps(limits), ...options.deps },
   );
 }
