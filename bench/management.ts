@@ -31,11 +31,13 @@ import { Prisma } from "../services/management/src/generated/prisma/client";
 import {
   CANDIDATES_PER_RESULT,
   candidatesAreExact,
-  type CandidateRanking,
+  conjunctionIsExact,
+  conjunctionPlan,
   fullTextSearch,
   parseQuery,
   queryTsquery,
   rankCandidates,
+  rankConjunction,
   rankExact,
 } from "../services/management/src/assets/search";
 import { freePort, median, startProcess, table, type LoadResult } from "./harness";
@@ -525,6 +527,9 @@ const RECALL_QUERIES = [
   "mountains or lake",
   "sunset or beach or ocean",
   "mountain lake",
+  "city night",
+  "blue sky water",
+  '"mountain lake"',
 ];
 
 interface Opened {
@@ -609,6 +614,8 @@ async function benchSearchOn(
   const typoBroad = "montain";
   const typoRare = "zepelin";
   const and = "mountain lake";
+  const and3 = "blue sky water";
+  const phrase = '"mountain lake"';
   const substring = "ount";
   const PAGES_BEFORE = 49; // the cursor page measured is page 50
 
@@ -666,10 +673,25 @@ async function benchSearchOn(
         hits: await ftsCount(`to_tsquery('english', $2)`, `${prefix}:*`),
       },
       {
-        name: `full-text two words "${and}" (AND: exact ranking)`,
+        name: `full-text two words "${and}" (AND)`,
         path: fts(and),
         raw: (r) => rawFullText(r, and),
         hits: await ftsCount(`websearch_to_tsquery('english', $2)`, and),
+        target: 30,
+      },
+      {
+        name: `full-text three words "${and3}" (AND)`,
+        path: fts(and3),
+        raw: (r) => rawFullText(r, and3),
+        hits: await ftsCount(`websearch_to_tsquery('english', $2)`, and3),
+        target: 30,
+      },
+      {
+        name: `full-text phrase ${phrase}`,
+        path: fts(phrase),
+        raw: (r) => rawFullText(r, phrase),
+        hits: await ftsCount(`websearch_to_tsquery('english', $2)`, phrase),
+        target: 40,
       },
       {
         name: `list search="${substring}" (substring)`,
@@ -699,21 +721,21 @@ async function benchSearchOn(
       `SELECT id::text AS id, created_at FROM assets WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
       [WORKSPACE, PAGES_BEFORE * LIMIT - 1],
     );
-    cases[8]!.raw = (r) => rawList(r, { after: { createdAt: after!.created_at, id: after!.id } });
+    cases[10]!.raw = (r) => rawList(r, { after: { createdAt: after!.created_at, id: after!.id } });
 
     // Plans: every statement each full-text request runs, and the list queries.
-    for (const c of cases.slice(0, 6)) {
+    for (const c of cases.slice(0, 8)) {
       const seen: Prisma.Sql[] = [];
       await rawFullText(raw, decodeURIComponent(c.path.split("q=")[1]!), seen);
       c.plan = await explainIndexes(raw, seen);
     }
-    cases[6]!.plan = await explainIndexes(raw, [
+    cases[8]!.plan = await explainIndexes(raw, [
       {
         text: `SELECT count(*) FROM (SELECT id FROM assets WHERE workspace_id = $1 AND deleted_at IS NULL AND search_text LIKE $2 LIMIT ${LIST_EXACT_COUNT_LIMIT + 1}) AS sub`,
         values: [WORKSPACE, `%${substring}%`],
       },
     ]);
-    cases[7]!.plan = await explainIndexes(raw, [
+    cases[9]!.plan = await explainIndexes(raw, [
       {
         text: `SELECT ${ASSET_COLUMNS} FROM assets WHERE workspace_id = $1 AND deleted_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 26`,
         values: [WORKSPACE],
@@ -723,7 +745,7 @@ async function benchSearchOn(
         values: [WORKSPACE],
       },
     ]);
-    cases[8]!.plan = await explainIndexes(raw, [
+    cases[10]!.plan = await explainIndexes(raw, [
       {
         text: `SELECT ${ASSET_COLUMNS} FROM assets WHERE workspace_id = $1 AND deleted_at IS NULL AND (created_at < $2::timestamptz OR (created_at = $2::timestamptz AND id < $3::uuid)) ORDER BY created_at DESC, id DESC LIMIT 26`,
         values: [WORKSPACE, after!.created_at, after!.id],
@@ -742,25 +764,33 @@ async function benchSearchOn(
         q,
         exact.map((h) => h.id),
       );
-      const tries = [];
+      const plan = await conjunctionPlan(rp, parseQuery(q));
+      type Try = { hits: Array<{ id: string }>; bounded: boolean; proved: boolean };
+      const tries: Try[] = [];
       for (const perResult of CANDIDATES_PER_RESULT) {
-        tries.push(await rankCandidates(rp, WORKSPACE, tsq, LIMIT, perResult));
+        if (plan !== null) {
+          const c = await rankConjunction(rp, WORKSPACE, tsq, plan, LIMIT, perResult);
+          tries.push({ hits: c.hits, bounded: true, proved: conjunctionIsExact(c, plan, LIMIT) });
+        } else {
+          const c = await rankCandidates(rp, WORKSPACE, tsq, LIMIT, perResult);
+          tries.push({ hits: c.hits, bounded: c.disjunction, proved: c.disjunction && candidatesAreExact(c, LIMIT) });
+        }
       }
-      const recall = (c: CandidateRanking): string => {
-        if (!c.disjunction) return "-";
+      const recall = (c: Try): string => {
+        if (!c.bounded) return "-";
         const got = new Set(c.hits.map((h) => h.id));
         return (exact.length === 0 ? 1 : exact.filter((h) => got.has(h.id)).length / exact.length).toFixed(2);
       };
-      const proved = tries.findIndex((c) => c.disjunction && candidatesAreExact(c, LIMIT));
+      const proved = tries.findIndex((c) => c.proved);
       recallRows.push([
         q,
         (await ftsCount("$2::tsquery", await tsqText(raw, tsq))).toLocaleString("en"),
         ...tries.map(recall),
-        !tries[0]!.disjunction
-          ? "exact ranking (AND / phrase / -word)"
+        !tries[0]!.bounded
+          ? "exact ranking (-word / mixed query)"
           : proved < 0
             ? "exact ranking (candidates not proved)"
-            : `candidates x${CANDIDATES_PER_RESULT[proved]} (proved exact)`,
+            : `candidates x${CANDIDATES_PER_RESULT[proved]} (proved exact${plan ? `, ${q.startsWith('"') ? "phrase" : "AND"}` : ""})`,
       ]);
     }
 
@@ -811,7 +841,7 @@ async function benchSearchOn(
       let page = await get("/v1/assets?limit=25");
       listCount = `${page.count}${page.countIsEstimate ? " (countIsEstimate: true)" : " (exact)"}`;
       for (let i = 1; i < PAGES_BEFORE; i++) page = await get(`/v1/assets?limit=25&cursor=${page.nextCursor!}`);
-      cases[8]!.path = `/v1/assets?limit=25&cursor=${page.nextCursor!}`;
+      cases[10]!.path = `/v1/assets?limit=25&cursor=${page.nextCursor!}`;
       for (const q of RECALL_QUERIES) {
         const served = (await get(fts(q))).assets.map((a) => a.id);
         const row = recallRows.find((r) => r[0] === q)!;
