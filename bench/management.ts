@@ -52,7 +52,7 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
 const CASE_SECONDS = Number(process.env.BENCH_CASE_SECONDS ?? 10);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const LOAD_CONNECTIONS = 10;
-const SECRET = "bench-secret-0123456789abcdef";
+const SECRET = "bench-secret-0123456789abcdef0123456789";
 const LIMIT = 25;
 const LIMIT_INPUT_PIXELS = 100_000_000;
 
