@@ -100,14 +100,12 @@ export async function fullTextSearch(
   const tsquery = queryTsquery(p);
   const plan = await conjunctionPlan(prisma, p);
   if (plan !== null) {
-    for (const perResult of CANDIDATES_PER_RESULT) {
-      const c = await rankConjunction(prisma, workspaceId, tsquery, plan, limit, perResult);
-      if (conjunctionIsExact(c, plan, limit)) {
-        // An empty page goes on to the exact ranking below, which also tries spelling corrections.
-        if (c.hits.length > 0) return c.hits.map((h) => ({ id: h.id, score: h.score }));
-        break;
-      }
-    }
+    // One try only: the bound of an AND sums every list's last score, and going ten times deeper
+    // lowers it little (a word's best assets are mostly not the conjunction's), so a second try
+    // mostly adds its cost to the exact ranking's.
+    const c = await rankConjunction(prisma, workspaceId, tsquery, plan, limit);
+    // An empty page goes on to the exact ranking below, which also tries spelling corrections.
+    if (conjunctionIsExact(c, plan, limit) && c.hits.length > 0) return c.hits.map((h) => ({ id: h.id, score: h.score }));
   }
   // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
   const correctable = p.plain.length >= 3 && !p.web.includes('"');
