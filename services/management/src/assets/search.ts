@@ -96,6 +96,16 @@ export async function fullTextSearch(
   q: string,
   limit: number,
 ): Promise<ScoredId[]> {
+  return (await rankFullText(prisma, workspaceId, q, limit)).hits;
+}
+
+/** fullTextSearch's page, with the tsquery that found it (the corrected one after a typo). */
+export async function rankFullText(
+  prisma: PrismaClient,
+  workspaceId: string,
+  q: string,
+  limit: number,
+): Promise<{ hits: ScoredId[]; tsquery: Prisma.Sql }> {
   const p = parseQuery(q);
   const tsquery = queryTsquery(p);
   const plan = await conjunctionPlan(prisma, p);
@@ -105,16 +115,18 @@ export async function fullTextSearch(
     // mostly adds its cost to the exact ranking's.
     const c = await rankConjunction(prisma, workspaceId, tsquery, plan, limit);
     // An empty page goes on to the exact ranking below, which also tries spelling corrections.
-    if (conjunctionIsExact(c, plan, limit) && c.hits.length > 0) return c.hits.map((h) => ({ id: h.id, score: h.score }));
+    if (conjunctionIsExact(c, plan, limit) && c.hits.length > 0) {
+      return { hits: c.hits.map((h) => ({ id: h.id, score: h.score })), tsquery };
+    }
   }
   // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
   const correctable = p.plain.length >= 3 && !p.web.includes('"');
   const first = await rankedSearch(prisma, workspaceId, tsquery, limit, correctable ? p.plain : undefined);
-  if (first.hits.length > 0 || !correctable) return first.hits;
+  if (first.hits.length > 0 || !correctable) return { hits: first.hits, tsquery };
 
   // Usually already looked up by the first ranking statement (a disjunction that found nothing).
   const corrections = first.corrections ?? (await spellingCorrections(prisma, workspaceId, p.plain));
-  if (corrections.length === 0) return [];
+  if (corrections.length === 0) return { hits: [], tsquery };
   // ts_rewrite keeps the query's structure (or, -term, the prefix part) and swaps each misspelled
   // word's lexeme (which matches nothing) for the distinct english lexemes of its suggestions, OR-ed
   // ("mountain mountains mountaineer" -> 'mountain': as cheap as the correctly spelled query).
@@ -125,7 +137,7 @@ export async function fullTextSearch(
       Prisma.sql`ts_rewrite(${acc}, plainto_tsquery('english', ${c.word}), websearch_to_tsquery('simple', ${c.lexemes.join(" or ")}))`,
     tsquery,
   );
-  return (await rankedSearch(prisma, workspaceId, corrected, limit)).hits;
+  return { hits: (await rankedSearch(prisma, workspaceId, corrected, limit)).hits, tsquery: corrected };
 }
 
 /**
