@@ -399,9 +399,8 @@ async function rawFullTextFacets(raw: RawDb, q: string, seen?: Prisma.Sql[]): Pr
     const estimate = Prisma.sql`EXPLAIN (FORMAT JSON) SELECT 1 FROM assets WHERE ${matches}`;
     const rows = await raw.query<{ "QUERY PLAN": unknown }>(estimate.text, estimate.values);
     const plan = rows[0]?.["QUERY PLAN"];
-    return (((typeof plan === "string" ? JSON.parse(plan) : plan) as Array<{ Plan?: { "Plan Rows"?: number } }>)[0]?.Plan?.[
-      "Plan Rows"
-    ] ?? 0) as number;
+    return (((typeof plan === "string" ? JSON.parse(plan) : plan) as Array<{ Plan?: { "Plan Rows"?: number } }>)[0]
+      ?.Plan?.["Plan Rows"] ?? 0) as number;
   });
   if (hits.length === 0) return [];
   await liveAssetsByIds(

@@ -146,7 +146,14 @@ describe("several words and phrases", () => {
       // 'cloud' <3> 'mountain' ('over' and 'the' are stop words): 2 items spanning 4 positions.
       boundFactor: 2,
     });
-    for (const q of ["mountain", "mountain or lake", "lake -mountain", '"mountain lake" sunny', "a b c d e f", "the a"]) {
+    for (const q of [
+      "mountain",
+      "mountain or lake",
+      "lake -mountain",
+      '"mountain lake" sunny',
+      "a b c d e f",
+      "the a",
+    ]) {
       expect(await conjunctionPlan(t.db.prisma, parseQuery(q))).toBeNull();
     }
   });

@@ -78,7 +78,9 @@ describe("facets", () => {
         { value: "png", count: 10 },
       ],
     });
-    const next = await t.as(WS).get(`/v1/assets?limit=5&search=mountain&facets=format&tag=sky&cursor=${first.body.nextCursor}`);
+    const next = await t
+      .as(WS)
+      .get(`/v1/assets?limit=5&search=mountain&facets=format&tag=sky&cursor=${first.body.nextCursor}`);
     expect(next.status).toBe(200);
     expect(next.body.facets).toEqual(first.body.facets);
   });

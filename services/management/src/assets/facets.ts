@@ -30,7 +30,9 @@ export async function countFacets(
 ): Promise<FacetsResult> {
   if (fields.length === 0) return {};
   const columns = fields.map(
-    (f) => Prisma.sql`(SELECT coalesce(json_agg(json_build_object('value', x.v, 'count', x.c) ORDER BY x.c DESC, x.v), '[]')
+    (
+      f,
+    ) => Prisma.sql`(SELECT coalesce(json_agg(json_build_object('value', x.v, 'count', x.c) ORDER BY x.c DESC, x.v), '[]')
                          FROM (SELECT v, count(*)::int AS c FROM (${FACET_VALUES[f]}) vals
                                 GROUP BY v ORDER BY c DESC, v LIMIT ${FACET_VALUES_LIMIT}) x) AS ${Prisma.raw(`"${f}"`)}`,
   );

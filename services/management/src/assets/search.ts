@@ -420,10 +420,13 @@ export interface ConjunctionPlan {
 const TSQUERY_TOKEN = /'((?:[^']|'')*)'(:\*)?|<(-|\d+)>|[&|!()]/g;
 
 /** The items and operators of a tsquery's text form, or null when it holds anything else. */
-function tsqueryTokens(text: string): Array<{ lexeme?: string; prefix?: boolean; distance?: number; op?: string }> | null {
+function tsqueryTokens(
+  text: string,
+): Array<{ lexeme?: string; prefix?: boolean; distance?: number; op?: string }> | null {
   const tokens: Array<{ lexeme?: string; prefix?: boolean; distance?: number; op?: string }> = [];
   for (const m of text.matchAll(TSQUERY_TOKEN)) {
-    if (m[1] !== undefined) tokens.push({ lexeme: m[1].replace(/''/g, "'").replace(/\\\\/g, "\\"), prefix: m[2] !== undefined });
+    if (m[1] !== undefined)
+      tokens.push({ lexeme: m[1].replace(/''/g, "'").replace(/\\\\/g, "\\"), prefix: m[2] !== undefined });
     else if (m[3] !== undefined) tokens.push({ distance: m[3] === "-" ? 1 : Number(m[3]) });
     else tokens.push({ op: m[0] });
   }

@@ -285,7 +285,13 @@ export async function listAssets(
   const assets = page.map((a) => serializeListedAsset(a, ctx.mediaPublicUrl, query.include));
   const capped = listed.capped ?? (await countCapped(ctx, conditions));
   if (capped <= LIST_EXACT_COUNT_LIMIT) return { count: capped, assets, nextCursor, ...facets };
-  return { count: Math.max(estimate, LIST_EXACT_COUNT_LIMIT + 1), countIsEstimate: true, assets, nextCursor, ...facets };
+  return {
+    count: Math.max(estimate, LIST_EXACT_COUNT_LIMIT + 1),
+    countIsEstimate: true,
+    assets,
+    nextCursor,
+    ...facets,
+  };
 }
 
 /**
