@@ -20,6 +20,7 @@ import {
   type CollectionDto,
   type FullTextResponse,
   type ListedAssetDto,
+  type FacetField,
   type ListIncludeField,
   signMediaUrlResponseSchema,
   type SignMediaUrlResponse,
@@ -63,6 +64,8 @@ export interface ListAssetsParams {
   trashed?: boolean;
   /** Heavy fields to add to each listed asset (left out by default): placeholderDataUrl, exif. */
   include?: readonly ListIncludeField[];
+  /** Count the whole result by these fields (tags, collectionId, format): `facets` in the response. */
+  facets?: readonly FacetField[];
 }
 
 export interface FullTextParams {
@@ -70,6 +73,8 @@ export interface FullTextParams {
   limit?: number;
   /** Heavy fields to add to each result (left out by default): placeholderDataUrl, exif. */
   include?: readonly ListIncludeField[];
+  /** Count every match by these fields (tags, collectionId, format): `facets` in the response. */
+  facets?: readonly FacetField[];
 }
 
 /** PATCH body as a client writes it: only given fields change; null clears. */
@@ -141,7 +146,11 @@ export class MediaPlatformClient {
     return this.request({
       method: "GET",
       path: "/v1/assets",
-      query: { ...params, include: params.include?.length ? params.include.join(",") : undefined },
+      query: {
+        ...params,
+        include: params.include?.length ? params.include.join(",") : undefined,
+        facets: params.facets?.length ? params.facets.join(",") : undefined,
+      },
       schema: listAssetsResponseSchema,
       expect: 200,
     });
@@ -169,7 +178,12 @@ export class MediaPlatformClient {
     return this.request({
       method: "GET",
       path: "/v1/assets/search/full-text",
-      query: { q, limit: params.limit, include: params.include?.length ? params.include.join(",") : undefined },
+      query: {
+        q,
+        limit: params.limit,
+        include: params.include?.length ? params.include.join(",") : undefined,
+        facets: params.facets?.length ? params.facets.join(",") : undefined,
+      },
       schema: fullTextResponseSchema,
       expect: 200,
     });

@@ -13,6 +13,7 @@ export type {
   FullTextResponse,
   ListAssetsResponse,
   ListedAssetDto,
+  FacetField,
   ListIncludeField,
   SignMediaUrlResponse,
   ListCollectionsResponse,

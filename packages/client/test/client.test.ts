@@ -176,6 +176,16 @@ describe("MediaPlatformClient against the running management service", () => {
     expect((await ws.listAssets({ search: "COFFEE" })).assets.map((a) => a.id)).toEqual([uploaded[3]!.id]);
     expect((await ws.listAssets({ createdAfter: new Date(Date.now() + 3_600_000) })).count).toBe(0);
     expect((await ws.listAssets({ createdBefore: new Date(Date.now() + 3_600_000).toISOString() })).count).toBe(5);
+
+    const faceted = await ws.listAssets({ limit: 1, facets: ["tags", "format"] });
+    expect(faceted.facets).toEqual({
+      tags: [{ value: "pick", count: 2 }],
+      format: [
+        { value: "png", count: 4 },
+        { value: "jpeg", count: 1 },
+      ],
+    });
+    expect(faceted.facetsAreEstimates).toBeUndefined();
   });
 
   it("searches full text, ranked with scores", async () => {
@@ -188,6 +198,9 @@ describe("MediaPlatformClient against the running management service", () => {
     expect(result.assets.map((a) => a.id)).toEqual([rocket.id]);
     expect(result.count).toBe(1);
     expect(result.assets[0]!.score).toBeGreaterThan(0);
+    expect((await ws.searchAssets("launching", { facets: ["format"] })).facets).toEqual({
+      format: [{ value: "jpeg", count: 1 }],
+    });
   });
 
   it("throws ApiError with the problem body for 400, 401, 404, 415 and 422", async () => {

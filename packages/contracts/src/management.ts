@@ -308,6 +308,68 @@ export const listIncludeSchema = z
     `Comma-separated heavy fields to add to each listed asset: ${LIST_INCLUDE_FIELDS.join(", ")} (left out by default; GET /v1/assets/:assetId always has them)`,
   );
 
+/** Fields a list or a full-text search can count its whole result by (`facets=`). */
+export const FACET_FIELDS = ["tags", "collectionId", "format"] as const;
+export type FacetField = (typeof FACET_FIELDS)[number];
+/** Values returned per facet, most frequent first. */
+export const FACET_VALUES_LIMIT = 20;
+/**
+ * Facet counts are exact when at most this many assets match; above it they are counted over this
+ * many matches and scaled to the result's size (then facetsAreEstimates is true).
+ */
+export const FACET_EXACT_LIMIT = 10_000;
+
+const facetsSchema = z
+  .preprocess(
+    // `?facets=tags&facets=format` means the same as `?facets=tags,format`.
+    (v) => (Array.isArray(v) && v.every((s) => typeof s === "string") ? v.join(",") : v),
+    z.string().max(200, "must be at most 200 characters"),
+  )
+  .transform((raw, ctx) => {
+    const names = raw
+      .split(",")
+      .map((n) => n.trim())
+      .filter((n) => n.length > 0);
+    const unknown = names.filter((n) => !(FACET_FIELDS as readonly string[]).includes(n));
+    if (unknown.length > 0) {
+      ctx.addIssue({
+        code: "custom",
+        message: `unknown facet ${JSON.stringify(unknown[0])}; must be a comma-separated list of ${FACET_FIELDS.join(", ")}`,
+      });
+      return z.NEVER;
+    }
+    return [...new Set(names)] as FacetField[];
+  })
+  .describe(
+    `Comma-separated fields to count the whole result by: ${FACET_FIELDS.join(", ")}; the ${FACET_VALUES_LIMIT} most frequent values of each come back in facets`,
+  );
+
+const facetValueSchema = z
+  .object({
+    value: z.string().describe("The tag, collection id or format"),
+    count: z.number().int().describe("Matching assets with this value (scaled when facetsAreEstimates)"),
+  })
+  .describe("One facet value and its count");
+
+const facetsResultSchema = {
+  facets: z
+    .object({
+      tags: z.array(facetValueSchema).optional(),
+      collectionId: z.array(facetValueSchema).optional(),
+      format: z.array(facetValueSchema).optional(),
+    })
+    .optional()
+    .describe(
+      `Present when the facets parameter asks for it: per facet, its ${FACET_VALUES_LIMIT} most frequent values over the whole result (all pages), most frequent first, then by value`,
+    ),
+  facetsAreEstimates: z
+    .literal(true)
+    .optional()
+    .describe(
+      `Present (true) when more than ${FACET_EXACT_LIMIT} assets match and the facet counts come from ${FACET_EXACT_LIMIT} of them, scaled; absent when they are exact`,
+    ),
+};
+
 export const listAssetsQuerySchema = z
   .object({
     search: userText()
@@ -332,6 +394,7 @@ export const listAssetsQuerySchema = z
       .optional()
       .describe("true/false/1/0: list the assets in the trash (each with deletedAt) instead of the live ones"),
     include: listIncludeSchema.optional(),
+    facets: facetsSchema.optional(),
   })
   .strict()
   .describe("GET /v1/assets query");
@@ -368,6 +431,7 @@ export const listAssetsResponseSchema = z
       ),
     assets: z.array(listedAssetSchema).describe("This page"),
     nextCursor: z.string().nullable().describe("Pass as cursor for the next page; null on the last page"),
+    ...facetsResultSchema,
   })
   .describe("GET /v1/assets result");
 export type ListAssetsResponse = z.infer<typeof listAssetsResponseSchema>;
@@ -381,6 +445,7 @@ export const fullTextQuerySchema = z
       .describe('Web-search syntax: words, "quoted phrases", -excluded, or'),
     limit: pageLimit("Maximum number of results, 1-100"),
     include: listIncludeSchema.optional(),
+    facets: facetsSchema.optional(),
   })
   .strict()
   .describe("GET /v1/assets/search/full-text query");
@@ -395,6 +460,7 @@ export const fullTextResponseSchema = z
   .object({
     count: z.number().int().describe("Number of assets returned"),
     assets: z.array(scoredAssetSchema).describe("Matches, best first"),
+    ...facetsResultSchema,
   })
   .describe("GET /v1/assets/search/full-text result");
 export type FullTextResponse = z.infer<typeof fullTextResponseSchema>;

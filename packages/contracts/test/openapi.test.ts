@@ -152,7 +152,10 @@ describe("buildOpenApiDocument", () => {
     expect(limit.description).toBe("Page size, 1-100");
     expect(list.find((p) => p.name === "sort")!.schema.enum).toContain("-createdAt");
 
+    expect(list.find((p) => p.name === "facets")!.description).toContain("tags, collectionId, format");
+
     const fullText = op("get", "/v1/assets/search/full-text").parameters as Json[];
+    expect(fullText.find((p) => p.name === "facets")).toMatchObject({ in: "query", required: false });
     expect(fullText.map((p) => p.name).sort()).toEqual(Object.keys(fullTextQuerySchema.shape).sort());
     expect(fullText.find((p) => p.name === "q")).toMatchObject({
       in: "query",
@@ -200,6 +203,17 @@ describe("buildOpenApiDocument", () => {
     expect((doc.components.schemas.CollectionList as Json).properties.collections.items).toEqual({
       $ref: "#/components/schemas/Collection",
     });
+    // Facets beside the page, on the list and on the full-text result.
+    for (const name of ["AssetList", "FullTextResult"]) {
+      const result = doc.components.schemas[name] as Json;
+      expect(Object.keys(result.properties.facets.properties).sort()).toEqual(["collectionId", "format", "tags"]);
+      expect(result.properties.facets.properties.tags.items).toMatchObject({
+        required: ["value", "count"],
+        properties: { value: { type: "string" }, count: { type: "integer" } },
+      });
+      expect(result.properties.facetsAreEstimates).toMatchObject({ const: true });
+      expect(result.required).not.toContain("facets");
+    }
     // Request bodies are generated on zod's input side: what a client sends.
     const patch = doc.components.schemas.AssetPatch as Json;
     expect(Object.keys(patch.properties).sort()).toEqual(Object.keys(patchAssetSchema.shape).sort());

@@ -96,16 +96,37 @@ export async function fullTextSearch(
   q: string,
   limit: number,
 ): Promise<ScoredId[]> {
+  return (await rankFullText(prisma, workspaceId, q, limit)).hits;
+}
+
+/** fullTextSearch's page, with the tsquery that found it (the corrected one after a typo). */
+export async function rankFullText(
+  prisma: PrismaClient,
+  workspaceId: string,
+  q: string,
+  limit: number,
+): Promise<{ hits: ScoredId[]; tsquery: Prisma.Sql }> {
   const p = parseQuery(q);
   const tsquery = queryTsquery(p);
+  const plan = await conjunctionPlan(prisma, p);
+  if (plan !== null) {
+    // One try only: the bound of an AND sums every list's last score, and going ten times deeper
+    // lowers it little (a word's best assets are mostly not the conjunction's), so a second try
+    // mostly adds its cost to the exact ranking's.
+    const c = await rankConjunction(prisma, workspaceId, tsquery, plan, limit);
+    // An empty page goes on to the exact ranking below, which also tries spelling corrections.
+    if (conjunctionIsExact(c, plan, limit) && c.hits.length > 0) {
+      return { hits: c.hits.map((h) => ({ id: h.id, score: h.score })), tsquery };
+    }
+  }
   // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
   const correctable = p.plain.length >= 3 && !p.web.includes('"');
   const first = await rankedSearch(prisma, workspaceId, tsquery, limit, correctable ? p.plain : undefined);
-  if (first.hits.length > 0 || !correctable) return first.hits;
+  if (first.hits.length > 0 || !correctable) return { hits: first.hits, tsquery };
 
   // Usually already looked up by the first ranking statement (a disjunction that found nothing).
   const corrections = first.corrections ?? (await spellingCorrections(prisma, workspaceId, p.plain));
-  if (corrections.length === 0) return [];
+  if (corrections.length === 0) return { hits: [], tsquery };
   // ts_rewrite keeps the query's structure (or, -term, the prefix part) and swaps each misspelled
   // word's lexeme (which matches nothing) for the distinct english lexemes of its suggestions, OR-ed
   // ("mountain mountains mountaineer" -> 'mountain': as cheap as the correctly spelled query).
@@ -116,7 +137,7 @@ export async function fullTextSearch(
       Prisma.sql`ts_rewrite(${acc}, plainto_tsquery('english', ${c.word}), websearch_to_tsquery('simple', ${c.lexemes.join(" or ")}))`,
     tsquery,
   );
-  return (await rankedSearch(prisma, workspaceId, corrected, limit)).hits;
+  return { hits: (await rankedSearch(prisma, workspaceId, corrected, limit)).hits, tsquery: corrected };
 }
 
 /**
@@ -377,4 +398,201 @@ function spellingCorrectionsQuery(workspaceId: string, plain: string): Prisma.Sq
                             AND a.search_vector @@ plainto_tsquery('english', w.word))
        GROUP BY w.word
        ORDER BY w.word`;
+}
+
+/** Words of an AND query (or of a phrase) that the bounded conjunction ranking takes on. */
+export const CONJUNCTION_WORDS = { min: 2, max: 5 } as const;
+
+/**
+ * An AND of words or a phrase, as the bounded ranking of a conjunction needs it: the query matches
+ * an asset exactly when every role is present (a role is a word's lexeme, or for the last word
+ * typed, its lexeme OR any lexeme its prefix expands to).
+ */
+export interface ConjunctionPlan {
+  roles: Array<{ lexeme: string; prefix: string | null }>;
+  /**
+   * An unseen asset scores at most boundFactor * (the sum of its lexemes' own scores): 1 for an AND,
+   * span / items for a phrase (see rankConjunction).
+   */
+  boundFactor: number;
+}
+
+const TSQUERY_TOKEN = /'((?:[^']|'')*)'(:\*)?|<(-|\d+)>|[&|!()]/g;
+
+/** The items and operators of a tsquery's text form, or null when it holds anything else. */
+function tsqueryTokens(
+  text: string,
+): Array<{ lexeme?: string; prefix?: boolean; distance?: number; op?: string }> | null {
+  const tokens: Array<{ lexeme?: string; prefix?: boolean; distance?: number; op?: string }> = [];
+  for (const m of text.matchAll(TSQUERY_TOKEN)) {
+    if (m[1] !== undefined)
+      tokens.push({ lexeme: m[1].replace(/''/g, "'").replace(/\\\\/g, "\\"), prefix: m[2] !== undefined });
+    else if (m[3] !== undefined) tokens.push({ distance: m[3] === "-" ? 1 : Number(m[3]) });
+    else tokens.push({ op: m[0] });
+  }
+  return text.replace(TSQUERY_TOKEN, "").trim() === "" ? tokens : null;
+}
+
+/**
+ * The conjunction plan of a query of 2-5 plain words (no quotes, -word or `or`), or of one quoted
+ * phrase of 2-5 words; null for any other query (one word, `or`, -word, several phrases, words
+ * that english parses into several lexemes such as "sun-set"), which the other rankings answer.
+ */
+export async function conjunctionPlan(prisma: PrismaClient, p: ParsedQuery): Promise<ConjunctionPlan | null> {
+  const phrase = /^"[^"]+"$/.test(p.web);
+  const words = (phrase ? p.web.slice(1, -1) : p.web).split(/\s+/).filter(Boolean);
+  if (words.length < CONJUNCTION_WORDS.min || words.length > CONJUNCTION_WORDS.max) return null;
+  if (!phrase && words.some((w) => w.includes('"') || w.startsWith("-") || w.toLowerCase() === "or")) return null;
+  const last = words[words.length - 1]!;
+  const [row] = await prisma.$queryRaw<Array<{ web: string; last: string; prefix: string | null }>>`
+    SELECT websearch_to_tsquery('english', ${p.web})::text AS web,
+           plainto_tsquery('english', ${last})::text AS last,
+           CASE WHEN ${p.prefix}::text IS NULL THEN NULL
+                ELSE to_tsquery('english', ${`${p.prefix ?? ""}:*`})::text END AS prefix`;
+  const web = tsqueryTokens(row!.web);
+  if (web === null || web.length < 3) return null;
+  const items = web.filter((_, i) => i % 2 === 0);
+  const ops = web.filter((_, i) => i % 2 === 1);
+  if (items.some((t) => t.lexeme === undefined || t.prefix)) return null;
+  const lexemes = [...new Set(items.map((t) => t.lexeme!))];
+  if (phrase) {
+    if (ops.some((o) => o.distance === undefined)) return null;
+    const span = 1 + ops.reduce((sum, o) => sum + o.distance!, 0);
+    return { roles: lexemes.map((lexeme) => ({ lexeme, prefix: null })), boundFactor: span / items.length };
+  }
+  if (ops.some((o) => o.op !== "&")) return null;
+  const roles = lexemes.map((lexeme) => ({ lexeme, prefix: null as string | null }));
+  if (p.prefix !== null) {
+    // The query is web OR (head AND prefix:*): the last word's role is its lexeme OR the prefix.
+    const lastTokens = tsqueryTokens(row!.last);
+    const prefixTokens = row!.prefix === null ? [] : tsqueryTokens(row!.prefix);
+    if (lastTokens?.length !== 1 || prefixTokens === null || prefixTokens.length > 1) return null;
+    const lastLexeme = lastTokens[0]!.lexeme;
+    const prefix = prefixTokens[0];
+    // A word repeated in the head already requires the last word's lexeme: the prefix adds nothing.
+    if (prefix !== undefined && items.filter((t) => t.lexeme === lastLexeme).length === 1) {
+      if (!prefix.prefix || prefix.lexeme === undefined) return null;
+      roles.find((r) => r.lexeme === lastLexeme)!.prefix = prefix.lexeme;
+    }
+  }
+  return { roles, boundFactor: 1 };
+}
+
+/** What the bounded ranking of a conjunction found, and what proves it equals the exact ranking. */
+export interface ConjunctionRanking {
+  /** A prefix term matched more than PREFIX_EXPANSIONS lexemes (some were not looked at). */
+  expansionCapped: boolean;
+  /** Some role's lists are all complete: every match holds that role, so every match is a candidate. */
+  completeRole: boolean;
+  /** Sum of the last taken score of each cut list (an unseen asset scores at most that per lexeme). */
+  bound: number | null;
+  /** The candidates ranked exactly, best first. */
+  hits: Array<ScoredId & { createdAt: string }>;
+}
+
+/**
+ * The bounded ranking of an AND or a phrase (threshold algorithm). Each lexeme of each role (with
+ * the prefix's expansions) gives its `perResult * limit` best assets from search_terms; the
+ * candidates are ranked with the exact query's ts_rank_cd. An asset outside every list has, for
+ * each lexeme, at most that list's last score (nothing when the list is complete), and its score
+ * is bounded by those: ts_rank_cd sums over covers (minimal extents matching the query) the
+ * harmonic mean of the weights of the query-lexeme occurrences in the cover, which is at most
+ * their arithmetic mean. For an AND of k roles a cover holds at least k occurrences, and an
+ * occurrence lies in at most k covers (the i-th cover holding it starts on a role found nowhere
+ * else in it, which every later cover must hold past the i-th's end, so these roles differ); each
+ * occurrence's weight thus adds at most k * 1/k: the score is at most the sum of the lexemes' own
+ * scores (sum of their occurrences' weights, what search_terms holds). For a phrase of `items`
+ * lexemes spanning `span` positions, a cover holds at least `items` occurrences and at most `span`
+ * covers overlap one position: span / items. This assumes one lexeme per position ('english'
+ * parses each word into one lexeme).
+ */
+export async function rankConjunction(
+  prisma: PrismaClient,
+  workspaceId: string,
+  tsquery: Prisma.Sql,
+  plan: ConjunctionPlan,
+  limit: number,
+  perResult: number = CANDIDATES_PER_RESULT[0],
+): Promise<ConjunctionRanking> {
+  const candidates = perResult * limit;
+  const items = JSON.stringify(
+    plan.roles.flatMap((r, role) => [
+      { role, lexeme: r.lexeme, prefix: false },
+      ...(r.prefix === null ? [] : [{ role, lexeme: r.prefix, prefix: true }]),
+    ]),
+  );
+  const rows = await prisma.$queryRaw<
+    Array<{
+      expansion_capped: boolean;
+      complete_role: boolean;
+      bound: number | null;
+      hits: ConjunctionRanking["hits"] | null;
+    }>
+  >`
+    WITH RECURSIVE q AS (SELECT ${tsquery} AS tsq),
+    items AS (
+      SELECT i.role, i.lexeme, i.prefix FROM json_to_recordset(${items}::json) AS i(role int, lexeme text, prefix boolean)),
+    expanded (role, prefix, lexeme, n) AS (
+      SELECT i.role, i.lexeme, (SELECT min(s.lexeme) FROM search_terms s
+                                 WHERE s.workspace_id = ${workspaceId} AND s.lexeme >= i.lexeme), 1
+        FROM items i WHERE i.prefix
+      UNION ALL
+      SELECT e.role, e.prefix, (SELECT min(s.lexeme) FROM search_terms s
+                                 WHERE s.workspace_id = ${workspaceId} AND s.lexeme > e.lexeme), e.n + 1
+        FROM expanded e
+       WHERE starts_with(e.lexeme, e.prefix) AND e.n <= ${PREFIX_EXPANSIONS}),
+    lexemes AS (
+      SELECT role, lexeme FROM items WHERE NOT prefix
+      UNION
+      SELECT role, lexeme FROM expanded WHERE starts_with(lexeme, prefix) AND n <= ${PREFIX_EXPANSIONS}),
+    taken AS (
+      SELECT l.lexeme, c.asset_id, c.score
+        FROM (SELECT DISTINCT lexeme FROM lexemes) l
+        CROSS JOIN LATERAL (
+              SELECT s.asset_id, s.score FROM search_terms s
+               WHERE s.workspace_id = ${workspaceId} AND s.lexeme = l.lexeme
+               ORDER BY s.score DESC, s.created_at DESC, s.asset_id DESC
+               LIMIT ${candidates}) c),
+    cut AS (
+      SELECT lexeme, min(score) AS last_score FROM taken GROUP BY lexeme HAVING count(*) >= ${candidates}),
+    ranked AS (
+      SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score, a.created_at
+        FROM (SELECT DISTINCT asset_id FROM taken) c
+        CROSS JOIN q
+        CROSS JOIN LATERAL (
+              SELECT x.id, x.search_vector, x.created_at FROM assets x
+               WHERE x.id = c.asset_id AND x.workspace_id = ${workspaceId} AND x.deleted_at IS NULL
+              OFFSET 0) a
+       WHERE a.search_vector @@ q.tsq
+       ORDER BY score DESC, a.created_at DESC, a.id ASC
+       LIMIT ${limit})
+    SELECT EXISTS (SELECT 1 FROM expanded WHERE n > ${PREFIX_EXPANSIONS} AND starts_with(lexeme, prefix)) AS expansion_capped,
+           EXISTS (SELECT 1 FROM items i
+                    WHERE NOT EXISTS (SELECT 1 FROM lexemes l JOIN cut c ON c.lexeme = l.lexeme
+                                       WHERE l.role = i.role)) AS complete_role,
+           (SELECT sum(last_score::float8) FROM cut) AS bound,
+           (SELECT json_agg(json_build_object('id', r.id, 'score', r.score, 'createdAt', r.created_at)
+                            ORDER BY r.score DESC, r.created_at DESC, r.id ASC)
+              FROM ranked r) AS hits`;
+  const row = rows[0]!;
+  return {
+    expansionCapped: row.expansion_capped,
+    completeRole: row.complete_role,
+    bound: row.bound === null ? null : Number(row.bound),
+    hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
+  };
+}
+
+/**
+ * True when the conjunction's candidates hold the exact ranking's first `limit` hits: some role's
+ * lists are complete, or the last hit scores above the bound of every unseen asset (a tie goes to
+ * the exact ranking, whose tie-break looks at every match).
+ */
+export function conjunctionIsExact(c: ConjunctionRanking, plan: ConjunctionPlan, limit: number): boolean {
+  if (c.expansionCapped) return false;
+  if (c.completeRole) return true;
+  if (c.hits.length < limit || c.bound === null) return false;
+  const bound = plan.boundFactor * c.bound;
+  // Scores are float4 sums: a relative margin covers the rounding of ts_rank_cd's own summation.
+  return c.hits[limit - 1]!.score > bound + bound * 1e-5;
 }

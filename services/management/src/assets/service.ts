@@ -26,7 +26,8 @@ import { afterCursor, cursorValue, decodeCursor, encodeCursor, listOrder, type S
 import { attributesOf, focalPointOf, sameFocalPoint, storeAssetAttributes } from "./attributes";
 import { findDuplicates } from "./duplicates";
 import { isDatabaseUnavailable } from "../db/availability";
-import { fullTextSearch } from "./search";
+import { countFacets } from "./facets";
+import { rankFullText } from "./search";
 import { ASSET_COLUMNS, liveAssetsByIds } from "./rows";
 import { serializeAsset, serializeListedAsset } from "./serializer";
 import { metadataColumns } from "./image-metadata";
@@ -274,9 +275,10 @@ export async function listAssets(
   // statements one at a time); the planner's estimate (EXPLAIN, no execution) is asked alongside,
   // used only above the limit. Both are SQL from the same filters, not Prisma's count({ take }):
   // that one orders its subquery by id, which makes Postgres walk the primary key (13 ms at 1M).
-  const [listed, estimate] = await Promise.all([
+  const [listed, estimate, facets] = await Promise.all([
     listPage(ctx, conditions, cursor && afterCursor(field, desc, cursor), listOrder(field, desc), query.limit + 1),
     estimateListCount(ctx, conditions),
+    countFacets(ctx.prisma, query.facets ?? [], conditions, () => estimateListCount(ctx, conditions)),
   ]);
   const { rows } = listed;
   const page = rows.slice(0, query.limit);
@@ -287,8 +289,14 @@ export async function listAssets(
       : null;
   const assets = page.map((a) => serializeListedAsset(a, ctx.mediaPublicUrl, query.include));
   const capped = listed.capped ?? (await countCapped(ctx, conditions));
-  if (capped <= LIST_EXACT_COUNT_LIMIT) return { count: capped, assets, nextCursor };
-  return { count: Math.max(estimate, LIST_EXACT_COUNT_LIMIT + 1), countIsEstimate: true, assets, nextCursor };
+  if (capped <= LIST_EXACT_COUNT_LIMIT) return { count: capped, assets, nextCursor, ...facets };
+  return {
+    count: Math.max(estimate, LIST_EXACT_COUNT_LIMIT + 1),
+    countIsEstimate: true,
+    assets,
+    nextCursor,
+    ...facets,
+  };
 }
 
 /**
@@ -361,8 +369,13 @@ export async function searchAssetsFullText(
   principal: Principal,
   query: FullTextQuery,
 ): Promise<FullTextResponse> {
-  const hits = await fullTextSearch(ctx.prisma, principal.workspaceId, query.q, query.limit);
-  if (hits.length === 0) return { count: 0, assets: [] };
+  const { hits, tsquery } = await rankFullText(ctx.prisma, principal.workspaceId, query.q, query.limit);
+  // Facets of every match of the query that found the page (the corrected one after a typo).
+  const matches = Prisma.sql`workspace_id = ${principal.workspaceId} AND deleted_at IS NULL AND search_vector @@ ${tsquery}`;
+  const facets = query.facets
+    ? await countFacets(ctx.prisma, query.facets, matches, () => estimateListCount(ctx, matches))
+    : {};
+  if (hits.length === 0) return { count: 0, assets: [], ...facets };
   const rows = await liveAssetsByIds(
     ctx.prisma,
     principal.workspaceId,
@@ -373,5 +386,5 @@ export async function searchAssetsFullText(
     const row = byId.get(h.id);
     return row ? [{ ...serializeListedAsset(row, ctx.mediaPublicUrl, query.include), score: h.score }] : [];
   });
-  return { count: assets.length, assets };
+  return { count: assets.length, assets, ...facets };
 }
