@@ -19,6 +19,7 @@ import { createHmac } from "node:crypto";
  *   exp       unix seconds after which the URL answers 403 (covered by the signature, so it
  *             cannot be extended);
  *   download  originals only: `GET /original/<id>.<ext>?download=<filename>`;
+ *   inline    SVG originals only: `GET /original/<id>.svg?inline` (else an attachment);
  *   v         the asset version a URL pins (`?v=<version>`): the response is immutable, and
  *             signed, only the key holder can mint versions (no cache-busting variants).
  *
@@ -26,7 +27,7 @@ import { createHmac } from "node:crypto";
  */
 
 /** Query parameters a signed URL may carry before `sig` (each at most once). */
-export const SIGNED_QUERY_PARAMETERS = ["download", "exp", "v"] as const;
+export const SIGNED_QUERY_PARAMETERS = ["download", "exp", "inline", "v"] as const;
 
 export interface SignOptions {
   /** Pins the asset version (`v=<version>`, before `exp`): the answer is cached as immutable. */
