@@ -7,6 +7,8 @@ import type { RenderPlan } from "./plan";
  * dpi). At 72 dpi one user unit is one pixel: the size the asset reports. A render draws it at
  * the density its first sizing step needs, so a 2000 px thumbnail of a 100 px logo is drawn at
  * 2000 px, not enlarged from 100 px, and a 64 px one of a 5000 px poster is not drawn at 5000 px.
+ * (sharp itself draws at a resize's scale when that resize is the first operation on the SVG;
+ * this also covers chains, where the steps before it or the step itself work on decoded pixels.)
  *
  * That changes the size the steps see, so it applies only where the result is the same at any
  * density but for sharpness: the steps before the sizing step work pixel by pixel, and the
@@ -38,20 +40,18 @@ const PER_PIXEL: ReadonlySet<TransformationName> = new Set([
 const MIN_DENSITY = 1;
 const MAX_DENSITY = 100_000;
 
-/**
- * The scale (density / 72) at which to draw an SVG of `intrinsic` size for `plan`, made at that
- * size: the sizing step's output over its input, capped at limitInputPixels and to sharp's
- * density range, at least 1 px a side; 1 when no step qualifies (see above).
- */
-export function svgDrawingScale(
-  steps: readonly TransformationStep[],
-  plan: RenderPlan,
-  intrinsic: Size,
-  limitInputPixels: number,
-): number {
+/** The index of the step the drawing is sized for, or -1 when it stays at 72 dpi (see above). */
+function sizingStep(steps: readonly TransformationStep[]): number {
   const index = steps.findIndex((step) => !PER_PIXEL.has(step.name));
-  if (index < 0 || !SIZING.has(steps[index]!.name)) return 1;
-  const { output } = plan.steps[index]!;
+  return index >= 0 && SIZING.has(steps[index]!.name) ? index : -1;
+}
+
+/**
+ * The scale (density / 72) at which to draw an SVG of `intrinsic` size for the sizing step
+ * `output`: its output over its input, capped at limitInputPixels and to sharp's density range,
+ * at least 1 px a side.
+ */
+function drawingScale(output: Size, intrinsic: Size, limitInputPixels: number): number {
   const wanted = Math.max(output.width / intrinsic.width, output.height / intrinsic.height);
   const cap = Math.sqrt(limitInputPixels / (intrinsic.width * intrinsic.height));
   const floor = Math.max(MIN_DENSITY / SVG_BASE_DENSITY, 1 / Math.min(intrinsic.width, intrinsic.height));
@@ -64,12 +64,15 @@ export const drawnSize = (intrinsic: Size, scale: number): Size => ({
   height: Math.max(1, Math.round(intrinsic.height * scale)),
 });
 
-/** True when both plans produce the same size at every step. */
-const sameOutputs = (a: RenderPlan, b: RenderPlan): boolean =>
+/** True when both plans produce the same size at every step from `from` on. */
+const sameOutputs = (a: RenderPlan, b: RenderPlan, from: number): boolean =>
   a.steps.length === b.steps.length &&
-  a.steps.every(
-    (step, i) => step.output.width === b.steps[i]!.output.width && step.output.height === b.steps[i]!.output.height,
-  );
+  a.steps
+    .slice(from)
+    .every(
+      (step, i) =>
+        step.output.width === b.steps[from + i]!.output.width && step.output.height === b.steps[from + i]!.output.height,
+    );
 
 export interface SvgDrawing {
   /** The plan at the drawing's size. */
@@ -82,8 +85,8 @@ export interface SvgDrawing {
 
 /**
  * How to draw an SVG for `plan` (made at its intrinsic size): planned again at the scaled size,
- * and kept only when every step then gives the same size (else, or when that plan is over a
- * limit, the 72 dpi drawing and the plan as made).
+ * and kept only when the sizing step and every step after it then give the same size (else, or
+ * when that plan is over a limit, the 72 dpi drawing and the plan as made).
  */
 export function svgDrawing(
   steps: readonly TransformationStep[],
@@ -93,7 +96,9 @@ export function svgDrawing(
   planAt: (size: Size) => RenderPlan,
 ): SvgDrawing {
   const asReported = { plan, size: intrinsic, density: SVG_BASE_DENSITY };
-  const scale = svgDrawingScale(steps, plan, intrinsic, limitInputPixels);
+  const index = sizingStep(steps);
+  if (index < 0) return asReported;
+  const scale = drawingScale(plan.steps[index]!.output, intrinsic, limitInputPixels);
   const size = drawnSize(intrinsic, scale);
   if (size.width === intrinsic.width && size.height === intrinsic.height) return asReported;
   if (size.width * size.height > limitInputPixels) return asReported;
@@ -103,5 +108,5 @@ export function svgDrawing(
   } catch {
     return asReported;
   }
-  return sameOutputs(plan, scaled) ? { plan: scaled, size, density: SVG_BASE_DENSITY * scale } : asReported;
+  return sameOutputs(plan, scaled, index) ? { plan: scaled, size, density: SVG_BASE_DENSITY * scale } : asReported;
 }
