@@ -151,10 +151,9 @@ describe("SVG originals at upload", () => {
     );
     const laughs = Buffer.from(
       '<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY lol "lol">' +
-        Array.from(
-          { length: 9 },
-          (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i === 0 ? "" : i};`.repeat(10)}">`,
-        ).join("") +
+        Array.from({ length: 9 }, (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i === 0 ? "" : i};`.repeat(10)}">`).join(
+          "",
+        ) +
         ']><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><text y="10">&lol9;</text></svg>',
     );
     for (const [name, body] of [

@@ -280,8 +280,11 @@ run("real-world corpus through the production bundle", () => {
 
   it("accepts SVG originals at their intrinsic size and renders every transformation of them as PNG", () => {
     expect(SVG.map((file) => [file, assets.get(file)?.format])).toEqual(SVG.map((file) => [file, "svg"]));
-    expect([assets.get("check.svg")!.width, assets.get("check.svg")!.height]).toEqual([100, 100]);
-    expect([assets.get("struct-image-04-t.svg")!.width, assets.get("struct-image-04-t.svg")!.height]).toEqual([480, 360]);
+    const size = (file: string) => [assets.get(file)?.width, assets.get(file)?.height];
+    expect([size("check.svg"), size("struct-image-04-t.svg")]).toEqual([
+      [100, 100],
+      [480, 360],
+    ]);
     for (const file of SVG) {
       const answers = results.filter((r) => r.file === file).map((r) => `${r.status} ${r.contentType}`);
       expect([file, answers]).toEqual([file, Array.from({ length: 16 }, () => "200 image/png")]);

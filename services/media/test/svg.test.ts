@@ -78,7 +78,12 @@ describe("SVG originals on the media service", () => {
     media = await startTestMedia({ render: (input, options) => render(input, harnessDeps(), options) });
     logo = put(LOGO);
     circle = put(CIRCLE);
-    png = put(await sharp({ create: { width: 4, height: 4, channels: 3, background: "#f00" } }).png().toBuffer(), "image/png");
+    png = put(
+      await sharp({ create: { width: 4, height: 4, channels: 3, background: "#f00" } })
+        .png()
+        .toBuffer(),
+      "image/png",
+    );
     listener = http.createServer((req, res) => {
       seen.push(req.url ?? "");
       res.writeHead(200, { "Content-Type": "image/png" }).end();
@@ -96,7 +101,9 @@ describe("SVG originals on the media service", () => {
     const answers: string[] = [];
     for (const steps of SPEC_STEPS) {
       const { res, body } = await get(`/${steps}/${logo.toUpperCase()}.svg`);
-      const meta = await sharp(body).metadata().catch(() => undefined);
+      const meta = await sharp(body)
+        .metadata()
+        .catch(() => undefined);
       answers.push(`${steps} ${res.status} ${res.headers.get("content-type")} ${meta?.format}`);
     }
     expect(answers).toEqual(SPEC_STEPS.map((steps) => `${steps} 200 image/png png`));
@@ -125,23 +132,26 @@ describe("SVG originals on the media service", () => {
     expect(widestEdge(got.data, 2000, 1000)).toBeLessThanOrEqual(2);
   });
 
-  it.each(["thumbnail:size=2000", "saturation:value=1.0/thumbnail:size=2000", "grayscale:lightness=0/fit:width=2000:height=2000"])(
-    "keeps a circle's edge within 2 px at 250 times its size (an 8 px icon, %s)",
-    async (steps) => {
-      const { res, body } = await get(`/${steps}/${circle}.svg`);
-      expect(res.status).toBe(200);
-      const { data, info } = await sharp(body).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
-      expect([info.width, info.height]).toEqual([2000, 2000]);
-      // Centre (4, 4), radius 3.75 user units of 250 px: the middle row enters the disc at x = 62.5.
-      const row = 1000;
-      expect(widestEdge(data, 2000, row)).toBeLessThanOrEqual(2);
-      expect(data[(row * 2000 + 58) * 4 + 3]).toBe(0);
-      expect(data[(row * 2000 + 67) * 4 + 3]).toBe(255);
-      // deeppink (#ff1493) inside, or its grey.
-      const centre = [...data.subarray((row * 2000 + 1000) * 4, (row * 2000 + 1000) * 4 + 4)];
-      expect(centre).toEqual(steps.startsWith("grayscale") ? [centre[0], centre[0], centre[0], 255] : [255, 20, 147, 255]);
-    },
-  );
+  it.each([
+    "thumbnail:size=2000",
+    "saturation:value=1.0/thumbnail:size=2000",
+    "grayscale:lightness=0/fit:width=2000:height=2000",
+  ])("keeps a circle's edge within 2 px at 250 times its size (an 8 px icon, %s)", async (steps) => {
+    const { res, body } = await get(`/${steps}/${circle}.svg`);
+    expect(res.status).toBe(200);
+    const { data, info } = await sharp(body).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    expect([info.width, info.height]).toEqual([2000, 2000]);
+    // Centre (4, 4), radius 3.75 user units of 250 px: the middle row enters the disc at x = 62.5.
+    const row = 1000;
+    expect(widestEdge(data, 2000, row)).toBeLessThanOrEqual(2);
+    expect(data[(row * 2000 + 58) * 4 + 3]).toBe(0);
+    expect(data[(row * 2000 + 67) * 4 + 3]).toBe(255);
+    // deeppink (#ff1493) inside, or its grey.
+    const centre = [...data.subarray((row * 2000 + 1000) * 4, (row * 2000 + 1000) * 4 + 4)];
+    expect(centre).toEqual(
+      steps.startsWith("grayscale") ? [centre[0], centre[0], centre[0], 255] : [255, 20, 147, 255],
+    );
+  });
 
   it("lets an explicit format step choose the output", async () => {
     for (const [type, contentType, format] of [
@@ -227,7 +237,11 @@ describe("the density an SVG is drawn at", () => {
   };
 
   it("is the sizing step's output over the intrinsic size, up or down", () => {
-    expect(drawing("thumbnail:size=2000", { width: 100, height: 100 })).toEqual({ width: 2000, height: 2000, density: 1440 });
+    expect(drawing("thumbnail:size=2000", { width: 100, height: 100 })).toEqual({
+      width: 2000,
+      height: 2000,
+      density: 1440,
+    });
     expect(drawing("grayscale:lightness=0/fit:width=400:height=100", { width: 100, height: 50 })).toEqual({
       width: 400,
       height: 200,

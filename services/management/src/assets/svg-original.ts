@@ -82,8 +82,7 @@ function removeExternalReferences(root: SvgElement): void {
     }
     for (const attribute of Array.from(element.attributes)) {
       const value = attribute.value.trim();
-      const reference =
-        attribute.localName === "href" ? !value.startsWith("#") && !EMBEDDED_IMAGE.test(value) : false;
+      const reference = attribute.localName === "href" ? !value.startsWith("#") && !EMBEDDED_IMAGE.test(value) : false;
       if (reference || EXTERNAL_URL.test(value)) element.removeAttributeNode(attribute);
     }
   }
@@ -117,7 +116,7 @@ export function sanitiseSvg(bytes: Buffer): Buffer {
   }
   if (root.localName !== "svg" || root.namespaceURI !== SVG_NAMESPACE) {
     throw new UnsupportedImageError(
-      "The file is markup but not an SVG image (its root must be <svg xmlns=\"http://www.w3.org/2000/svg\">)",
+      'The file is markup but not an SVG image (its root must be <svg xmlns="http://www.w3.org/2000/svg">)',
     );
   }
   purify.sanitize(root as unknown as Parameters<Purifier["sanitize"]>[0], {

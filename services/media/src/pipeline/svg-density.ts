@@ -71,7 +71,8 @@ const sameOutputs = (a: RenderPlan, b: RenderPlan, from: number): boolean =>
     .slice(from)
     .every(
       (step, i) =>
-        step.output.width === b.steps[from + i]!.output.width && step.output.height === b.steps[from + i]!.output.height,
+        step.output.width === b.steps[from + i]!.output.width &&
+        step.output.height === b.steps[from + i]!.output.height,
     );
 
 export interface SvgDrawing {
