@@ -5,6 +5,7 @@ import path from "node:path";
 import { buffer } from "node:stream/consumers";
 import { gzipSync } from "node:zlib";
 import sharp from "sharp";
+import { MAX_SVG_BYTES, MAX_SVG_ELEMENTS } from "../src/assets/svg-original";
 import { originalKey } from "../src/lifecycle/blobs";
 import { createTestApp, expectProblem, upload, type TestApp } from "./helpers";
 
@@ -186,6 +187,17 @@ describe("SVG originals at upload", () => {
     expectProblem(res, 422);
     expect(res.body.type).toMatch(/image-too-large$/);
     expect(res.body.detail).toContain("20000x20000");
+  });
+
+  it("refuses an SVG above MAX_SVG_ELEMENTS or MAX_SVG_BYTES with a 422 before parsing it", async () => {
+    // With the root <svg>, one element more than the cap.
+    const many = await upload(t.as(WS), svg("<g/>".repeat(MAX_SVG_ELEMENTS)), "many.svg");
+    expectProblem(many, 422);
+    expect(many.body.detail).toContain(`at most ${MAX_SVG_ELEMENTS} elements`);
+    const large = svg(`<path d="M0 0${" L1 1".repeat(MAX_SVG_BYTES / 5)}"/>`);
+    const res = await upload(t.as(WS), large, "large.svg");
+    expectProblem(res, 422);
+    expect(res.body.detail).toContain(`at most ${MAX_SVG_BYTES} bytes`);
   });
 
   it("refuses markup that is not SVG (415), malformed XML (422) and compressed SVG (415)", async () => {
