@@ -13,7 +13,7 @@ import sharp from "sharp";
 import {
   defaultMediaLimits,
   parseMediaPath,
-  type AssetFormat,
+  type RasterFormat,
   type TransformationName,
 } from "@media-platform/contracts";
 import { createFaceDetector } from "../services/media/src/faces";
@@ -90,7 +90,7 @@ async function measure(write: boolean): Promise<string> {
   const rawInput = () => sharp(raw.data, { raw: { width: 1600, height: 1200, channels: raw.info.channels } });
 
   const encoders: Record<string, number> = {};
-  const encode: Record<Exclude<AssetFormat, "avif">, (s: sharp.Sharp) => sharp.Sharp> = {
+  const encode: Record<Exclude<RasterFormat, "avif">, (s: sharp.Sharp) => sharp.Sharp> = {
     jpeg: (s) => s.jpeg({ quality: 82, mozjpeg: false }),
     png: (s) => s.png(),
     webp: (s) => s.webp({ quality: 80 }),
@@ -159,7 +159,7 @@ async function measure(write: boolean): Promise<string> {
       ...Object.entries(steps).map(([k, v]) => `  ${/^[a-zA-Z]+$/.test(k) ? k : JSON.stringify(k)}: ${v},`),
       "};",
       "",
-      'export const ENCODER_NS_PER_PIXEL: Readonly<Record<Exclude<AssetFormat, "avif">, number>> = {',
+      'export const ENCODER_NS_PER_PIXEL: Readonly<Record<Exclude<RasterFormat, "avif">, number>> = {',
       ...Object.entries(encoders).map(([k, v]) => `  ${k}: ${v},`),
       "};",
       "",

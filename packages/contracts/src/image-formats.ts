@@ -2,8 +2,17 @@
  * The image formats the platform stores and serves: the one table of their MIME types and
  * file extensions (upload sniffing, asset JSON, media URLs and output, the client).
  */
-export const ASSET_FORMATS = ["jpeg", "png", "webp", "gif", "avif", "tiff"] as const;
+export const ASSET_FORMATS = ["jpeg", "png", "webp", "gif", "avif", "tiff", "svg"] as const;
 export type AssetFormat = (typeof ASSET_FORMATS)[number];
+
+/**
+ * The formats a rendition can be encoded in: every stored format but SVG. An SVG original is
+ * stored as (sanitised) SVG, but a pixel transformation has no SVG result: its renditions are PNG.
+ */
+export type RasterFormat = Exclude<AssetFormat, "svg">;
+
+/** The format a rendition of an original stored as `format` is encoded in (unless a step says otherwise). */
+export const renditionFormatOf = (format: AssetFormat): RasterFormat => (format === "svg" ? "png" : format);
 
 /** `extensions[0]` is the one the platform writes (e.g. in an asset's example `mediaUrl`). */
 export const IMAGE_FORMATS = {
@@ -13,6 +22,7 @@ export const IMAGE_FORMATS = {
   gif: { mimeType: "image/gif", extensions: ["gif"] },
   avif: { mimeType: "image/avif", extensions: ["avif"] },
   tiff: { mimeType: "image/tiff", extensions: ["tiff", "tif"] },
+  svg: { mimeType: "image/svg+xml", extensions: ["svg"] },
 } as const satisfies Record<AssetFormat, { mimeType: string; extensions: readonly string[] }>;
 
 export type ImageExtension = (typeof IMAGE_FORMATS)[AssetFormat]["extensions"][number];

@@ -47,7 +47,11 @@ export const MAX_TEXT_LENGTH = 10_000;
 export const MAX_TITLE_LENGTH = 500;
 export const MAX_COLLECTION_NAME_LENGTH = 200;
 
-export const assetFormatSchema = z.enum(ASSET_FORMATS).describe("Image format sniffed from the uploaded bytes");
+export const assetFormatSchema = z
+  .enum(ASSET_FORMATS)
+  .describe(
+    "Image format sniffed from the uploaded bytes. svg: stored sanitised, width and height are its intrinsic size (width/height attributes, else viewBox) at 72 dpi, renditions are PNG",
+  );
 
 // ---------------------------------------------------------------------------------------------
 // Asset

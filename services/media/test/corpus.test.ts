@@ -43,11 +43,10 @@ const REFUSED: Record<string, number> = {
   "relax.jp2": 415,
   "relax_tileparts.jp2": 415,
   "vfile.v": 415,
-  // SVG originals are not accepted (they can carry scripts and external references).
-  "check.svg": 415,
-  "circle.svg": 415,
-  "struct-image-04-t.svg": 415,
 };
+
+/** SVG originals: stored sanitised, every transformation answers PNG. */
+const SVG = ["check.svg", "circle.svg", "struct-image-04-t.svg"];
 
 const ANIMATED: Record<string, number> = {
   "animated-loop-3.gif": 10,
@@ -276,6 +275,19 @@ run("real-world corpus through the production bundle", () => {
       expect([file, r.status]).toEqual([file, 200]);
       const meta = await sharp(r.body, { pages: -1 }).metadata();
       expect([file, meta.pages, meta.pageHeight]).toEqual([file, frames, 96]);
+    }
+  });
+
+  it("accepts SVG originals at their intrinsic size and renders every transformation of them as PNG", () => {
+    expect(SVG.map((file) => [file, assets.get(file)?.format])).toEqual(SVG.map((file) => [file, "svg"]));
+    const size = (file: string) => [assets.get(file)?.width, assets.get(file)?.height];
+    expect([size("check.svg"), size("struct-image-04-t.svg")]).toEqual([
+      [100, 100],
+      [480, 360],
+    ]);
+    for (const file of SVG) {
+      const answers = results.filter((r) => r.file === file).map((r) => `${r.status} ${r.contentType}`);
+      expect([file, answers]).toEqual([file, Array.from({ length: 16 }, () => "200 image/png")]);
     }
   });
 

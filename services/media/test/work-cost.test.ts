@@ -4,7 +4,7 @@ import {
   defaultMediaLimits,
   parseMediaPath,
   transformationSpecs,
-  type AssetFormat,
+  type RasterFormat,
   type TransformationName,
 } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
@@ -60,7 +60,7 @@ describe("cost table (pipeline/cost.ts, calibrated by bench/calibrate-cost.ts)",
     expect(Object.keys(STEP_NS_PER_PIXEL).sort()).toEqual(Object.keys(transformations).sort());
     for (const ns of Object.values(STEP_NS_PER_PIXEL)) expect(ns).toBeGreaterThan(0);
     expect(AVIF_NS_PER_PIXEL).toHaveLength(10);
-    for (const format of ["jpeg", "png", "webp", "gif", "tiff", "avif"] as AssetFormat[]) {
+    for (const format of ["jpeg", "png", "webp", "gif", "tiff", "avif"] as RasterFormat[]) {
       expect(encoderNsPerPixel(format)).toBeGreaterThan(0);
     }
   });
@@ -154,7 +154,7 @@ describe("planRender: the work cost from the header, before decoding", () => {
     },
   );
 
-  it.each(["jpeg", "png", "webp"] as AssetFormat[])(
+  it.each(["jpeg", "png", "webp"] as RasterFormat[])(
     "admits every spec transformation at full size of a 12 MP photo by default, with 2x margin (output %s)",
     (format) => {
       for (const [name, url] of Object.entries(FULL_SIZE_12MP)) {

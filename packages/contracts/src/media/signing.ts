@@ -20,6 +20,7 @@ import { createHmac } from "node:crypto";
  *             cannot be extended);
  *   download  originals only: `GET /original/<id>.<ext>?download=<filename>`;
  *   render    rendition info only: `GET /info/<steps>/<id>.<ext>?render=1` renders the result;
+ *   inline    SVG originals only: `GET /original/<id>.svg?inline` (else an attachment);
  *   v         the asset version a URL pins (`?v=<version>`): the response is immutable, and
  *             signed, only the key holder can mint versions (no cache-busting variants).
  *
@@ -27,7 +28,7 @@ import { createHmac } from "node:crypto";
  */
 
 /** Query parameters a signed URL may carry before `sig` (each at most once). */
-export const SIGNED_QUERY_PARAMETERS = ["download", "exp", "render", "v"] as const;
+export const SIGNED_QUERY_PARAMETERS = ["download", "exp", "inline", "render", "v"] as const;
 
 export interface SignOptions {
   /** Pins the asset version (`v=<version>`, before `exp`): the answer is cached as immutable. */

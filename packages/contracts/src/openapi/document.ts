@@ -112,17 +112,17 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
   415: {
     name: "UnsupportedMediaType",
     description:
-      "Upload: not a supported image (JPEG, PNG, WebP, GIF, AVIF, TIFF; SVG is refused). JSON endpoints: the body is not application/json",
+      "Upload: not a supported image (JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG), markup that is not SVG, an SVG declaring <!ENTITY>s, or a compressed (gzip, SVGZ) file. JSON endpoints: the body is not application/json",
     example: {
       slug: "unsupported-media-type",
       title: "Unsupported Media Type",
-      detail: "The file is not a supported image (accepted: JPEG, PNG, WebP, GIF, AVIF, TIFF)",
+      detail: "The file is not a supported image (accepted: JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG)",
     },
   },
   422: {
     name: "UnprocessableContent",
     description:
-      "A recognised image format whose bytes cannot be decoded (truncated or corrupt: `undecodable-image`), or with more pixels than LIMIT_INPUT_PIXELS (`image-too-large`)",
+      "A recognised image format whose bytes cannot be decoded (truncated or corrupt, an SVG that is not well-formed UTF-8 XML: `undecodable-image`), or with more pixels than LIMIT_INPUT_PIXELS (`image-too-large`; an SVG counts its width x height at 72 dpi)",
     example: {
       slug: "undecodable-image",
       title: "Unprocessable Content",

@@ -139,7 +139,7 @@ export const managementRoutes: readonly ApiRoute[] = [
     operationId: "uploadAsset",
     summary: "Upload an image",
     description:
-      "Uploads one image as multipart/form-data. The type is sniffed from the bytes (JPEG, PNG, WebP, GIF, AVIF, TIFF; SVG is refused). With `warnAboutDuplicateImages` the response lists exact (same SHA-256) and similar (perceptual hash) assets of the workspace; the upload succeeds either way.",
+      "Uploads one image as multipart/form-data. The type is sniffed from the bytes (JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG). An SVG is stored sanitised: scripts, event handlers, `foreignObject` and references out of the document (other than raster `data:image/...` URIs) are removed, and one declaring `<!ENTITY>`s is refused (415); its width and height are its intrinsic size at 72 dpi, and its renditions are PNG. With `warnAboutDuplicateImages` the response lists exact (same SHA-256) and similar (perceptual hash) assets of the workspace; the upload succeeds either way.",
     tag: TAGS.assets,
     auth: true,
     body: {
@@ -254,7 +254,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       type: "multipart",
       fields: replaceFieldsSchema,
       filePart: "file",
-      fileDescription: "The new image file (exactly one part named file)",
+      fileDescription: "The new image file (exactly one part named file), checked and sanitised as at upload",
       description: "The new original",
     },
     responses: { 200: { description: "The updated asset", schema: assetSchema } },

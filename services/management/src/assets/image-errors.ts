@@ -1,6 +1,6 @@
 /** What image analysis finds wrong with an upload; the HTTP layer (problem.ts) maps each to a problem. */
 
-/** Not an image, or a format the platform does not accept (SVG included). */
+/** Not an image, a format the platform does not accept, or markup that is not an acceptable SVG. */
 export class UnsupportedImageError extends Error {
   constructor(detail: string) {
     super(detail);

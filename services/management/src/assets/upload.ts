@@ -15,6 +15,7 @@ import { StorageUnavailableError } from "@media-platform/storage";
 import { ProblemError, badRequest } from "../problem";
 import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./image-errors";
 import { displayedSize, extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
+import { isGzip, looksLikeSvg, sanitiseSvg } from "./svg-original";
 
 /** Multipart overhead tolerated on top of MAX_UPLOAD_BYTES before a Content-Length is refused outright. */
 const MULTIPART_SLACK = 64 * 1024;
@@ -285,8 +286,9 @@ export const phashToBigInt = (bits: string): bigint => BigInt.asIntN(64, BigInt(
  * Sniffs the format from the bytes (never from the filename or client Content-Type), checks the
  * declared pixel count against the limit from the header alone, then fully decodes the image once
  * (through the perceptual hash), reading from the spool file. Size and SHA-256 were measured while
- * the body streamed in. 415: not an image or not an accepted format (SVG included). 422:
- * recognised but undecodable, or above the pixel limit. Then the placeholder and metadata
+ * the body streamed in. 415: not an image or not an accepted format. 422: recognised but
+ * undecodable, or above the pixel limit. An SVG is sanitised first (svg-original.ts) and sized
+ * by librsvg from its width/height/viewBox (at 72 dpi, one user unit per pixel). Then the placeholder and metadata
  * (image-metadata.ts) from the header already read and a <=100 px thumbnail.
  */
 export async function analyseImage(
@@ -295,6 +297,8 @@ export async function analyseImage(
   options: AnalyseOptions = { keepGps: false },
 ): Promise<AnalysedImage> {
   if (file.size === 0) throw badRequest("The file is empty", [{ path: "body.file", message: "must not be empty" }]);
+  // An SVG is sanitised in place before librsvg reads a byte of it (svg-original.ts).
+  const svg = await sanitiseIfSvg(file);
   let meta: sharp.Metadata;
   try {
     // Header only: the pixel limit is checked below from the declared size, before any decode.
@@ -302,15 +306,13 @@ export async function analyseImage(
   } catch (err) {
     const message = err instanceof Error ? err.message : "";
     if (/unsupported image format/i.test(message)) {
-      throw new UnsupportedImageError("The file is not a supported image (accepted: JPEG, PNG, WebP, GIF, AVIF, TIFF)");
+      throw new UnsupportedImageError(`The file is not a supported image (accepted: ${ACCEPTED})`);
     }
     throw new UndecodableImageError();
   }
-  const format = acceptedFormat(meta);
+  const format = acceptedFormat(meta, svg !== undefined);
   if (!format) {
-    throw new UnsupportedImageError(
-      `Image format ${meta.format ?? "unknown"} is not accepted (accepted: JPEG, PNG, WebP, GIF, AVIF, TIFF)`,
-    );
+    throw new UnsupportedImageError(`Image format ${meta.format ?? "unknown"} is not accepted (accepted: ${ACCEPTED})`);
   }
   if (!meta.width || !meta.height) throw new UndecodableImageError("The image has no dimensions");
   const frameHeight = meta.pageHeight ?? meta.height;
@@ -335,15 +337,18 @@ export async function analyseImage(
     }
   }
   // The stored original is served publicly: GPS (and, by default, serial numbers) go first.
-  const storedBytes = await removePrivateMetadata(file.path, IMAGE_FORMATS[format].extensions[0], meta, {
-    policy: options.originalMetadata ?? "private",
-    keepGps: options.keepGps,
-  }).then(
-    (size) => size ?? file.size,
-    () => {
-      throw new UndecodableImageError("The image's metadata could not be rewritten without its GPS position");
-    },
-  );
+  // An SVG is stored as sanitised, which keeps no metadata but its markup.
+  const storedBytes =
+    svg ??
+    (await removePrivateMetadata(file.path, IMAGE_FORMATS[format].extensions[0], meta, {
+      policy: options.originalMetadata ?? "private",
+      keepGps: options.keepGps,
+    }).then(
+      (size) => size ?? file.size,
+      () => {
+        throw new UndecodableImageError("The image's metadata could not be rewritten without its GPS position");
+      },
+    ));
   return {
     format,
     mimeType: IMAGE_FORMATS[format].mimeType,
@@ -359,7 +364,31 @@ export async function analyseImage(
   };
 }
 
-function acceptedFormat(meta: sharp.Metadata): AssetFormat | null {
+const ACCEPTED = "JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG";
+
+/**
+ * Markup is checked as SVG and replaced by its sanitised form (the spool file is rewritten)
+ * before anything else reads it; returns the sanitised size, or undefined for any other file.
+ * A gzip body is refused here: libvips would read it as a compressed SVG, unsanitised.
+ */
+async function sanitiseIfSvg(file: SpooledFile): Promise<number | undefined> {
+  const head = Buffer.alloc(64);
+  const handle = await fsp.open(file.path, "r");
+  try {
+    await handle.read(head, 0, head.length, 0);
+  } finally {
+    await handle.close();
+  }
+  if (isGzip(head)) throw new UnsupportedImageError(`A compressed file is not accepted (accepted: ${ACCEPTED})`);
+  if (!looksLikeSvg(head)) return undefined;
+  const sanitised = sanitiseSvg(await fsp.readFile(file.path));
+  await fsp.writeFile(file.path, sanitised);
+  return sanitised.length;
+}
+
+/** The format of an accepted image; SVG only when this upload's bytes were sanitised first. */
+function acceptedFormat(meta: sharp.Metadata, sanitisedSvg: boolean): AssetFormat | null {
+  if (sanitisedSvg) return meta.format === "svg" ? "svg" : null;
   switch (meta.format) {
     case "jpeg":
     case "png":

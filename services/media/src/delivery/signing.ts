@@ -48,7 +48,7 @@ export class UrlSigner {
 
   /**
    * Checks a request-target (`req.url`): `sig` must be the last query parameter and the
-   * HMAC of everything before it; the parameters it covers may only be exp, download and v, each
+   * HMAC of everything before it; the parameters it covers may only be exp, download, inline and v, each
    * once; an `exp` in the past is "expired" (checked after the signature, so a forged expiry is
    * "invalid"). The comparison is constant-time with respect to the signature.
    */
@@ -118,7 +118,7 @@ export function requireSignature(signer: UrlSigner, target: string): string | un
       throw new ProblemError(
         403,
         "invalid-signature",
-        "The URL signature is wrong (or the query has parameters other than exp, download and v before sig, or any after it)",
+        "The URL signature is wrong (or the query has parameters other than exp, download, inline and v before sig, or any after it)",
         { title: "Invalid signature" },
       );
   }

@@ -45,11 +45,32 @@ function downloadName(target: string, request: OriginalRequest): string | undefi
   return name;
 }
 
+/** The `inline` query parameter (SVG originals): true when present, empty or `true`. */
+function inlineAsked(target: string): boolean {
+  const q = target.indexOf("?");
+  if (q < 0) return false;
+  const values = new URLSearchParams(target.slice(q + 1)).getAll("inline");
+  if (values.length === 0) return false;
+  if (values.length > 1) throw new MediaUrlError([{ path: "inline", message: "parameter is repeated" }]);
+  if (values[0] !== "" && values[0] !== "true") {
+    throw new MediaUrlError([{ path: "inline", message: "must be empty or true" }]);
+  }
+  return true;
+}
+
 /**
- * `GET|HEAD /original/<assetId>.<ext>[?download=<filename>]`: the stored bytes, streamed
+ * An SVG is a document a browser runs in the media service's origin: even sanitised, it is
+ * served with a policy that lets it load and run nothing, and as an attachment unless `?inline`.
+ */
+export const SVG_ORIGINAL_CSP = "default-src 'none'; style-src 'unsafe-inline'";
+
+/**
+ * `GET|HEAD /original/<assetId>.<ext>[?download=<filename>|?inline]`: the stored bytes, streamed
  * unchanged with their stored Content-Type, never decoded and never put in the rendition cache
  * (a CDN in front caches them by the same Cache-Control as renditions). Signed like media URLs
- * when MEDIA_SIGNING_KEY is set; `download` is then covered by the signature.
+ * when MEDIA_SIGNING_KEY is set; `download` and `inline` are then covered by the signature.
+ * An SVG original (stored sanitised) carries SVG_ORIGINAL_CSP and downloads as an attachment
+ * unless `inline` is asked.
  */
 export function originalsHandler(deps: OriginalsDeps) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -67,7 +88,11 @@ export function originalsHandler(deps: OriginalsDeps) {
       if (refused) throw refused;
       const cacheControl = deps.signer ? requireSignature(deps.signer, target) : undefined;
       const request = parseOriginalPath(instanceOf(target));
-      const download = downloadName(target, request);
+      let download = downloadName(target, request);
+      const inline = inlineAsked(target);
+      if (inline && download !== undefined) {
+        throw new MediaUrlError([{ path: "inline", message: "cannot be combined with download" }]);
+      }
       let blob;
       try {
         blob = await deps.store.get(originalKey(request.assetId));
@@ -88,8 +113,13 @@ export function originalsHandler(deps: OriginalsDeps) {
         // The stored type is the one upload sniffed; browsers must not guess another.
         "X-Content-Type-Options": "nosniff",
       };
+      const format = formatOfMimeType(blob.contentType) ?? formatOfExtension(request.extension) ?? "jpeg";
+      if (format === "svg") {
+        headers["Content-Security-Policy"] = SVG_ORIGINAL_CSP;
+        if (inline) headers["Content-Disposition"] = "inline";
+        else download ??= `${request.assetId}.${request.extension}`;
+      }
       if (download !== undefined) {
-        const format = formatOfMimeType(blob.contentType) ?? formatOfExtension(request.extension) ?? "jpeg";
         const name = downloadFilenameFor(download, format);
         // Pure-ASCII fallback for old clients; the exact name travels in filename* (RFC 5987).
         headers["Content-Disposition"] = contentDisposition(name, {

@@ -1,4 +1,4 @@
-import type { AssetFormat, TransformationName } from "@media-platform/contracts";
+import type { RasterFormat, TransformationName } from "@media-platform/contracts";
 import { AUTO_QUALITY_ENCODES, MAX_BYTES_ENCODES } from "./encode-search";
 
 /**
@@ -33,7 +33,7 @@ export const STEP_NS_PER_PIXEL: Readonly<Record<TransformationName, number>> = {
   redact: 94,
 };
 
-export const ENCODER_NS_PER_PIXEL: Readonly<Record<Exclude<AssetFormat, "avif">, number>> = {
+export const ENCODER_NS_PER_PIXEL: Readonly<Record<Exclude<RasterFormat, "avif">, number>> = {
   jpeg: 19,
   png: 67,
   webp: 116,
@@ -49,7 +49,7 @@ export const AVIF_NS_PER_PIXEL: readonly number[] = [124, 364, 676, 1237, 5929, 
 export const SHARP_DEFAULT_AVIF_EFFORT = 4;
 
 /** CPU nanoseconds per output pixel of an encoder (AVIF at the given effort). */
-export function encoderNsPerPixel(format: AssetFormat, avifEffort = SHARP_DEFAULT_AVIF_EFFORT): number {
+export function encoderNsPerPixel(format: RasterFormat, avifEffort = SHARP_DEFAULT_AVIF_EFFORT): number {
   if (format === "avif") return AVIF_NS_PER_PIXEL[Math.min(9, Math.max(0, Math.round(avifEffort)))]!;
   return ENCODER_NS_PER_PIXEL[format];
 }
@@ -73,7 +73,7 @@ interface PlannedParams {
  */
 export function searchedEncoderNsPerPixel(
   steps: readonly PlannedParams[],
-  format: AssetFormat,
+  format: RasterFormat,
   avifEffort?: number,
 ): number {
   const once = encoderNsPerPixel(format, avifEffort);

@@ -1,6 +1,6 @@
 import {
   resolveParams,
-  type AssetFormat,
+  type RasterFormat,
   type GivenParams,
   type MediaLimits,
   type ResolvedParams,
@@ -31,7 +31,7 @@ export interface RenderPlan {
 
 /** What the plan needs to know of the encode besides the steps (a format step overrides `format`). */
 export interface PlanOutput {
-  format: AssetFormat;
+  format: RasterFormat;
   /** AVIF encoder effort; unset = sharp's default. */
   avifEffort?: number;
   /** Frames the render processes (animated originals); default 1. */

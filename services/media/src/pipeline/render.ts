@@ -7,6 +7,7 @@ import {
   type ResolvedParams,
   type MediaLimits,
   originalHeaderFields,
+  renditionFormatOf,
   type OriginalHeader,
   type TransformationName,
   type TransformationStep,
@@ -33,6 +34,7 @@ import { selectedFrame } from "../transformations/frame";
 import { transformations } from "../transformations";
 import { carriesGainMap, keepingGainMap } from "./gain-map";
 import { DEFAULT_AUTO_QUALITY_TARGET, needsSearch, searchEncode } from "./encode-search";
+import { svgDrawing } from "./svg-density";
 
 export interface RenderDeps {
   pixels: PixelWorkers;
@@ -113,10 +115,11 @@ export interface Rendition {
   height: number;
 }
 
+/** The stored format's, but PNG for an SVG original (a pixel transformation has no SVG result). */
 export function outputFormatFor(contentType: string): OutputFormat {
   const format = formatOfMimeType(contentType);
   if (!format) throw new UnsupportedOriginalError(contentType);
-  return format;
+  return renditionFormatOf(format);
 }
 
 /**
@@ -197,7 +200,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     // The header only: sizes, bands, colour space. No pixel is decoded before the plan passes.
     // Stored with the blob at upload when present (no second header parse), else read here.
     const meta = input.header ?? headerOf(await source.metadata(sharpOptions));
-    const oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
+    let oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
     if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
     // Only an original of several frames looks further than this (no work for a still).
     const animation =
@@ -208,11 +211,20 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     // Negotiated format: still JPEG/PNG only; GIFs and anything animated keep their format.
     const convert = input.convertTo && isConvertible(input.contentType) && meta.pages === 1;
     // The cost model prices the encoder the render will use (ctx.output below) and every frame.
-    const plan = planRender(input.steps, oriented, deps.limits, {
+    const planOutput = {
       format: convert ? input.convertTo!.format : format,
       avifEffort: (convert ? input.convertTo!.avifEffort : undefined) ?? deps.avifEffort,
       frames: animation.frames,
-    });
+    };
+    let plan = planRender(input.steps, oriented, deps.limits, planOutput);
+    if (formatOfMimeType(input.contentType) === "svg") {
+      // Drawn at the density its sizing step needs (svg-density.ts): the steps start from that size.
+      const drawing = svgDrawing(input.steps, plan, oriented, deps.limitInputPixels, (size) =>
+        planRender(input.steps, size, deps.limits, planOutput),
+      );
+      ({ plan, size: oriented } = drawing);
+      sharpOptions.density = drawing.density;
+    }
     if (plan.workPixels < LIBVIPS_TIMEOUT_MIN_WORK_PIXELS) deadline = undefined;
     signal?.throwIfAborted();
     release = await options.admit?.(plan);

@@ -1,6 +1,6 @@
 import type sharp from "sharp";
 import type {
-  AssetFormat,
+  RasterFormat,
   FocalPoint,
   MediaLimits,
   ResolvedParams,
@@ -11,8 +11,8 @@ import type { KernelName, KernelParams } from "../pixels/kernels";
 
 export { TransformationInputError } from "../pipeline/errors";
 
-/** Renditions keep the stored format. */
-export type OutputFormat = AssetFormat;
+/** Renditions keep the stored format (an SVG original renders as PNG: contracts' renditionFormatOf). */
+export type OutputFormat = RasterFormat;
 
 /** A detected face, in pixels of the image handed to the detector. */
 export interface FaceBox {
