@@ -14,6 +14,7 @@ import { CORS_HEADER_LIST, ifNoneMatchMatches, responseHeaders } from "./cache/e
 import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
 import { queryRefused } from "./delivery/query-policy";
 import { QueueFullError } from "./delivery/limiter";
+import { CLIENT_SHARE_RETRY_AFTER_SECONDS, ClientShareExceededError } from "./delivery/client-share";
 import { AssetNotFoundError } from "./delivery/asset-not-found";
 import type { RenditionService, SharedMiss } from "./delivery/rendition-service";
 import type { Departure } from "./delivery/single-flight";
@@ -91,7 +92,13 @@ import {
 export const ROUTE_MEDIA = "/:steps/:assetId.:ext";
 
 /** Retry-After (seconds) of the 503s. */
-export const RETRY_AFTER = { queueFull: 1, timeout: 2, storage: 5, faceDetection: 2 } as const;
+export const RETRY_AFTER = {
+  queueFull: 1,
+  timeout: 2,
+  storage: 5,
+  faceDetection: 2,
+  clientShare: CLIENT_SHARE_RETRY_AFTER_SECONDS,
+} as const;
 
 export interface MediaAppDeps {
   /** The media URL space (createMediaRoute); the app answers what the direct entry does not take. */
@@ -126,6 +133,8 @@ export interface MediaRouteDeps {
   limits: MediaLimits;
   /** MEDIA_ALLOW_QUERY: false refuses every query string except a signature (400). Default true. */
   allowQuery?: boolean;
+  /** Who a MISS is charged to (MEDIA_CLIENT_SHARE); unset = nobody. */
+  clientOf?: (req: IncomingMessage) => string;
 }
 
 /** The operations endpoints by path (GET/HEAD): same handler before Express (server.ts) and inside it. */
@@ -296,9 +305,12 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
         res.once("close", () => {
           if (!res.writableFinished) leave(new RequestCancelledError());
         });
+      const client = deps.clientOf?.(req);
       const { entry, xCache } = await service.deliver(
         bucket ? `${key}#${bucket}` : key,
-        bucket ? { ...request, convertTo: { format: bucket, avifEffort: deps.avifEffort } } : request,
+        bucket || client !== undefined
+          ? { ...request, client, ...(bucket && { convertTo: { format: bucket, avifEffort: deps.avifEffort } }) }
+          : request,
         log,
         departure,
         // The hot path looked the target as sent up in Redis; another spelling's key is not that one.
@@ -420,6 +432,12 @@ export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixe
     return new ProblemError(503, "overloaded", "Too many transformations are running or waiting; retry shortly", {
       title: "Service overloaded",
       headers: { "Retry-After": String(RETRY_AFTER.queueFull) },
+    });
+  }
+  if (err instanceof ClientShareExceededError) {
+    return new ProblemError(429, "client-share-exceeded", `${err.message}; retry shortly`, {
+      title: "Too much render work from this client",
+      headers: { "Retry-After": String(RETRY_AFTER.clientShare) },
     });
   }
   if (err instanceof RequestCancelledError) {

@@ -2,6 +2,7 @@ import { PURGE_SECRET_MIN_LENGTH } from "@media-platform/contracts";
 import { DEFAULT_CACHE_POLICY, type CachePolicy } from "./cache/entry";
 import { availableParallelism } from "node:os";
 import path from "node:path";
+import proxyaddr from "proxy-addr";
 import { z } from "zod";
 import { defaultMediaLimits, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import {
@@ -17,6 +18,16 @@ import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
 import { loadPresetsFile } from "./presets";
 
 const MiB = 1024 * 1024;
+
+/** A MEDIA_TRUSTED_PROXIES list as proxy-addr understands it. */
+function compilesAsTrust(list: string[]): boolean {
+  try {
+    proxyaddr.compile(list);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Default transformation slots per CPU core. With one libvips thread per image
@@ -122,6 +133,21 @@ export const mediaEnvSchema = z.object({
   ).describe(
     "Work (pixels, as MEDIA_MAX_WORK_PIXELS counts it) all running transformations may hold at once; bounds memory, later ones wait",
   ),
+  MEDIA_CLIENT_SHARE: num(0.01, 1, 0.5, "a number from 0.01 to 1").describe(
+    "Share of the render capacity (MEDIA_MAX_INFLIGHT_PIXELS) one client may hold, running and waiting; beyond it 429 + Retry-After (a client holding nothing is always admitted; 1 = no per-client bound; cache hits are never refused)",
+  ),
+  MEDIA_TRUSTED_PROXIES: z
+    .preprocess(
+      blankAsUnset,
+      z
+        .string()
+        .transform((v) => v.split(",").map((entry) => entry.trim()).filter((entry) => entry !== ""))
+        .refine(compilesAsTrust, "must be a comma-separated list of IP addresses, CIDR ranges, loopback, linklocal or uniquelocal")
+        .optional(),
+    )
+    .describe(
+      "Proxies whose X-Forwarded-For names the client (IPs, CIDRs, loopback, linklocal, uniquelocal); unset = the peer address is the client (per-client share)",
+    ),
   MEDIA_MAX_MULTIPLIER: num(1, 1000, defaultMediaLimits.maxMultiplier, "a number from 1 to 1000").describe(
     "Cap for saturation, brightness and channelManipulation multipliers",
   ),
@@ -226,6 +252,10 @@ export interface MediaConfig {
   requestTimeoutMs: number;
   /** Pixels of work all running transformations may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
   inflightPixels: number;
+  /** Share of inflightPixels one client may hold (MEDIA_CLIENT_SHARE); 1 = no per-client bound. */
+  clientShare: number;
+  /** MEDIA_TRUSTED_PROXIES; empty = the peer address is the client. */
+  trustedProxies: string[];
   /** Transformation slots, resolved (MEDIA_CONCURRENCY 0 = RENDERS_PER_CORE per CPU core). */
   concurrency: number;
   queueLimit: number;
@@ -302,6 +332,8 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     limits,
     requestTimeoutMs: e.MEDIA_REQUEST_TIMEOUT_MS,
     inflightPixels: e.MEDIA_MAX_INFLIGHT_PIXELS,
+    clientShare: e.MEDIA_CLIENT_SHARE,
+    trustedProxies: e.MEDIA_TRUSTED_PROXIES ?? [],
     concurrency: e.MEDIA_CONCURRENCY || RENDERS_PER_CORE * availableParallelism(),
     queueLimit: e.MEDIA_QUEUE_LIMIT,
     vipsConcurrency: e.MEDIA_VIPS_CONCURRENCY,

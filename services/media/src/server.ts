@@ -9,6 +9,7 @@ import { NOSNIFF, NOSNIFF_HEADER, type CachePolicy } from "./cache/entry";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
+import { ClientShare, clientIdentity } from "./delivery/client-share";
 import { createHotPath, type HotPathNext } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
@@ -33,6 +34,10 @@ export interface MediaServerOptions {
   requestTimeoutMs: number;
   /** Pixels of work all running renders may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
   inflightPixels: number;
+  /** Share of inflightPixels one client may hold (MEDIA_CLIENT_SHARE); 1 = no per-client bound. */
+  clientShare: number;
+  /** MEDIA_TRUSTED_PROXIES: whose X-Forwarded-For names the client. */
+  trustedProxies: string[];
   concurrency: number;
   queueLimit: number;
   /** Named step chains (MEDIA_PRESETS_FILE), already validated. */
@@ -133,6 +138,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     redis,
     limiter,
     gate: new WorkGate(options.inflightPixels),
+    clients: options.clientShare < 1 ? new ClientShare(options.inflightPixels, options.clientShare) : undefined,
     metrics,
     logger,
     requestTimeoutMs: options.requestTimeoutMs,
@@ -147,6 +153,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     signer,
     allowQuery: options.allowQuery,
     limits: options.limits,
+    clientOf: options.clientShare < 1 ? clientIdentity(options.trustedProxies) : undefined,
   });
   const operations = createOperationRoutes({
     metrics,

@@ -23,6 +23,7 @@ import { usesFocalPoint } from "../pipeline/plan";
 import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
 import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
+import { admitWork, type ClientShare } from "./client-share";
 import type { Limiter, WorkGate } from "./limiter";
 import { SingleFlight, type Departure } from "./single-flight";
 
@@ -56,6 +57,8 @@ export interface RenditionServiceDeps {
   limiter: Limiter;
   /** Pixels of work in flight across renders; omitted = unbounded. */
   gate?: WorkGate;
+  /** Per-client share of the gate's capacity (MEDIA_CLIENT_SHARE); omitted = no per-client bound. */
+  clients?: ClientShare;
   metrics: DeliveryMetrics;
   /** Service logger; a request's own child logger (with its request id) is passed to deliver(). */
   logger: Logger;
@@ -68,7 +71,11 @@ export interface RenditionServiceDeps {
 }
 
 /** A parsed media URL, plus the negotiated output format when MEDIA_AUTO_FORMAT chose one. */
-export type DeliveryRequest = MediaRequest & { convertTo?: ConvertTo };
+export type DeliveryRequest = MediaRequest & {
+  convertTo?: ConvertTo;
+  /** Who the render is charged to (delivery/client-share.ts); unset = nobody. */
+  client?: string;
+};
 
 /**
  * A Redis-tier lookup that found no result for `key`: the generation it read. The hot path hands
@@ -329,7 +336,7 @@ export class RenditionService {
         signal,
         deadline,
         onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
-        admit: gate ? (plan) => gate.acquire(plan.workPixels, signal) : undefined,
+        admit: gate ? (plan) => admitWork(gate, this.deps.clients, request.client, plan.workPixels, signal) : undefined,
       },
     );
     if (debug)
