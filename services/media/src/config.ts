@@ -195,6 +195,17 @@ export const mediaEnvSchema = z.object({
     DEFAULT_CACHE_POLICY.staleWhileRevalidateSeconds,
     "a whole number of seconds from 0 to 31536000",
   ).describe("Cache-Control stale-while-revalidate of unversioned media URLs"),
+  MEDIA_ISOLATED_RENDER_COST: int(
+    0,
+    10_000_000,
+    1000,
+    "a whole number of milliseconds from 0 to 10000000",
+  ).describe(
+    "Renders whose estimated CPU cost (as MEDIA_MAX_WORK_COST counts it) reaches this many ms run in a render process that is killed at the request's deadline, so no encoder keeps burning CPU after the 503; cheaper renders stay in the service process",
+  ),
+  MEDIA_RENDER_PROCESSES: int(0, 256, 0, "a whole number from 0 (one per CPU core) to 256").describe(
+    "Render processes for the renders MEDIA_ISOLATED_RENDER_COST sends out of the service process (started on demand); 0 = one per CPU core",
+  ),
   MEDIA_VIPS_CONCURRENCY: int(0, 64, 1, "a whole number from 0 (one per CPU core) to 64").describe(
     "libvips threads per image (sharp.concurrency). 1: requests run in parallel across MEDIA_CONCURRENCY slots instead, which costs less CPU per image than splitting each one",
   ),
@@ -259,6 +270,10 @@ export interface MediaConfig {
   /** Transformation slots, resolved (MEDIA_CONCURRENCY 0 = RENDERS_PER_CORE per CPU core). */
   concurrency: number;
   queueLimit: number;
+  /** Estimated CPU ms from which a render runs in a killable render process (MEDIA_ISOLATED_RENDER_COST). */
+  isolatedRenderCost: number;
+  /** Render processes, resolved (MEDIA_RENDER_PROCESSES 0 = one per CPU core). */
+  renderProcesses: number;
   /** libvips threads per image; 0 = one per CPU core. */
   vipsConcurrency: number;
   /** V8's --heap-growing-percent for this process; 0 leaves V8's heuristics alone. */
@@ -337,6 +352,8 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     concurrency: e.MEDIA_CONCURRENCY || RENDERS_PER_CORE * availableParallelism(),
     queueLimit: e.MEDIA_QUEUE_LIMIT,
     vipsConcurrency: e.MEDIA_VIPS_CONCURRENCY,
+    isolatedRenderCost: e.MEDIA_ISOLATED_RENDER_COST,
+    renderProcesses: e.MEDIA_RENDER_PROCESSES || availableParallelism(),
     heapGrowingPercent: e.MEDIA_HEAP_GROWING_PERCENT,
     workers: e.MEDIA_WORKERS,
     logLevel: e.LOG_LEVEL,

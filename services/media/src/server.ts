@@ -304,7 +304,20 @@ export async function startMedia(
       avifEffort: config.avifEffort,
       maxAnimationFrames: config.maxAnimationFrames,
     };
-    render = (input, options) => pipeline.render(input, renderDeps, options);
+    const inProcess: RenderFn = (input, options) => pipeline.render(input, renderDeps, options);
+    const { RenderProcessPool, isolatingRender } =
+      require("./pipeline/killable-render") as typeof import("./pipeline/killable-render");
+    const renderProcesses = new RenderProcessPool(config.renderProcesses, {
+      limits: config.limits,
+      limitInputPixels: config.limitInputPixels,
+      avifEffort: config.avifEffort,
+      maxAnimationFrames: config.maxAnimationFrames,
+      vipsConcurrency: config.vipsConcurrency,
+      pixelWorkers: 1,
+      requestTimeoutMs: config.requestTimeoutMs,
+    });
+    render = isolatingRender(inProcess, renderProcesses, config.isolatedRenderCost);
+    closeHooks.push({ name: "render processes", close: () => renderProcesses.close() });
     closeHooks.push({ name: "pixel workers", close: () => pixels.close() });
     closeHooks.push({ name: "face detector", close: () => faces.close() });
   }
