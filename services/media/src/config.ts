@@ -169,6 +169,9 @@ export const mediaEnvSchema = z.object({
   MEDIA_REQUEST_TIMEOUT_MS: int(100, 600_000, 30_000, "a whole number of milliseconds from 100 to 600000").describe(
     "Longest a request may wait for its transformation (queue + read + render); then 503",
   ),
+  MEDIA_SEND_TIMEOUT_MS: int(100, 3_600_000, 60_000, "a whole number of milliseconds from 100 to 3600000").describe(
+    "Longest a response may take to reach its client once its body is ready; a client that reads slower (or not at all) is disconnected and the body's buffer released",
+  ),
   MEDIA_CONCURRENCY: int(0, 1024, 0, "a whole number from 0 (four per CPU core) to 1024").describe(
     "Transformations running at once; 0 = four per CPU core (with one libvips thread per image, fewer left cores idle)",
   ),
@@ -261,6 +264,8 @@ export interface MediaConfig {
   limitInputPixels: number;
   limits: MediaLimits;
   requestTimeoutMs: number;
+  /** MEDIA_SEND_TIMEOUT_MS */
+  sendTimeoutMs: number;
   /** Pixels of work all running transformations may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
   inflightPixels: number;
   /** Share of inflightPixels one client may hold (MEDIA_CLIENT_SHARE); 1 = no per-client bound. */
@@ -346,6 +351,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
     limits,
     requestTimeoutMs: e.MEDIA_REQUEST_TIMEOUT_MS,
+    sendTimeoutMs: e.MEDIA_SEND_TIMEOUT_MS,
     inflightPixels: e.MEDIA_MAX_INFLIGHT_PIXELS,
     clientShare: e.MEDIA_CLIENT_SHARE,
     trustedProxies: e.MEDIA_TRUSTED_PROXIES ?? [],

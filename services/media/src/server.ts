@@ -10,6 +10,7 @@ import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
 import { ClientShare, clientIdentity } from "./delivery/client-share";
+import { sendTimeout } from "./delivery/send-timeout";
 import { createHotPath, type HotPathNext } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
@@ -32,6 +33,8 @@ export interface MediaServerOptions {
   /** MEDIA_ALLOW_QUERY: false refuses query strings other than the signature. */
   allowQuery: boolean;
   requestTimeoutMs: number;
+  /** MEDIA_SEND_TIMEOUT_MS: a response not delivered by then is cut (its buffer released). */
+  sendTimeoutMs: number;
   /** Pixels of work all running renders may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
   inflightPixels: number;
   /** Share of inflightPixels one client may hold (MEDIA_CLIENT_SHARE); 1 = no per-client bound. */
@@ -119,6 +122,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       })
     : undefined;
   const limiter = new Limiter(options.concurrency, options.queueLimit);
+  const guardSend = sendTimeout(options.sendTimeoutMs);
   // Media's own series exist from the start (metrics.ts); the dependency series are shown from
   // zero too. The queue depth is read at scrape time.
   metrics.trackQueueDepth(() => limiter.waiting);
@@ -154,6 +158,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     allowQuery: options.allowQuery,
     limits: options.limits,
     clientOf: options.clientShare < 1 ? clientIdentity(options.trustedProxies) : undefined,
+    guardSend,
   });
   const operations = createOperationRoutes({
     metrics,
@@ -183,6 +188,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     purgeRouter: options.purgeSecret ? purgeRouter(purger, options.purgeSecret) : undefined,
   });
   const hotPath = createHotPath({
+    guardSend,
     memory,
     signer,
     metrics,

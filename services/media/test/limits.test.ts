@@ -2,7 +2,7 @@ import request from "supertest";
 import type { RenderFn } from "../src/delivery/rendition-service";
 import { Limiter, QueueFullError } from "../src/delivery/limiter";
 import { FaceDetectionError } from "../src/faces";
-import { gatedRender, metricValue, singleFlightJoins, startTestMedia, type TestMedia } from "./support/media-server";
+import { countingRender, gatedRender, metricValue, singleFlightJoins, startTestMedia, type TestMedia } from "./support/media-server";
 
 describe("transformation concurrency limit", () => {
   let media: TestMedia;
@@ -72,15 +72,31 @@ describe("transformation concurrency limit", () => {
     expect(media.memory.size).toBe(0);
   });
 
-  it("does not cache results above CACHE_MAX_ENTRY_BYTES (served, MISS every time)", async () => {
-    media = await startTestMedia({ cache: { memoryBytes: 64 * 1024 * 1024, ttlSeconds: 60, maxEntryBytes: 1000 } });
+  it("refuses results above CACHE_MAX_ENTRY_BYTES with 413, and renders a refused URL only once", async () => {
+    const counting = countingRender();
+    media = await startTestMedia({
+      render: counting.render,
+      cache: { memoryBytes: 64 * 1024 * 1024, ttlSeconds: 60, maxEntryBytes: 1000 },
+    });
     const id = await media.store.putFixture("astronaut.png");
     const a = await request(media.server).get(`/thumbnail:size=100/${id}.png`);
     const b = await request(media.server).get(`/thumbnail:size=100/${id}.png`);
-    expect([a.status, b.status]).toEqual([200, 200]);
-    expect(a.body.length).toBeGreaterThan(1000);
-    expect([a.headers["x-cache"], b.headers["x-cache"]]).toEqual(["MISS", "MISS"]);
+    for (const res of [a, b]) {
+      expect(res.status).toBe(413);
+      expect(res.headers["content-type"]).toContain("application/problem+json");
+      expect(res.headers["cache-control"]).toBe("no-store");
+      expect(res.body).toMatchObject({
+        type: "https://media-platform.dev/problems/result-too-large",
+        errors: [{ path: "CACHE_MAX_ENTRY_BYTES", message: "at most 1000 bytes" }],
+      });
+      expect(res.body.detail).toMatch(/^the result would be \d+ bytes, above the 1000 bytes/);
+    }
+    expect(counting.calls).toHaveLength(1);
     expect(media.memory.size).toBe(0);
+    // A result within the limit is served and cached as before.
+    const small = await request(media.server).get(`/crop:width=8:height=8/${id}.png`);
+    expect([small.status, small.headers["x-cache"]]).toEqual([200, "MISS"]);
+    expect(small.body.length).toBeLessThanOrEqual(1000);
   });
 });
 

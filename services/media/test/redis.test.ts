@@ -386,12 +386,12 @@ describeWithRedis("Redis result tier", () => {
     expect(counting.calls).toHaveLength(1);
   });
 
-  it("does not store results above CACHE_MAX_ENTRY_BYTES in Redis", async () => {
+  it("refuses results above CACHE_MAX_ENTRY_BYTES and stores nothing in Redis", async () => {
     const id = await store.putFixture("astronaut.png");
     const path = `/thumbnail:size=300/${id}.png`;
     const media = await start({ cache: { memoryBytes: 0, ttlSeconds: 60, maxEntryBytes: 1000 } });
     const res = await fetch(`${media.url}${path}`);
-    expect(res.status).toBe(200);
+    expect(res.status).toBe(413);
     expect(await redis.exists(`${prefix}r:0:${path}`)).toBe(0);
   });
 

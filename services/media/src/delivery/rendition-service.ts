@@ -24,6 +24,7 @@ import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeli
 import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
 import { admitWork, type ClientShare } from "./client-share";
+import { ResultSizeLimit } from "./result-size";
 import type { Limiter, WorkGate } from "./limiter";
 import { SingleFlight, type Departure } from "./single-flight";
 
@@ -134,8 +135,11 @@ export class RenditionService {
   private readonly flights = new SingleFlight<FlightResult>();
   /** The cross-replica protocol of a MISS; undefined without Redis. */
   private readonly shared: SharedRender | undefined;
+  /** Results above CACHE_MAX_ENTRY_BYTES are refused (delivery/result-size.ts). */
+  private readonly resultSize: ResultSizeLimit;
 
   constructor(private readonly deps: RenditionServiceDeps) {
+    this.resultSize = new ResultSizeLimit(deps.maxEntryBytes);
     this.shared = deps.redis && new SharedRender(deps.redis, deps.metrics, deps.requestTimeoutMs);
   }
 
@@ -164,6 +168,7 @@ export class RenditionService {
     // A purge changes the local generation: later requests start a new flight instead of joining
     // one that may be rendering the old original.
     const generation = this.deps.purger?.localGeneration(request.assetId) ?? "";
+    this.resultSize.checkRemembered(`${generation}|${key}`);
     const { promise, leader } = this.flights.run(
       `${generation}|${key}`,
       (signal, abort) =>
@@ -276,8 +281,9 @@ export class RenditionService {
           blob.release();
         }
       }, signal);
+      this.resultSize.check(`${flight.generation}|${flight.key}`, rendition.data.length);
       const entry = this.entryFor(flight, rendition.data, rendition.contentType);
-      if (rendition.data.length <= this.deps.maxEntryBytes) this.remember(flight, entry);
+      this.remember(flight, entry);
       // Written before the lock is released, so a waiting replica finds it.
       if (shared) {
         await shared.publish(
