@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { FaceDetectionError } from "../faces";
 import { PixelKernelError } from "../pixels/pool";
@@ -76,6 +77,12 @@ interface Slot {
   ready: Promise<void>;
   task?: Task;
 }
+
+/**
+ * Scheduling priority of the render processes (a nice value): their long renders yield the CPU to
+ * the service process, whose small renders and cache hits then keep their latency under load.
+ */
+const RENDER_PROCESS_NICE = 10;
 
 // Compiled (the media bundle's dist/render-process.js) or, from sources, through tsx.
 const COMPILED_ENTRY = path.join(__dirname, "render-process.js");
@@ -191,6 +198,11 @@ export class RenderProcessPool {
       stdio: ["ignore", "inherit", "inherit", "ipc"],
       env: { ...process.env, MEDIA_RENDER_PROCESS_SETTINGS: JSON.stringify(this.settings) },
     });
+    try {
+      if (child.pid !== undefined) os.setPriority(child.pid, RENDER_PROCESS_NICE);
+    } catch {
+      // Not permitted here (some containers): the processes keep the service's priority.
+    }
     let markReady!: () => void;
     let failStart!: (err: Error) => void;
     const slot: Slot = {
