@@ -120,7 +120,7 @@ run("small thumbnails under heavy load from other clients (media service process
           headers: { "X-Forwarded-For": "203.0.113.9" },
         });
         const body = Buffer.from(await res.arrayBuffer());
-        const meta = res.status === 200 ? await sharp(body).metadata() : {};
+        const meta: { width?: number; height?: number } = res.status === 200 ? await sharp(body).metadata() : {};
         thumbnails.push({ status: res.status, type: res.headers.get("x-cache"), width: meta.width, height: meta.height });
         expect(thumbnails.at(-1)).toEqual({ status: 200, type: "MISS", width: size, height: size });
       }
