@@ -141,7 +141,8 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     memory,
     redis,
     limiter,
-    gate: new WorkGate(options.inflightPixels),
+    // Half the transformation slots at most for heavy renders: the rest stays free for light ones.
+    gate: new WorkGate(options.inflightPixels, Math.max(1, Math.floor(options.concurrency / 2))),
     clients: options.clientShare < 1 ? new ClientShare(options.inflightPixels, options.clientShare) : undefined,
     metrics,
     logger,

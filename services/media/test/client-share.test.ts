@@ -15,7 +15,7 @@ function holdingRender() {
   const finished = new Promise<void>((resolve) => (finish = resolve));
   const render: RenderFn = async (input, options) => {
     const work = Number((input.steps[0]!.params as { width: number }).width);
-    const release = await options.admit!({ steps: [], workPixels: work, workCost: 0 } satisfies RenderPlan);
+    const release = await options.admit!({ steps: [], workPixels: work, workCost: 1000 } satisfies RenderPlan);
     admitted.push(input.cacheKey);
     try {
       await finished;

@@ -78,10 +78,11 @@ export async function admitWork(
   client: string | undefined,
   weight: number,
   signal: AbortSignal,
+  costMs?: number,
 ): Promise<() => void> {
   const releaseShare = clients && client !== undefined ? clients.charge(client, weight) : undefined;
   try {
-    const releaseGate = await gate.acquire(weight, signal);
+    const releaseGate = await gate.acquire(weight, signal, costMs);
     return () => {
       releaseGate();
       releaseShare?.();
