@@ -18,7 +18,13 @@ import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
 import { benchMediaEnv, freePort, startMediaService, table } from "./harness";
 
 const CORPUS = path.resolve(__dirname, "..", "..", "shared", "fixtures", "corpus", "sharp");
-const PHOTOS = ["Landscape_1.jpg", "Landscape_3.jpg", "Landscape_5.jpg", "Landscape_7.jpg", "2569067123_aca715a2ee_o.jpg"];
+const PHOTOS = [
+  "Landscape_1.jpg",
+  "Landscape_3.jpg",
+  "Landscape_5.jpg",
+  "Landscape_7.jpg",
+  "2569067123_aca715a2ee_o.jpg",
+];
 const LOAD_CLIENTS = Number(process.env.HEAVY_LOAD_CLIENTS ?? 4);
 /** Thumbnails per phase. */
 const SAMPLES = Number(process.env.HEAVY_LOAD_SAMPLES ?? 150);
@@ -26,7 +32,8 @@ const SAMPLES = Number(process.env.HEAVY_LOAD_SAMPLES ?? 150);
  * The heaviest URL kind the default budget (MEDIA_MAX_WORK_COST 20000 ms) admits: a 25 MP canvas,
  * noise over all of it and an AVIF encode, about 12 s of estimated CPU.
  */
-const HEAVY = (id: string, n: number) => `/fit:width=5000:height=5000/add-noise:amount=${20 + (n % 60)}/format:type=avif/${id}.jpg`;
+const HEAVY = (id: string, n: number) =>
+  `/fit:width=5000:height=5000/add-noise:amount=${20 + (n % 60)}/format:type=avif/${id}.jpg`;
 
 /** One load process: two connections asking for heavy URLs until killed; prints its statuses at the end. */
 const LOAD_SCRIPT = `
@@ -63,8 +70,7 @@ function treeTicks(root: number): number {
     }
   }
   const tree = [root];
-  for (let i = 0; i < tree.length; i++)
-    for (const [pid, stat] of stats) if (stat.ppid === tree[i]) tree.push(pid);
+  for (let i = 0; i < tree.length; i++) for (const [pid, stat] of stats) if (stat.ppid === tree[i]) tree.push(pid);
   return tree.reduce((sum, pid) => sum + (stats.get(pid)?.ticks ?? 0), 0);
 }
 
@@ -98,7 +104,12 @@ export async function benchHeavyLoad(): Promise<string> {
     for (const photo of PHOTOS) {
       const bytes = readFileSync(path.join(CORPUS, photo));
       const id = randomUUID();
-      await store.put(originalKey(id), bytes, "image/jpeg", originalHeaderMetadata(originalHeaderOf(await sharp(bytes).metadata())));
+      await store.put(
+        originalKey(id),
+        bytes,
+        "image/jpeg",
+        originalHeaderMetadata(originalHeaderOf(await sharp(bytes).metadata())),
+      );
       ids.push(id);
     }
     const port = await freePort();
@@ -158,9 +169,11 @@ export async function benchHeavyLoad(): Promise<string> {
       `p95 loaded / idle: **${ratio.toFixed(2)}x** (target: within 3x); thumbnail answers: all 200 MISS.`,
       `CPU of the media service and its render processes while the loaded thumbnails ran: ${cores.toFixed(2)} cores of ${availableParallelism()}.`,
       "The heavy lane admits one such render at a time (its pixels are half the in-flight capacity), in a render process at lower priority; the others are refused (429 beyond a client's share, 503 beyond the heavy lane's slots).",
-      `Heavy clients' answers during the run: ${Object.entries(statuses)
-        .map(([status, n]) => `${n} x ${status}`)
-        .join(", ") || "none finished"}.`,
+      `Heavy clients' answers during the run: ${
+        Object.entries(statuses)
+          .map(([status, n]) => `${n} x ${status}`)
+          .join(", ") || "none finished"
+      }.`,
     ].join("\n");
   } finally {
     for (const child of loaders) if (child.exitCode === null) child.kill("SIGKILL");

@@ -30,7 +30,9 @@ async function benchMediaSoak(): Promise<string> {
     });
     if (run.status !== 0) throw new Error(`bench/media-soak.ts exited with ${run.status ?? run.signal}`);
     // Its own "# Media soak" title becomes this section's heading.
-    return readFileSync(out, "utf8").replace(/^# Media soak\n+/, "").trimEnd();
+    return readFileSync(out, "utf8")
+      .replace(/^# Media soak\n+/, "")
+      .trimEnd();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

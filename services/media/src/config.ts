@@ -141,8 +141,16 @@ export const mediaEnvSchema = z.object({
       blankAsUnset,
       z
         .string()
-        .transform((v) => v.split(",").map((entry) => entry.trim()).filter((entry) => entry !== ""))
-        .refine(compilesAsTrust, "must be a comma-separated list of IP addresses, CIDR ranges, loopback, linklocal or uniquelocal")
+        .transform((v) =>
+          v
+            .split(",")
+            .map((entry) => entry.trim())
+            .filter((entry) => entry !== ""),
+        )
+        .refine(
+          compilesAsTrust,
+          "must be a comma-separated list of IP addresses, CIDR ranges, loopback, linklocal or uniquelocal",
+        )
         .optional(),
     )
     .describe(
@@ -191,19 +199,16 @@ export const mediaEnvSchema = z.object({
     31_536_000,
     DEFAULT_CACHE_POLICY.maxAgeSeconds,
     "a whole number of seconds from 0 to 31536000",
-  ).describe("Cache-Control max-age of media URLs (a signed URL with ?v=<version> is immutable for a year; an unsigned v is not checked, so it is not)"),
+  ).describe(
+    "Cache-Control max-age of media URLs (a signed URL with ?v=<version> is immutable for a year; an unsigned v is not checked, so it is not)",
+  ),
   MEDIA_STALE_WHILE_REVALIDATE: int(
     0,
     31_536_000,
     DEFAULT_CACHE_POLICY.staleWhileRevalidateSeconds,
     "a whole number of seconds from 0 to 31536000",
   ).describe("Cache-Control stale-while-revalidate of unversioned media URLs"),
-  MEDIA_ISOLATED_RENDER_COST: int(
-    0,
-    10_000_000,
-    1000,
-    "a whole number of milliseconds from 0 to 10000000",
-  ).describe(
+  MEDIA_ISOLATED_RENDER_COST: int(0, 10_000_000, 1000, "a whole number of milliseconds from 0 to 10000000").describe(
     "Renders whose estimated CPU cost (as MEDIA_MAX_WORK_COST counts it) reaches this many ms run in a render process that is killed at the request's deadline, so no encoder keeps burning CPU after the 503; cheaper renders stay in the service process",
   ),
   MEDIA_RENDER_PROCESSES: int(0, 256, 0, "a whole number from 0 (one per CPU core) to 256").describe(

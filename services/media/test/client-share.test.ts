@@ -89,7 +89,9 @@ describe("per-client share of the render capacity (MEDIA_CLIENT_SHARE)", () => {
     const held = holdingRender();
     media = await startTestMedia({ render: held.render, inflightPixels: 1000, clientShare: 0.5 });
     const id = await media.store.putFixture("rocket.jpg");
-    const done = request(media.server).get(`/crop:width=900:height=1/${id}.png`).then((res) => res);
+    const done = request(media.server)
+      .get(`/crop:width=900:height=1/${id}.png`)
+      .then((res) => res);
     await held.waitAdmitted(1);
     const small = await request(media.server).get(`/crop:width=10:height=1/${id}.png`);
     expect(small.status).toBe(429);

@@ -47,7 +47,12 @@ run("small thumbnails under heavy load from other clients (media service process
     for (const photo of PHOTOS) {
       const bytes = readFileSync(path.join(CORPUS, photo));
       const id = randomUUID();
-      await store.put(originalKey(id), bytes, "image/jpeg", originalHeaderMetadata(originalHeaderOf(await sharp(bytes).metadata())));
+      await store.put(
+        originalKey(id),
+        bytes,
+        "image/jpeg",
+        originalHeaderMetadata(originalHeaderOf(await sharp(bytes).metadata())),
+      );
       ids.push(id);
     }
     media = await startServiceProcess(
@@ -75,7 +80,9 @@ run("small thumbnails under heavy load from other clients (media service process
   it("answers every cold thumbnail correctly and without a 5xx while 3 clients send the heaviest admitted URLs", async () => {
     const base = media!.url;
     // Over the budget: refused before decoding, so the heavy URL below is the heaviest kind admitted.
-    const refused = await fetch(`${base}/fit:width=2400:height=2400/add-noise:amount=50/format:type=avif/${ids[0]}.jpg`);
+    const refused = await fetch(
+      `${base}/fit:width=2400:height=2400/add-noise:amount=50/format:type=avif/${ids[0]}.jpg`,
+    );
     expect(refused.status).toBe(400);
     const heavyUrl = (client: number, n: number) =>
       `${base}/fit:width=1800:height=1800/add-noise:amount=${10 + client * 20 + (n % 20)}/format:type=avif/${ids[n % ids.length]}.jpg`;
@@ -121,7 +128,12 @@ run("small thumbnails under heavy load from other clients (media service process
         });
         const body = Buffer.from(await res.arrayBuffer());
         const meta: { width?: number; height?: number } = res.status === 200 ? await sharp(body).metadata() : {};
-        thumbnails.push({ status: res.status, type: res.headers.get("x-cache"), width: meta.width, height: meta.height });
+        thumbnails.push({
+          status: res.status,
+          type: res.headers.get("x-cache"),
+          width: meta.width,
+          height: meta.height,
+        });
         expect(thumbnails.at(-1)).toEqual({ status: 200, type: "MISS", width: size, height: size });
       }
       // The heavy work really ran in the meantime (a render process was busy with it).

@@ -2,7 +2,14 @@ import request from "supertest";
 import type { RenderFn } from "../src/delivery/rendition-service";
 import { Limiter, QueueFullError } from "../src/delivery/limiter";
 import { FaceDetectionError } from "../src/faces";
-import { countingRender, gatedRender, metricValue, singleFlightJoins, startTestMedia, type TestMedia } from "./support/media-server";
+import {
+  countingRender,
+  gatedRender,
+  metricValue,
+  singleFlightJoins,
+  startTestMedia,
+  type TestMedia,
+} from "./support/media-server";
 
 describe("transformation concurrency limit", () => {
   let media: TestMedia;

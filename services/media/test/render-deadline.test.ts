@@ -54,7 +54,12 @@ run("a render stops at its deadline, inside the encoder too (media service proce
       .jpeg()
       .toBuffer();
     id = randomUUID();
-    await store.put(originalKey(id), jpeg, "image/jpeg", originalHeaderMetadata(originalHeaderOf(await sharp(jpeg).metadata())));
+    await store.put(
+      originalKey(id),
+      jpeg,
+      "image/jpeg",
+      originalHeaderMetadata(originalHeaderOf(await sharp(jpeg).metadata())),
+    );
     media = await startServiceProcess(
       "services/media/src/index.ts",
       {
@@ -88,7 +93,10 @@ run("a render stops at its deadline, inside the encoder too (media service proce
     expect((await sharp(Buffer.from(await small.arrayBuffer())).metadata()).width).toBe(16);
     const isolated = await fetch(`${media!.url}/fit:width=1200:height=900/saturation:value=1.5/${id}.jpg`);
     expect(isolated.status).toBe(200);
-    expect(await sharp(Buffer.from(await isolated.arrayBuffer())).metadata()).toMatchObject({ width: 1200, height: 900 });
+    expect(await sharp(Buffer.from(await isolated.arrayBuffer())).metadata()).toMatchObject({
+      width: 1200,
+      height: 900,
+    });
     const renderProcesses = processTree(pid).slice(1);
     expect(renderProcesses.length).toBeGreaterThan(0);
 

@@ -342,7 +342,9 @@ export class RenditionService {
         signal,
         deadline,
         onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
-        admit: gate ? (plan) => admitWork(gate, this.deps.clients, request.client, plan.workPixels, signal, plan.workCost) : undefined,
+        admit: gate
+          ? (plan) => admitWork(gate, this.deps.clients, request.client, plan.workPixels, signal, plan.workCost)
+          : undefined,
       },
     );
     if (debug)

@@ -137,7 +137,9 @@ export class RenderProcessPool {
   async close(): Promise<void> {
     this.closed = true;
     for (const task of this.queue.splice(0)) task.reject(new RenderProcessError("the render processes are closed"));
-    await Promise.all([...this.slots].map((slot) => this.kill(slot, new RenderProcessError("the render processes are closed"))));
+    await Promise.all(
+      [...this.slots].map((slot) => this.kill(slot, new RenderProcessError("the render processes are closed"))),
+    );
   }
 
   private abort(task: Task): void {
