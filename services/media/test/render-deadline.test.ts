@@ -68,7 +68,7 @@ run("a render stops at its deadline, inside the encoder too (media service proce
         HOST: "127.0.0.1",
         MEDIA_PORT: "0",
         LOG_LEVEL: "warn",
-        MEDIA_REQUEST_TIMEOUT_MS: "5000",
+        MEDIA_REQUEST_TIMEOUT_MS: "10000",
         // Every render from 100 estimated ms runs in the (single) render process.
         MEDIA_ISOLATED_RENDER_COST: "100",
         MEDIA_RENDER_PROCESSES: "1",
@@ -100,7 +100,7 @@ run("a render stops at its deadline, inside the encoder too (media service proce
     const renderProcesses = processTree(pid).slice(1);
     expect(renderProcesses.length).toBeGreaterThan(0);
 
-    // 16 MP at AVIF effort 9: minutes of encoder work, far past the 5 s deadline.
+    // 16 MP at AVIF effort 9: minutes of encoder work, far past the 10 s deadline.
     const heavy = await fetch(`${media!.url}/fit:width=4000:height=4000/format:type=avif/${id}.jpg`);
     expect(heavy.status).toBe(503);
     expect(heavy.headers.get("retry-after")).toBe("2");

@@ -198,8 +198,8 @@ export class RenderProcessPool {
       execArgv: compiled ? [] : ["--import", "tsx"],
       serialization: "advanced",
       stdio: ["ignore", "inherit", "inherit", "ipc"],
-      env: { ...process.env, MEDIA_RENDER_PROCESS_SETTINGS: JSON.stringify(this.settings) },
     });
+    child.send({ settings: this.settings });
     try {
       if (child.pid !== undefined) os.setPriority(child.pid, RENDER_PROCESS_NICE);
     } catch {

@@ -1,5 +1,6 @@
 /**
- * Entry of a render process (pipeline/killable-render.ts): runs pipeline/render.ts on the bytes
+ * Entry of a render process (pipeline/killable-render.ts): its first message is its settings;
+ * then it runs pipeline/render.ts on the bytes
  * the service sends over IPC, with its own pixel workers and face detector, and answers with the
  * encoded result or the error. The service kills this process at a render's deadline, which is
  * the one way to stop libvips inside an encoder. Exits when the service goes away.
@@ -21,8 +22,8 @@ export interface RenderProcessSettings {
   requestTimeoutMs: number;
 }
 
-function main(): void {
-  const settings = JSON.parse(process.env.MEDIA_RENDER_PROCESS_SETTINGS ?? "{}") as RenderProcessSettings;
+/** Starts rendering with the settings the service sends first. */
+function start(settings: RenderProcessSettings): void {
   configureSharp({ concurrency: settings.vipsConcurrency });
   const pixels = createPixelWorkers({ size: settings.pixelWorkers, taskTimeoutMs: settings.requestTimeoutMs });
   const faces = createFaceDetector();
@@ -49,9 +50,9 @@ function main(): void {
       },
     );
   });
-  // The service went away (or closed the channel): nothing is left to render for.
-  process.on("disconnect", () => process.exit(0));
   reply({ ready: true });
 }
 
-main();
+// The service went away (or closed the channel): nothing is left to render for.
+process.on("disconnect", () => process.exit(0));
+process.once("message", (message: { settings: RenderProcessSettings }) => start(message.settings));
