@@ -1,5 +1,5 @@
 /**
- * pnpm bench [media] [management] [upload-metadata] [media-soak] [avif-originals] [auto-quality]
+ * pnpm bench [media] [management] [upload-metadata] [media-soak] [avif-originals] [auto-quality] [heavy-load]
  * Runs the selected benchmark sections (all when none is named) and prints them. Each section's
  * run is written to bench/results/<section>.md (a section not run keeps its last file), and
  * bench/results/latest.md is rebuilt from all section files, so running one section never drops
@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { benchAutoQuality } from "./auto-quality";
 import { benchAvifOriginals } from "./avif-originals";
+import { benchHeavyLoad } from "./heavy-load";
 import { calibrateCost } from "./calibrate-cost";
 import { benchManagement } from "./management";
 import { benchMedia } from "./media";
@@ -30,7 +31,9 @@ async function benchMediaSoak(): Promise<string> {
     });
     if (run.status !== 0) throw new Error(`bench/media-soak.ts exited with ${run.status ?? run.signal}`);
     // Its own "# Media soak" title becomes this section's heading.
-    return readFileSync(out, "utf8").replace(/^# Media soak\n+/, "").trimEnd();
+    return readFileSync(out, "utf8")
+      .replace(/^# Media soak\n+/, "")
+      .trimEnd();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -44,6 +47,7 @@ const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = 
   "avif-originals": { title: "AVIF originals against JPEG (MISS)", run: benchAvifOriginals },
   "media-soak": { title: "Media soak (memory, refusals, cancellation)", run: benchMediaSoak },
   "auto-quality": { title: "quality=auto and max-bytes", run: benchAutoQuality },
+  "heavy-load": { title: "Cold thumbnails under heavy load (p95, loaded vs idle)", run: benchHeavyLoad },
 };
 
 /** Error with its stack and its cause chain (fetch failures carry the real reason in `cause`). */

@@ -47,6 +47,8 @@ const services: ServiceBuild[] = [
       index: "src/index.ts",
       // pixels/worker.cjs loads compiled kernels from <its folder>/kernels/index.js.
       "kernels/index": "src/pixels/kernels/index.ts",
+      // pipeline/killable-render.ts forks <its folder>/render-process.js.
+      "render-process": "src/pipeline/render-process.ts",
     },
     copies: { "worker.cjs": "src/pixels/worker.cjs", "face-worker.cjs": "src/faces/face-worker.cjs" },
   },

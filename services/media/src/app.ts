@@ -14,6 +14,8 @@ import { CORS_HEADER_LIST, ifNoneMatchMatches, responseHeaders } from "./cache/e
 import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
 import { queryRefused } from "./delivery/query-policy";
 import { QueueFullError } from "./delivery/limiter";
+import { ResultTooLargeError } from "./delivery/result-size";
+import { CLIENT_SHARE_RETRY_AFTER_SECONDS, ClientShareExceededError } from "./delivery/client-share";
 import { AssetNotFoundError } from "./delivery/asset-not-found";
 import type { RenditionService, SharedMiss } from "./delivery/rendition-service";
 import type { Departure } from "./delivery/single-flight";
@@ -67,9 +69,12 @@ import {
  * 405  method-not-allowed on a media URL (Allow: GET, HEAD)
  * 413  input-pixel-limit: the original has more pixels than LIMIT_INPUT_PIXELS; 413 because
  *      the content the URL names is larger than this deployment processes (errors[0].path
- *      is "LIMIT_INPUT_PIXELS")
+ *      is "LIMIT_INPUT_PIXELS"); result-too-large: the result is larger than
+ *      MEDIA_MAX_RESULT_BYTES (remembered, so asking again renders nothing)
  * 422  undecodable-original: the stored original is corrupt or not a supported image;
  *      max-bytes-unreachable: no encode within the max-bytes budget (lower quality, then smaller sizes)
+ * 429  client-share-exceeded: this client holds its MEDIA_CLIENT_SHARE of the render capacity
+ *      (Retry-After: 1); cache hits are never refused
  * 503  overloaded (queue full, Retry-After: 1), timeout (MEDIA_REQUEST_TIMEOUT_MS,
  *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5),
  *      face-detection-unavailable (avatar's detector failed, Retry-After: 2)
@@ -95,7 +100,13 @@ import {
 export const ROUTE_MEDIA = "/:steps/:assetId.:ext";
 
 /** Retry-After (seconds) of the 503s. */
-export const RETRY_AFTER = { queueFull: 1, timeout: 2, storage: 5, faceDetection: 2 } as const;
+export const RETRY_AFTER = {
+  queueFull: 1,
+  timeout: 2,
+  storage: 5,
+  faceDetection: 2,
+  clientShare: CLIENT_SHARE_RETRY_AFTER_SECONDS,
+} as const;
 
 export interface MediaAppDeps {
   /** The media URL space (createMediaRoute); the app answers what the direct entry does not take. */
@@ -132,6 +143,10 @@ export interface MediaRouteDeps {
   limits: MediaLimits;
   /** MEDIA_ALLOW_QUERY: false refuses every query string except a signature (400). Default true. */
   allowQuery?: boolean;
+  /** Cuts a response its client does not take in time (MEDIA_SEND_TIMEOUT_MS); unset = no limit. */
+  guardSend?: (res: ServerResponse) => void;
+  /** Who a MISS is charged to (MEDIA_CLIENT_SHARE); unset = nobody. */
+  clientOf?: (req: IncomingMessage) => string;
 }
 
 /** The operations endpoints by path (GET/HEAD): same handler before Express (server.ts) and inside it. */
@@ -303,9 +318,12 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
         res.once("close", () => {
           if (!res.writableFinished) leave(new RequestCancelledError());
         });
+      const client = deps.clientOf?.(req);
       const { entry, xCache } = await service.deliver(
         bucket ? `${key}#${bucket}` : key,
-        bucket ? { ...request, convertTo: { format: bucket, avifEffort: deps.avifEffort } } : request,
+        bucket || client !== undefined
+          ? { ...request, client, ...(bucket && { convertTo: { format: bucket, avifEffort: deps.avifEffort } }) }
+          : request,
         log,
         departure,
         // The hot path looked the target as sent up in Redis; another spelling's key is not that one.
@@ -326,6 +344,7 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       if (link) headers.Link = link;
       res.writeHead(200, headers);
       res.end(req.method === "HEAD" ? undefined : entry.body);
+      deps.guardSend?.(res);
     },
   };
 }
@@ -435,6 +454,18 @@ export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixe
     return new ProblemError(503, "overloaded", "Too many transformations are running or waiting; retry shortly", {
       title: "Service overloaded",
       headers: { "Retry-After": String(RETRY_AFTER.queueFull) },
+    });
+  }
+  if (err instanceof ResultTooLargeError) {
+    return new ProblemError(413, "result-too-large", err.message, {
+      title: "Result too large",
+      errors: [{ path: "MEDIA_MAX_RESULT_BYTES", message: `at most ${err.limit} bytes` }],
+    });
+  }
+  if (err instanceof ClientShareExceededError) {
+    return new ProblemError(429, "client-share-exceeded", `${err.message}; retry shortly`, {
+      title: "Too much render work from this client",
+      headers: { "Retry-After": String(RETRY_AFTER.clientShare) },
     });
   }
   if (err instanceof RequestCancelledError) {

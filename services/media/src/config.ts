@@ -2,6 +2,7 @@ import { PURGE_SECRET_MIN_LENGTH } from "@media-platform/contracts";
 import { DEFAULT_CACHE_POLICY, type CachePolicy } from "./cache/entry";
 import { availableParallelism } from "node:os";
 import path from "node:path";
+import proxyaddr from "proxy-addr";
 import { z } from "zod";
 import { defaultMediaLimits, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import {
@@ -18,6 +19,16 @@ import { loadPresetsFile } from "./presets";
 import { DEFAULT_AUTO_QUALITY_TARGET } from "./pipeline/encode-search";
 
 const MiB = 1024 * 1024;
+
+/** A MEDIA_TRUSTED_PROXIES list as proxy-addr understands it. */
+function compilesAsTrust(list: string[]): boolean {
+  try {
+    proxyaddr.compile(list);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Default transformation slots per CPU core. With one libvips thread per image
@@ -123,6 +134,29 @@ export const mediaEnvSchema = z.object({
   ).describe(
     "Work (pixels, as MEDIA_MAX_WORK_PIXELS counts it) all running transformations may hold at once; bounds memory, later ones wait",
   ),
+  MEDIA_CLIENT_SHARE: num(0.01, 1, 0.5, "a number from 0.01 to 1").describe(
+    "Share of the render capacity (MEDIA_MAX_INFLIGHT_PIXELS) one client may hold, running and waiting; beyond it 429 + Retry-After (a client holding nothing is always admitted; 1 = no per-client bound; cache hits are never refused)",
+  ),
+  MEDIA_TRUSTED_PROXIES: z
+    .preprocess(
+      blankAsUnset,
+      z
+        .string()
+        .transform((v) =>
+          v
+            .split(",")
+            .map((entry) => entry.trim())
+            .filter((entry) => entry !== ""),
+        )
+        .refine(
+          compilesAsTrust,
+          "must be a comma-separated list of IP addresses, CIDR ranges, loopback, linklocal or uniquelocal",
+        )
+        .optional(),
+    )
+    .describe(
+      "Proxies whose X-Forwarded-For names the client (IPs, CIDRs, loopback, linklocal, uniquelocal); unset = the peer address is the client (per-client share)",
+    ),
   MEDIA_MAX_MULTIPLIER: num(1, 1000, defaultMediaLimits.maxMultiplier, "a number from 1 to 1000").describe(
     "Cap for saturation, brightness and channelManipulation multipliers",
   ),
@@ -144,6 +178,12 @@ export const mediaEnvSchema = z.object({
   MEDIA_REQUEST_TIMEOUT_MS: int(100, 600_000, 30_000, "a whole number of milliseconds from 100 to 600000").describe(
     "Longest a request may wait for its transformation (queue + read + render); then 503",
   ),
+  MEDIA_MAX_RESULT_BYTES: int(1, 1024 * MiB, 64 * MiB, "a whole number of bytes from 1 to 1073741824").describe(
+    "Largest result the service sends: a larger one answers 413 result-too-large, and the URL is remembered (until a purge) so asking again renders nothing. Results between CACHE_MAX_ENTRY_BYTES and this are served but not cached",
+  ),
+  MEDIA_SEND_TIMEOUT_MS: int(100, 3_600_000, 60_000, "a whole number of milliseconds from 100 to 3600000").describe(
+    "Longest a response may take to reach its client once its body is ready; a client that reads slower (or not at all) is disconnected and the body's buffer released",
+  ),
   MEDIA_CONCURRENCY: int(0, 1024, 0, "a whole number from 0 (four per CPU core) to 1024").describe(
     "Transformations running at once; 0 = four per CPU core (with one libvips thread per image, fewer left cores idle)",
   ),
@@ -163,13 +203,21 @@ export const mediaEnvSchema = z.object({
     31_536_000,
     DEFAULT_CACHE_POLICY.maxAgeSeconds,
     "a whole number of seconds from 0 to 31536000",
-  ).describe("Cache-Control max-age of media URLs (a signed URL with ?v=<version> is immutable for a year; an unsigned v is not checked, so it is not)"),
+  ).describe(
+    "Cache-Control max-age of media URLs (a signed URL with ?v=<version> is immutable for a year; an unsigned v is not checked, so it is not)",
+  ),
   MEDIA_STALE_WHILE_REVALIDATE: int(
     0,
     31_536_000,
     DEFAULT_CACHE_POLICY.staleWhileRevalidateSeconds,
     "a whole number of seconds from 0 to 31536000",
   ).describe("Cache-Control stale-while-revalidate of unversioned media URLs"),
+  MEDIA_ISOLATED_RENDER_COST: int(0, 10_000_000, 1000, "a whole number of milliseconds from 0 to 10000000").describe(
+    "Renders whose estimated CPU cost (as MEDIA_MAX_WORK_COST counts it) reaches this many ms run in a render process that is killed at the request's deadline, so no encoder keeps burning CPU after the 503; cheaper renders stay in the service process",
+  ),
+  MEDIA_RENDER_PROCESSES: int(0, 256, 0, "a whole number from 0 (one per CPU core) to 256").describe(
+    "Render processes for the renders MEDIA_ISOLATED_RENDER_COST sends out of the service process (started on demand); 0 = one per CPU core",
+  ),
   MEDIA_VIPS_CONCURRENCY: int(0, 64, 1, "a whole number from 0 (one per CPU core) to 64").describe(
     "libvips threads per image (sharp.concurrency). 1: requests run in parallel across MEDIA_CONCURRENCY slots instead, which costs less CPU per image than splitting each one",
   ),
@@ -233,11 +281,23 @@ export interface MediaConfig {
   limitInputPixels: number;
   limits: MediaLimits;
   requestTimeoutMs: number;
+  /** MEDIA_SEND_TIMEOUT_MS */
+  sendTimeoutMs: number;
+  /** MEDIA_MAX_RESULT_BYTES */
+  maxResultBytes: number;
   /** Pixels of work all running transformations may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
   inflightPixels: number;
+  /** Share of inflightPixels one client may hold (MEDIA_CLIENT_SHARE); 1 = no per-client bound. */
+  clientShare: number;
+  /** MEDIA_TRUSTED_PROXIES; empty = the peer address is the client. */
+  trustedProxies: string[];
   /** Transformation slots, resolved (MEDIA_CONCURRENCY 0 = RENDERS_PER_CORE per CPU core). */
   concurrency: number;
   queueLimit: number;
+  /** Estimated CPU ms from which a render runs in a killable render process (MEDIA_ISOLATED_RENDER_COST). */
+  isolatedRenderCost: number;
+  /** Render processes, resolved (MEDIA_RENDER_PROCESSES 0 = one per CPU core). */
+  renderProcesses: number;
   /** libvips threads per image; 0 = one per CPU core. */
   vipsConcurrency: number;
   /** V8's --heap-growing-percent for this process; 0 leaves V8's heuristics alone. */
@@ -314,10 +374,16 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     limitInputPixels: e.LIMIT_INPUT_PIXELS,
     limits,
     requestTimeoutMs: e.MEDIA_REQUEST_TIMEOUT_MS,
+    sendTimeoutMs: e.MEDIA_SEND_TIMEOUT_MS,
+    maxResultBytes: e.MEDIA_MAX_RESULT_BYTES,
     inflightPixels: e.MEDIA_MAX_INFLIGHT_PIXELS,
+    clientShare: e.MEDIA_CLIENT_SHARE,
+    trustedProxies: e.MEDIA_TRUSTED_PROXIES ?? [],
     concurrency: e.MEDIA_CONCURRENCY || RENDERS_PER_CORE * availableParallelism(),
     queueLimit: e.MEDIA_QUEUE_LIMIT,
     vipsConcurrency: e.MEDIA_VIPS_CONCURRENCY,
+    isolatedRenderCost: e.MEDIA_ISOLATED_RENDER_COST,
+    renderProcesses: e.MEDIA_RENDER_PROCESSES || availableParallelism(),
     heapGrowingPercent: e.MEDIA_HEAP_GROWING_PERCENT,
     workers: e.MEDIA_WORKERS,
     logLevel: e.LOG_LEVEL,

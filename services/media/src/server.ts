@@ -9,6 +9,8 @@ import { NOSNIFF, NOSNIFF_HEADER, type CachePolicy } from "./cache/entry";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
+import { ClientShare, clientIdentity } from "./delivery/client-share";
+import { sendTimeout } from "./delivery/send-timeout";
 import { createHotPath, type HotPathNext } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
 import { ParsedMediaPaths } from "./delivery/media-paths";
@@ -34,8 +36,16 @@ export interface MediaServerOptions {
   /** MEDIA_ALLOW_QUERY: false refuses query strings other than the signature. */
   allowQuery: boolean;
   requestTimeoutMs: number;
+  /** MEDIA_SEND_TIMEOUT_MS: a response not delivered by then is cut (its buffer released). */
+  sendTimeoutMs: number;
+  /** MEDIA_MAX_RESULT_BYTES: a larger result answers 413 (remembered until a purge). */
+  maxResultBytes: number;
   /** Pixels of work all running renders may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
   inflightPixels: number;
+  /** Share of inflightPixels one client may hold (MEDIA_CLIENT_SHARE); 1 = no per-client bound. */
+  clientShare: number;
+  /** MEDIA_TRUSTED_PROXIES: whose X-Forwarded-For names the client. */
+  trustedProxies: string[];
   concurrency: number;
   queueLimit: number;
   /** Named step chains (MEDIA_PRESETS_FILE), already validated. */
@@ -122,6 +132,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       })
     : undefined;
   const limiter = new Limiter(options.concurrency, options.queueLimit);
+  const guardSend = sendTimeout(options.sendTimeoutMs);
   // Media's own series exist from the start (metrics.ts); the dependency series are shown from
   // zero too. The queue depth is read at scrape time.
   metrics.trackQueueDepth(() => limiter.waiting);
@@ -140,11 +151,13 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     memory,
     redis,
     limiter,
-    gate: new WorkGate(options.inflightPixels),
+    // Half the transformation slots at most for heavy renders: the rest stays free for light ones.
+    gate: new WorkGate(options.inflightPixels, Math.max(1, Math.floor(options.concurrency / 2))),
+    clients: options.clientShare < 1 ? new ClientShare(options.inflightPixels, options.clientShare) : undefined,
     metrics,
     logger,
     requestTimeoutMs: options.requestTimeoutMs,
-    maxEntryBytes: options.cache.maxEntryBytes,
+    maxResultBytes: options.maxResultBytes,
     redactFacesAlways: options.redactFacesAlways,
     overlaysOfKey: overlaysOfKeyWith(new ParsedMediaPaths(options.presets, options.limits)),
   });
@@ -157,6 +170,8 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     signer,
     allowQuery: options.allowQuery,
     limits: options.limits,
+    clientOf: options.clientShare < 1 ? clientIdentity(options.trustedProxies) : undefined,
+    guardSend,
   });
   const operations = createOperationRoutes({
     metrics,
@@ -197,6 +212,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     }),
   });
   const hotPath = createHotPath({
+    guardSend,
     memory,
     signer,
     metrics,
@@ -319,7 +335,20 @@ export async function startMedia(
       maxAnimationFrames: config.maxAnimationFrames,
       autoQualityTarget: config.autoQualityTarget,
     };
-    render = (input, options) => pipeline.render(input, renderDeps, options);
+    const inProcess: RenderFn = (input, options) => pipeline.render(input, renderDeps, options);
+    const { RenderProcessPool, isolatingRender } =
+      require("./pipeline/killable-render") as typeof import("./pipeline/killable-render");
+    const renderProcesses = new RenderProcessPool(config.renderProcesses, {
+      limits: config.limits,
+      limitInputPixels: config.limitInputPixels,
+      avifEffort: config.avifEffort,
+      maxAnimationFrames: config.maxAnimationFrames,
+      vipsConcurrency: config.vipsConcurrency,
+      pixelWorkers: 1,
+      requestTimeoutMs: config.requestTimeoutMs,
+    });
+    render = isolatingRender(inProcess, renderProcesses, config.isolatedRenderCost);
+    closeHooks.push({ name: "render processes", close: () => renderProcesses.close() });
     closeHooks.push({ name: "pixel workers", close: () => pixels.close() });
     closeHooks.push({ name: "face detector", close: () => faces.close() });
   }

@@ -2,7 +2,14 @@ import request from "supertest";
 import type { RenderFn } from "../src/delivery/rendition-service";
 import { Limiter, QueueFullError } from "../src/delivery/limiter";
 import { FaceDetectionError } from "../src/faces";
-import { gatedRender, metricValue, singleFlightJoins, startTestMedia, type TestMedia } from "./support/media-server";
+import {
+  countingRender,
+  gatedRender,
+  metricValue,
+  singleFlightJoins,
+  startTestMedia,
+  type TestMedia,
+} from "./support/media-server";
 
 describe("transformation concurrency limit", () => {
   let media: TestMedia;
@@ -72,15 +79,44 @@ describe("transformation concurrency limit", () => {
     expect(media.memory.size).toBe(0);
   });
 
-  it("does not cache results above CACHE_MAX_ENTRY_BYTES (served, MISS every time)", async () => {
-    media = await startTestMedia({ cache: { memoryBytes: 64 * 1024 * 1024, ttlSeconds: 60, maxEntryBytes: 1000 } });
+  it("refuses results above MEDIA_MAX_RESULT_BYTES with 413, and renders a refused URL only once", async () => {
+    const counting = countingRender();
+    media = await startTestMedia({
+      render: counting.render,
+      cache: { memoryBytes: 64 * 1024 * 1024, ttlSeconds: 60, maxEntryBytes: 500 },
+      maxResultBytes: 1000,
+    });
     const id = await media.store.putFixture("astronaut.png");
     const a = await request(media.server).get(`/thumbnail:size=100/${id}.png`);
     const b = await request(media.server).get(`/thumbnail:size=100/${id}.png`);
-    expect([a.status, b.status]).toEqual([200, 200]);
-    expect(a.body.length).toBeGreaterThan(1000);
-    expect([a.headers["x-cache"], b.headers["x-cache"]]).toEqual(["MISS", "MISS"]);
+    for (const res of [a, b]) {
+      expect(res.status).toBe(413);
+      expect(res.headers["content-type"]).toContain("application/problem+json");
+      expect(res.headers["cache-control"]).toBe("no-store");
+      expect(res.body).toMatchObject({
+        type: "https://media-platform.dev/problems/result-too-large",
+        errors: [{ path: "MEDIA_MAX_RESULT_BYTES", message: "at most 1000 bytes" }],
+      });
+      expect(res.body.detail).toMatch(/^the result would be \d+ bytes, above the 1000 bytes/);
+    }
+    expect(counting.calls).toHaveLength(1);
     expect(media.memory.size).toBe(0);
+    // Between CACHE_MAX_ENTRY_BYTES and MEDIA_MAX_RESULT_BYTES: served, not cached (rendered again).
+    const mid = `/crop:width=16:height=16/${id}.png`;
+    const first = await request(media.server).get(mid);
+    const again = await request(media.server).get(mid);
+    for (const res of [first, again]) {
+      expect([res.status, res.headers["x-cache"]]).toEqual([200, "MISS"]);
+      expect(res.body.length).toBeGreaterThan(500);
+      expect(res.body.length).toBeLessThanOrEqual(1000);
+    }
+    expect(counting.calls).toHaveLength(3);
+    // Within the entry limit: served and cached as before.
+    const small = `/crop:width=4:height=4/${id}.png`;
+    expect((await request(media.server).get(small)).headers["x-cache"]).toBe("MISS");
+    const hit = await request(media.server).get(small);
+    expect([hit.status, hit.headers["x-cache"]]).toEqual([200, "HIT"]);
+    expect(hit.body.length).toBeLessThanOrEqual(500);
   });
 });
 

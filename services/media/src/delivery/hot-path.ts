@@ -46,6 +46,8 @@ export type HotPath = (req: IncomingMessage, res: ServerResponse, next: HotPathN
  */
 export function createHotPath(deps: {
   memory: MemoryCache;
+  /** Cuts a response its client does not take in time (MEDIA_SEND_TIMEOUT_MS); unset = no limit. */
+  guardSend?: (res: ServerResponse) => void;
   signer: UrlSigner | undefined;
   metrics: Pick<MediaMetrics, "cacheLookupSeries" | "observeHttp">;
   /** MEDIA_AUTO_FORMAT on: the key carries the Accept bucket and responses Vary: Accept. */
@@ -53,7 +55,7 @@ export function createHotPath(deps: {
   /** The Redis tier (unset: memory only), with this replica's URL policy. */
   shared?: { service: RenditionService; ready: () => boolean; presetsOnly: boolean; allowQuery: boolean };
 }): HotPath {
-  const { memory, signer, metrics, negotiator, shared } = deps;
+  const { memory, signer, metrics, negotiator, shared, guardSend } = deps;
   const memoryHit = metrics.cacheLookupSeries("memory", "hit");
   const memoryMiss = metrics.cacheLookupSeries("memory", "miss");
   const redisHit = metrics.cacheLookupSeries("redis", "hit");
@@ -84,6 +86,7 @@ export function createHotPath(deps: {
       res.end();
     } else {
       res.end(req.method === "HEAD" ? undefined : entry.body);
+      guardSend?.(res);
     }
     recordRawRequest(metrics, ROUTE_HOT_PATH, req, res, start);
   };

@@ -69,8 +69,22 @@ export class Limiter {
   }
 }
 
+/** The heavy lane holds this many requests, running and waiting; more are refused (503 + Retry-After). */
+export class HeavyLaneFullError extends QueueFullError {
+  constructor(readonly heavyLimit: number) {
+    super(heavyLimit, 0);
+    this.message = `${heavyLimit} large transformations are already running or waiting`;
+    this.name = "HeavyLaneFullError";
+  }
+}
+
 /** A light request is at most this fraction of the capacity (a 150 M capacity: 2.3 MP, a web-sized image). */
 const LIGHT_REQUEST_SHARE = 1 / 64;
+/**
+ * A request of at most this estimated CPU time (RenderPlan.workCost) is light whatever its
+ * pixels: a thumbnail of a 12 MP photo reads many pixels but costs a few milliseconds.
+ */
+export const LIGHT_REQUEST_COST_MS = 50;
 /** The light lane's own part of the capacity: room for several light renders beside any heavy work. */
 const LIGHT_LANE_SHARE = 1 / 8;
 
@@ -87,7 +101,17 @@ export class WorkGate {
   private readonly heavy: WorkLane;
   private readonly lightLimit: number;
 
-  constructor(readonly capacity: number) {
+  private heavyInProgress = 0;
+
+  /**
+   * `heavyLimit`: heavy requests running or waiting at once; beyond it HeavyLaneFullError at
+   * once. Waiting heavy requests hold their transformation slot (Limiter), so this keeps slots
+   * free for light ones.
+   */
+  constructor(
+    readonly capacity: number,
+    readonly heavyLimit = Number.POSITIVE_INFINITY,
+  ) {
     const lightCapacity = Math.floor(capacity * LIGHT_LANE_SHARE);
     this.lightLimit = Math.floor(capacity * LIGHT_REQUEST_SHARE);
     this.light = new WorkLane(lightCapacity);
@@ -99,9 +123,32 @@ export class WorkGate {
     return this.light.inFlight + this.heavy.inFlight;
   }
 
-  /** Resolves with the release once `weight` fits its lane; rejects with the signal's reason when aborted first. */
-  acquire(weight: number, signal?: AbortSignal): Promise<() => void> {
-    return (weight <= this.lightLimit ? this.light : this.heavy).acquire(weight, signal);
+  /**
+   * Resolves with the release once `weight` fits its lane; rejects with the signal's reason when
+   * aborted first. `costMs`: the request's estimated CPU time; at most LIGHT_REQUEST_COST_MS
+   * makes it light whatever its weight.
+   */
+  acquire(weight: number, signal?: AbortSignal, costMs?: number): Promise<() => void> {
+    if (weight <= this.lightLimit || (costMs !== undefined && costMs <= LIGHT_REQUEST_COST_MS))
+      return this.light.acquire(weight, signal);
+    if (this.heavyInProgress >= this.heavyLimit) return Promise.reject(new HeavyLaneFullError(this.heavyLimit));
+    this.heavyInProgress++;
+    let done = false;
+    const leave = () => {
+      if (done) return;
+      done = true;
+      this.heavyInProgress--;
+    };
+    return this.heavy.acquire(weight, signal).then(
+      (release) => () => {
+        release();
+        leave();
+      },
+      (err: unknown) => {
+        leave();
+        throw err;
+      },
+    );
   }
 }
 

@@ -30,6 +30,8 @@ import { UndecodableOriginalError } from "../pipeline/errors";
 import { overlayAssets, overlayAssetsOfKey } from "../transformations/overlay";
 import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
+import { admitWork, type ClientShare } from "./client-share";
+import { ResultSizeLimit } from "./result-size";
 import type { Limiter, WorkGate } from "./limiter";
 import { SingleFlight, type Departure } from "./single-flight";
 
@@ -63,11 +65,14 @@ export interface RenditionServiceDeps {
   limiter: Limiter;
   /** Pixels of work in flight across renders; omitted = unbounded. */
   gate?: WorkGate;
+  /** Per-client share of the gate's capacity (MEDIA_CLIENT_SHARE); omitted = no per-client bound. */
+  clients?: ClientShare;
   metrics: DeliveryMetrics;
   /** Service logger; a request's own child logger (with its request id) is passed to deliver(). */
   logger: Logger;
   requestTimeoutMs: number;
-  maxEntryBytes: number;
+  /** MEDIA_MAX_RESULT_BYTES: larger results are refused (delivery/result-size.ts). */
+  maxResultBytes: number;
   /** Change propagation (purge/asset-purger.ts); without it nothing is ever purged (tests). */
   purger?: AssetPurger;
   /** Cache-Control of unversioned URLs. */
@@ -93,7 +98,11 @@ export function stepsToRender(steps: readonly TransformationStep[], redactFacesA
 }
 
 /** A parsed media URL, plus the negotiated output format when MEDIA_AUTO_FORMAT chose one. */
-export type DeliveryRequest = MediaRequest & { convertTo?: ConvertTo };
+export type DeliveryRequest = MediaRequest & {
+  convertTo?: ConvertTo;
+  /** Who the render is charged to (delivery/client-share.ts); unset = nobody. */
+  client?: string;
+};
 
 /**
  * A Redis-tier lookup that found no result for `key`: the generation it read. The hot path hands
@@ -154,8 +163,11 @@ export class RenditionService {
   private readonly flights = new SingleFlight<FlightResult>();
   /** The cross-replica protocol of a MISS; undefined without Redis. */
   private readonly shared: SharedRender | undefined;
+  /** Results above MEDIA_MAX_RESULT_BYTES are refused (delivery/result-size.ts). */
+  private readonly resultSize: ResultSizeLimit;
 
   constructor(private readonly deps: RenditionServiceDeps) {
+    this.resultSize = new ResultSizeLimit(deps.maxResultBytes);
     this.shared = deps.redis && new SharedRender(deps.redis, deps.metrics, deps.requestTimeoutMs);
   }
 
@@ -185,6 +197,7 @@ export class RenditionService {
     // one that may be rendering the old original.
     const dependsOn = overlayAssets(request.steps);
     const generation = this.generationOf(request.assetId, dependsOn);
+    this.resultSize.checkRemembered(`${generation}|${key}`);
     const { promise, leader } = this.flights.run(
       `${generation}|${key}`,
       (signal, abort) =>
@@ -342,8 +355,9 @@ export class RenditionService {
           blob.release();
         }
       }, signal);
+      this.resultSize.check(`${flight.generation}|${flight.key}`, rendition.data.length);
       const entry = this.entryFor(flight, rendition.data, rendition.contentType);
-      if (rendition.data.length <= this.deps.maxEntryBytes) this.remember(flight, entry);
+      this.remember(flight, entry);
       // Written before the lock is released, so a waiting replica finds it.
       if (shared) {
         await shared.publish(
@@ -447,7 +461,9 @@ export class RenditionService {
         signal,
         deadline,
         onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
-        admit: gate ? (plan) => gate.acquire(plan.workPixels, signal) : undefined,
+        admit: gate
+          ? (plan) => admitWork(gate, this.deps.clients, request.client, plan.workPixels, signal, plan.workCost)
+          : undefined,
       },
     );
     if (debug)

@@ -1,0 +1,123 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { randomUUID } from "node:crypto";
+import sharp from "sharp";
+import { originalHeaderMetadata, originalHeaderOf } from "@media-platform/contracts";
+import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
+import { MEDIA_READY, startServiceProcess, stopServiceProcess, type ServiceProcess } from "./support/service-process";
+
+/** CPU ticks (user + system) of a process, from /proc/<pid>/stat; 0 once it is gone. */
+function cpuTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** The process and every process below it (render processes, their workers). */
+function processTree(root: number): number[] {
+  const parents = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // Exited while listed.
+    }
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) tree.push(...(parents.get(tree[i]!) ?? []));
+  return tree;
+}
+
+const treeTicks = (root: number) => processTree(root).reduce((sum, pid) => sum + cpuTicks(pid), 0);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const run = process.platform === "linux" ? describe : describe.skip;
+
+run("a render stops at its deadline, inside the encoder too (media service process)", () => {
+  let dataDir: string;
+  let media: ServiceProcess | undefined;
+  let id: string;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), "media-deadline-"));
+    const store = new FilesystemBlobStore(path.join(dataDir, "blobs"));
+    const jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } })
+      .jpeg()
+      .toBuffer();
+    id = randomUUID();
+    await store.put(
+      originalKey(id),
+      jpeg,
+      "image/jpeg",
+      originalHeaderMetadata(originalHeaderOf(await sharp(jpeg).metadata())),
+    );
+    media = await startServiceProcess(
+      "services/media/src/index.ts",
+      {
+        ...process.env,
+        DATA_DIR: dataDir,
+        HOST: "127.0.0.1",
+        MEDIA_PORT: "0",
+        LOG_LEVEL: "warn",
+        MEDIA_REQUEST_TIMEOUT_MS: "10000",
+        // Every render from 100 estimated ms runs in the (single) render process.
+        MEDIA_ISOLATED_RENDER_COST: "100",
+        MEDIA_RENDER_PROCESSES: "1",
+        MEDIA_AVIF_EFFORT: "9",
+        MEDIA_MAX_WORK_COST: "10000000",
+      },
+      MEDIA_READY,
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await stopServiceProcess(media);
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("answers 503 + Retry-After at the deadline and the CPU of the service stops", async () => {
+    const pid = media!.child.pid!;
+    // A cheap render stays in the service process; a costlier one runs in the render process
+    // (and starts it, outside the deadline measured below).
+    const small = await fetch(`${media!.url}/crop:width=16:height=16/${id}.jpg`);
+    expect(small.status).toBe(200);
+    expect((await sharp(Buffer.from(await small.arrayBuffer())).metadata()).width).toBe(16);
+    const isolated = await fetch(`${media!.url}/fit:width=1200:height=900/saturation:value=1.5/${id}.jpg`);
+    expect(isolated.status).toBe(200);
+    expect(await sharp(Buffer.from(await isolated.arrayBuffer())).metadata()).toMatchObject({
+      width: 1200,
+      height: 900,
+    });
+    const renderProcesses = processTree(pid).slice(1);
+    expect(renderProcesses.length).toBeGreaterThan(0);
+
+    // 16 MP at AVIF effort 9: minutes of encoder work, far past the 10 s deadline.
+    const heavy = await fetch(`${media!.url}/fit:width=4000:height=4000/format:type=avif/${id}.jpg`);
+    expect(heavy.status).toBe(503);
+    expect(heavy.headers.get("retry-after")).toBe("2");
+    expect(await heavy.json()).toMatchObject({ type: "https://media-platform.dev/problems/timeout", status: 503 });
+
+    // Within about a second the render process is gone and the service's CPU time stands still.
+    await sleep(1000);
+    const killed = renderProcesses.filter((child) => cpuTicks(child) > 0);
+    expect(killed).toEqual([]);
+    const before = treeTicks(pid);
+    await sleep(1000);
+    const after = treeTicks(pid);
+    // An encoder still running would add about 100 ticks (one core) per second.
+    expect(after - before).toBeLessThan(25);
+
+    // The service renders on: a new render process takes the next costly render.
+    const next = await fetch(`${media!.url}/fit:width=1200:height=900/saturation:value=1.2/${id}.jpg`);
+    expect(next.status).toBe(200);
+  }, 120_000);
+});
