@@ -256,9 +256,14 @@ suite("replicas under load, one of each kind killed (real processes, Postgres, R
       const [probeA, probeB] = live().slice(-2);
       const url = (id: string) => `${survivor.url}/thumbnail:size=60${acked.get(id)}`;
       const before = await send("media", url(probeA!));
-      expect(before.status).toBe(200);
+      const where = (id: string) =>
+        ["originals", "trash"].filter((d) => fs.existsSync(path.join(blobsDir, d, `${id}@blob`))).join(",");
+      expect(`${before.status} ${before.status === 200 ? "" : before.body.toString("utf8")} ${where(probeA!)}`).toBe(
+        `200  originals`,
+      );
       expect((await send("media", url(probeA!))).body.equals(before.body)).toBe(true);
-      expect((await send("media", url(probeB!))).status).toBe(200);
+      const b = await send("media", url(probeB!));
+      expect(`${b.status} ${b.status === 200 ? "" : b.body.toString("utf8")} ${where(probeB!)}`).toBe(`200  originals`);
       deleteSent.add(probeB!);
       // A 503 (+ Retry-After) is an answer to retry, as a client would.
       const withRetry = async (request: () => Promise<Answer>): Promise<Answer> => {

@@ -1,4 +1,4 @@
-import { attributesKey, originalKey, type BlobStore } from "@media-platform/storage";
+import { attributesKey, originalKey } from "@media-platform/storage";
 
 /**
  * Blob layout of the lifecycle. The media service reads `originals/<assetId>` (the current
