@@ -46,14 +46,16 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** A small JPEG of its own colour: every upload and replace has other bytes. */
+/** A small JPEG of its own colour (unique up to 65,536 calls): every upload and replace has other bytes. */
 let shade = 0;
-const photo = () =>
-  sharp({
-    create: { width: 48, height: 36, channels: 3, background: { r: shade++ % 256, g: (shade * 7) % 256, b: 120 } },
+const photo = () => {
+  const n = shade++;
+  return sharp({
+    create: { width: 48, height: 36, channels: 3, background: { r: n & 255, g: (n >> 8) & 255, b: 120 } },
   })
     .jpeg({ quality: 80 })
     .toBuffer();
+};
 
 interface Answer {
   what: string;
