@@ -57,9 +57,9 @@ describe("docker-compose.yml", () => {
   test("has no default JWT or purge secret: without a .env the services do not start, with one they get its values", () => {
     const compose = load();
     expect(() => composeEnvironment(compose.services.management)).toThrow(/AUTH_JWT_SECRET: set AUTH_JWT_SECRET/);
-    expect(() => composeEnvironment(compose.services.management, { AUTH_JWT_SECRET: OPERATOR_ENV.AUTH_JWT_SECRET })).toThrow(
-      /MEDIA_PURGE_SECRET: set MEDIA_PURGE_SECRET/,
-    );
+    expect(() =>
+      composeEnvironment(compose.services.management, { AUTH_JWT_SECRET: OPERATOR_ENV.AUTH_JWT_SECRET }),
+    ).toThrow(/MEDIA_PURGE_SECRET: set MEDIA_PURGE_SECRET/);
     expect(() => composeEnvironment(compose.services.media)).toThrow(/MEDIA_PURGE_SECRET: set MEDIA_PURGE_SECRET/);
     expect(() => composeEnvironment(compose.services.management, { ...OPERATOR_ENV, AUTH_JWT_SECRET: "" })).toThrow(
       /AUTH_JWT_SECRET/,
@@ -185,7 +185,8 @@ describe("docker-compose.yml", () => {
       ],
       [
         "a default JWT secret",
-        (c) => (c.services.management.environment.AUTH_JWT_SECRET = "${AUTH_JWT_SECRET:-dev-only-secret-0123456789abcdef}"),
+        (c) =>
+          (c.services.management.environment.AUTH_JWT_SECRET = "${AUTH_JWT_SECRET:-dev-only-secret-0123456789abcdef}"),
         /management: AUTH_JWT_SECRET has a default/,
       ],
       [
