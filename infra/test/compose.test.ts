@@ -1,4 +1,4 @@
-import { composeProblems } from "./support/compose-checks";
+import { OPERATOR_ENV, composeProblems } from "./support/compose-checks";
 import { composeEnvironment, interpolate, parseYamlStrict, readRepoFile, type Json } from "./support/files";
 
 const load = (): Json => parseYamlStrict(readRepoFile("docker-compose.yml"));
@@ -33,8 +33,8 @@ describe("docker-compose.yml", () => {
 
   test("management and media run in production mode with the same S3 bucket", () => {
     const compose = load();
-    const m = composeEnvironment(compose.services.management);
-    const media = composeEnvironment(compose.services.media);
+    const m = composeEnvironment(compose.services.management, OPERATOR_ENV);
+    const media = composeEnvironment(compose.services.media, OPERATOR_ENV);
     expect(m.DATABASE_URL).toMatch(/^postgresql:\/\/media:[^@]+@postgres:5432\/media$/);
     expect(media.REDIS_URL).toBe("redis://redis:6379");
     expect([m.STORAGE_DRIVER, media.STORAGE_DRIVER]).toEqual(["s3", "s3"]);
@@ -45,13 +45,32 @@ describe("docker-compose.yml", () => {
 
   test("variables from a .env file reach the services (interpolation), defaults otherwise", () => {
     const compose = load();
-    const vars = { S3_BUCKET: "my-bucket", MEDIA_PUBLISHED_PORT: "8001", POSTGRES_PASSWORD: "s3cr3t" };
+    const vars = { ...OPERATOR_ENV, S3_BUCKET: "my-bucket", MEDIA_PUBLISHED_PORT: "8001", POSTGRES_PASSWORD: "s3cr3t" };
     const m = composeEnvironment(compose.services.management, vars);
     expect(m.S3_BUCKET).toBe("my-bucket");
     expect(m.MEDIA_PUBLIC_URL).toBe("http://localhost:8001");
     expect(m.DATABASE_URL).toBe("postgresql://media:s3cr3t@postgres:5432/media");
     expect(composeEnvironment(compose.services.postgres, vars).POSTGRES_PASSWORD).toBe("s3cr3t");
     expect(composeEnvironment(compose.services["minio-init"], vars).S3_BUCKET).toBe("my-bucket");
+  });
+
+  test("has no default JWT or purge secret: without a .env the services do not start, with one they get its values", () => {
+    const compose = load();
+    expect(() => composeEnvironment(compose.services.management)).toThrow(/AUTH_JWT_SECRET: set AUTH_JWT_SECRET/);
+    expect(() =>
+      composeEnvironment(compose.services.management, { AUTH_JWT_SECRET: OPERATOR_ENV.AUTH_JWT_SECRET }),
+    ).toThrow(/MEDIA_PURGE_SECRET: set MEDIA_PURGE_SECRET/);
+    expect(() => composeEnvironment(compose.services.media)).toThrow(/MEDIA_PURGE_SECRET: set MEDIA_PURGE_SECRET/);
+    expect(() => composeEnvironment(compose.services.management, { ...OPERATOR_ENV, AUTH_JWT_SECRET: "" })).toThrow(
+      /AUTH_JWT_SECRET/,
+    );
+    const m = composeEnvironment(compose.services.management, OPERATOR_ENV);
+    const media = composeEnvironment(compose.services.media, OPERATOR_ENV);
+    expect([m.AUTH_JWT_SECRET, m.MEDIA_PURGE_SECRET, media.MEDIA_PURGE_SECRET]).toEqual([
+      OPERATOR_ENV.AUTH_JWT_SECRET,
+      OPERATOR_ENV.MEDIA_PURGE_SECRET,
+      OPERATOR_ENV.MEDIA_PURGE_SECRET,
+    ]);
   });
 
   describe("the checks catch a broken file", () => {
@@ -163,6 +182,22 @@ describe("docker-compose.yml", () => {
         "a Dockerfile that does not exist",
         (c) => (c.services.media.build.dockerfile = "infra/docker/Dockerfile"),
         /media: build.dockerfile infra\/docker\/Dockerfile/,
+      ],
+      [
+        "a default JWT secret",
+        (c) =>
+          (c.services.management.environment.AUTH_JWT_SECRET = "${AUTH_JWT_SECRET:-dev-only-secret-0123456789abcdef}"),
+        /management: AUTH_JWT_SECRET has a default/,
+      ],
+      [
+        "a literal purge secret",
+        (c) => (c.services.media.environment.MEDIA_PURGE_SECRET = "purge-secret-0123456789abcdef0123456789"),
+        /media: MEDIA_PURGE_SECRET has a default/,
+      ],
+      [
+        "no JWT secret at all",
+        (c) => delete c.services.management.environment.AUTH_JWT_SECRET,
+        /management: AUTH_JWT_SECRET is not passed/,
       ],
     ];
     test.each(cases)("%s", (_name, breakIt, expected) => {

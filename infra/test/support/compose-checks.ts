@@ -13,6 +13,18 @@ export const IMAGE_PORTS: Array<{ image: RegExp; port: number }> = [
 
 const APP_SERVICES: ServiceName[] = ["management", "media"];
 
+/** Secrets an operator must set in `.env`: compose has no default for them, so none is publicly known. */
+export const REQUIRED_SECRETS: Record<ServiceName, string[]> = {
+  management: ["AUTH_JWT_SECRET", "MEDIA_PURGE_SECRET"],
+  media: ["MEDIA_PURGE_SECRET"],
+};
+
+/** The `.env` an operator writes beside docker-compose.yml: one value for each required secret. */
+export const OPERATOR_ENV: Record<string, string> = {
+  AUTH_JWT_SECRET: "operator-jwt-secret-0123456789abcdef0123456789",
+  MEDIA_PURGE_SECRET: "operator-purge-secret-0123456789abcdef012345",
+};
+
 function dependsOn(service: Json): Record<string, Json> {
   const d = service?.depends_on;
   if (!d) return {};
@@ -21,8 +33,12 @@ function dependsOn(service: Json): Record<string, Json> {
 }
 
 /** The service's complete environment in the container: image ENV, then compose `environment`. */
-export function composeServiceEnv(compose: Json, name: ServiceName): Record<string, string> {
-  return { ...imageEnv(name), ...composeEnvironment(compose.services?.[name]) };
+export function composeServiceEnv(
+  compose: Json,
+  name: ServiceName,
+  vars: Record<string, string> = OPERATOR_ENV,
+): Record<string, string> {
+  return { ...imageEnv(name), ...composeEnvironment(compose.services?.[name], vars) };
 }
 
 function isOneShot(service: Json): boolean {
@@ -58,6 +74,20 @@ function urlTargetProblems(compose: Json, from: string, variable: string, value:
   const dep = dependsOn(compose.services[from])[host];
   if (!dep) problems.push(`${from}: uses ${host} (${variable}) without depends_on ${host}`);
   return problems;
+}
+
+/** A required secret must be set by the operator: `${VAR:?message}`, never a default or a literal. */
+function requiredSecretProblems(service: Json, name: string, secret: string): string[] {
+  const raw = service?.environment?.[secret];
+  if (raw === undefined || raw === null) return [`${name}: ${secret} is not passed to the service`];
+  const value = String(raw);
+  if (!value.includes(`\${${secret}:?`)) return [`${name}: ${secret} has a default; it must be \${${secret}:?...}`];
+  try {
+    interpolate(value, {});
+    return [`${name}: ${secret} starts without a value`];
+  } catch {
+    return [];
+  }
 }
 
 /** Problems of a parsed docker-compose.yml; [] = fine. */
@@ -125,6 +155,7 @@ export function composeProblems(compose: Json): string[] {
   const envs: Partial<Record<ServiceName, Record<string, string>>> = {};
   for (const name of APP_SERVICES) {
     if (!services[name]) continue;
+    for (const secret of REQUIRED_SECRETS[name]) problems.push(...requiredSecretProblems(services[name], name, secret));
     const env = composeServiceEnv(compose, name);
     envs[name] = env;
     for (const p of serviceEnvProblems(SERVICES[name], env)) problems.push(`${name}: ${p}`);

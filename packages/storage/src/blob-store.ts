@@ -53,6 +53,13 @@ export interface BlobStore {
   head(key: string): Promise<BlobInfo | null>;
   /** Idempotent: deleting a missing key succeeds. */
   delete(key: string): Promise<void>;
+  /**
+   * Moves the blob at `from` to `to` (bytes, content type, metadata) without the bytes passing
+   * through this process: a rename on the filesystem, CopyObject + DeleteObject on S3. Overwrites
+   * `to`. Resolves false when `from` does not exist. A failure rejects with
+   * StorageUnavailableError; on S3 the blob may then exist at both keys, never at neither.
+   */
+  move(from: string, to: string): Promise<boolean>;
   /** Cheap reachability probe for readiness checks. */
   ping(): Promise<void>;
   /**

@@ -400,6 +400,37 @@ export class FilesystemBlobStore implements BlobStore {
     }
   }
 
+  async move(from: string, to: string): Promise<boolean> {
+    const src = this.paths(from);
+    const dst = this.paths(to);
+    const tmpMeta = dst.tmp();
+    try {
+      let meta: string;
+      try {
+        meta = await fs.readFile(src.meta, "utf8");
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        // No sidecar (a crash mid-delete): the data file alone decides whether the blob exists.
+        await fs.stat(src.data);
+        meta = JSON.stringify({ contentType: DEFAULT_CONTENT_TYPE });
+      }
+      await fs.mkdir(dst.dir(), { recursive: true });
+      // The sidecar is copied first (it is tiny); the data rename is the commit point, as in put.
+      await fs.writeFile(tmpMeta, meta, { flag: "wx" });
+      await fs.rename(tmpMeta, dst.meta);
+      await fs.rename(src.data, dst.data);
+    } catch (err) {
+      await fs.rm(tmpMeta, { force: true }).catch(() => undefined);
+      if (isNotFound(err)) return false;
+      throw this.unavailable("move", from, err);
+    }
+    // The source sidecar is left over only if this fails; removeIncompleteWrites sweeps it.
+    await fs.rm(src.meta, { force: true }).catch(() => undefined);
+    await fsyncDir(dst.dir());
+    await fsyncDir(src.dir());
+    return true;
+  }
+
   async *list(prefix: string): AsyncIterable<ListedBlob> {
     assertValidBlobKey(prefix);
     const start = path.join(this.rootDir, ...prefix.split("/"));

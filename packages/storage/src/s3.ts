@@ -1,6 +1,7 @@
 import {
   AbortMultipartUploadCommand,
   type BucketLocationConstraint,
+  CopyObjectCommand,
   CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectCommand,
@@ -250,6 +251,27 @@ export class S3BlobStore implements BlobStore {
       if (isMissingObject(err)) return;
       throw this.unavailable("delete", key, err);
     }
+  }
+
+  async move(from: string, to: string): Promise<boolean> {
+    assertValidBlobKey(from);
+    assertValidBlobKey(to);
+    try {
+      // Server-side copy: content type and user metadata travel with it (MetadataDirective COPY).
+      await this.client.send(
+        new CopyObjectCommand({
+          Bucket: this.bucket,
+          Key: to,
+          CopySource: `${this.bucket}/${from.split("/").map(encodeURIComponent).join("/")}`,
+          MetadataDirective: "COPY",
+        }),
+      );
+    } catch (err) {
+      if (isMissingObject(err)) return false;
+      throw this.unavailable("move", from, err);
+    }
+    await this.delete(from);
+    return true;
   }
 
   async ping(): Promise<void> {

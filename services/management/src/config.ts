@@ -22,6 +22,9 @@ export { ConfigError };
  */
 /** AUTH_MAX_TOKEN_LIFETIME_SECONDS' default: a day. */
 export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
+/** AUTH_CLOCK_SKEW_SECONDS' default and upper bound: clocks of issuer and API may differ by this much. */
+export const DEFAULT_CLOCK_SKEW_SECONDS = 30;
+export const MAX_CLOCK_SKEW_SECONDS = 300;
 
 const ownEnvSchema = z.object({
   MANAGEMENT_PORT: port.default(3000).describe("HTTP port of the management API (0 = any free port)"),
@@ -106,14 +109,26 @@ const ownEnvSchema = z.object({
     .refine((v) => v === undefined || isPublicKeyPem(v), "must be a PEM public key")
     .describe("PEM public key (RS256/ES256/...)"),
   AUTH_ISSUER: optionalString.describe("Required iss claim, checked when set"),
-  AUTH_AUDIENCE: optionalString.describe("Required aud claim, checked when set"),
+  AUTH_AUDIENCE: optionalString.describe(
+    "Required aud claim, checked when set; required with AUTH_JWKS_URL or AUTH_PUBLIC_KEY (an identity provider signs tokens for other APIs too)",
+  ),
   AUTH_WORKSPACE_CLAIM: z.string().min(1).default("workspace_id").describe("Claim carrying the workspace id"),
   AUTH_REQUIRE_EXP: z
     .preprocess(blankAsUnset, z.stringbool().default(true))
     .describe("Refuse tokens without an exp claim (401); false accepts them (never-expiring tokens)"),
   AUTH_MAX_TOKEN_LIFETIME_SECONDS: z
     .preprocess(blankAsUnset, z.coerce.number().int().min(0).default(DEFAULT_MAX_TOKEN_LIFETIME_SECONDS))
-    .describe("Longest accepted token lifetime (exp - iat) in seconds; longer ones are refused (401). 0 = no cap"),
+    .describe(
+      "Longest accepted token lifetime (exp - iat) in seconds; longer ones, ones without iat and ones older than this are refused (401). 0 = no cap",
+    ),
+  AUTH_CLOCK_SKEW_SECONDS: z
+    .preprocess(
+      blankAsUnset,
+      z.coerce.number().int().min(0).max(MAX_CLOCK_SKEW_SECONDS).default(DEFAULT_CLOCK_SKEW_SECONDS),
+    )
+    .describe(
+      `Leeway in seconds for the token's exp, nbf and iat against this server's clock (0-${MAX_CLOCK_SKEW_SECONDS})`,
+    ),
   DUPLICATE_HAMMING_THRESHOLD: z.coerce
     .number()
     .int()
@@ -167,6 +182,7 @@ export interface ManagementConfig {
     workspaceClaim: string;
     requireExpiry: boolean;
     maxTokenLifetimeSeconds: number;
+    clockSkewSeconds: number;
   };
   duplicateHammingThreshold: number;
   logLevel: ManagementEnv["LOG_LEVEL"];
@@ -207,6 +223,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       })),
     );
   }
+  // An identity provider signs tokens for many APIs: without an audience, any of them would do here.
+  const providerKey = (["AUTH_JWKS_URL", "AUTH_PUBLIC_KEY"] as const).find((k) => e[k] !== undefined);
+  if (providerKey && e.AUTH_AUDIENCE === undefined) {
+    throw new ConfigError([
+      { variable: "AUTH_AUDIENCE", message: `required with ${providerKey}: the aud claim tokens for this API carry` },
+    ]);
+  }
   const dataDir = path.resolve(e.DATA_DIR);
   // A StorageConfigError is a ConfigError: it propagates as is.
   const storageDir = env.STORAGE_DIR?.trim() ? env.STORAGE_DIR : path.join(dataDir, "blobs");
@@ -241,6 +264,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       workspaceClaim: e.AUTH_WORKSPACE_CLAIM,
       requireExpiry: e.AUTH_REQUIRE_EXP,
       maxTokenLifetimeSeconds: e.AUTH_MAX_TOKEN_LIFETIME_SECONDS,
+      clockSkewSeconds: e.AUTH_CLOCK_SKEW_SECONDS,
     },
     duplicateHammingThreshold: e.DUPLICATE_HAMMING_THRESHOLD,
     logLevel: e.LOG_LEVEL,

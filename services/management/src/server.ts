@@ -63,6 +63,7 @@ export async function startManagement(
       workspaceClaim: config.auth.workspaceClaim,
       requireExpiry: config.auth.requireExpiry,
       maxLifetimeSeconds: config.auth.maxTokenLifetimeSeconds,
+      clockSkewSeconds: config.auth.clockSkewSeconds,
     });
     const metrics = createManagementMetrics();
     const propagator = createPropagator(config.lifecycle, config.dataDir, log, metrics);

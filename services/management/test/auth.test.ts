@@ -163,9 +163,13 @@ describe("asymmetric keys", () => {
     const pem = publicKey.export({ type: "spki", format: "pem" }) as string;
     const app = createApp({
       ...t.deps,
-      verifier: createVerifier({ kind: "publicKey", pem }, { workspaceClaim: "workspace_id" }),
+      verifier: createVerifier({ kind: "publicKey", pem }, { workspaceClaim: "workspace_id", audience: "media-api" }),
     });
-    const good = jwt.sign({ workspace_id: "ws-auth" }, privateKey, { algorithm: "ES256", expiresIn: "1h" });
+    const good = jwt.sign({ workspace_id: "ws-auth" }, privateKey, {
+      algorithm: "ES256",
+      expiresIn: "1h",
+      audience: "media-api",
+    });
     expect((await request(app).get("/v1/assets").set("Authorization", `Bearer ${good}`)).status).toBe(200);
     const other = keyPair("ec").privateKey;
     expect401(
@@ -214,11 +218,17 @@ describe("asymmetric keys", () => {
         ...t.deps,
         verifier: createVerifier(
           { kind: "jwks", url },
-          { workspaceClaim: "workspace_id", issuer: "https://idp.test/" },
+          { workspaceClaim: "workspace_id", issuer: "https://idp.test/", audience: "media-api" },
         ),
       });
       const sign = (k: KeyObject, kid: string, claims: Record<string, unknown> = { workspace_id: "ws-auth" }) =>
-        jwt.sign(claims, k, { algorithm: "RS256", keyid: kid, expiresIn: "1h", issuer: "https://idp.test/" });
+        jwt.sign(claims, k, {
+          algorithm: "RS256",
+          keyid: kid,
+          expiresIn: "1h",
+          issuer: "https://idp.test/",
+          audience: "media-api",
+        });
       expect(
         (
           await request(app)
@@ -266,7 +276,7 @@ describe("asymmetric keys", () => {
         ...t.deps,
         verifier: createVerifier(
           { kind: "jwks", url: "http://127.0.0.1:1/jwks.json" },
-          { workspaceClaim: "workspace_id" },
+          { workspaceClaim: "workspace_id", audience: "media-api" },
         ),
       });
       const token = jwt.sign({ workspace_id: "ws-auth" }, k1.privateKey, { algorithm: "RS256", keyid: "k1" });

@@ -57,7 +57,7 @@ describe("loadConfig", () => {
     const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
     const pem = publicKey.export({ type: "spki", format: "pem" }) as string;
     for (const value of [pem, pem.replace(/\n/g, "\\n")]) {
-      expect(loadConfig({ AUTH_PUBLIC_KEY: value }).auth.publicKey).toBe(value);
+      expect(loadConfig({ AUTH_PUBLIC_KEY: value, AUTH_AUDIENCE: "media-api" }).auth.publicKey).toBe(value);
     }
   });
 

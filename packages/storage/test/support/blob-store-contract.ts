@@ -215,6 +215,33 @@ export function describeBlobStoreContract(name: string, harness: () => ContractH
       await expect(store.delete(freshKey())).resolves.toBeUndefined();
     });
 
+    test("move takes bytes, content type and metadata to the new key, overwriting it, and leaves nothing behind", async () => {
+      const from = freshKey();
+      const to = `trash/${from.slice("originals/".length)}`;
+      await store.put(from, rocket, "image/jpeg", { width: "640" });
+      await store.put(to, Buffer.from("older"), "text/plain");
+      await expect(store.move(from, to)).resolves.toBe(true);
+      await expect(store.head(from)).resolves.toBeNull();
+      await expect(store.get(from)).resolves.toBeNull();
+      const moved = await store.get(to);
+      expect(moved).toMatchObject({ contentType: "image/jpeg", size: ROCKET_BYTES, metadata: { width: "640" } });
+      expect(sha256(await readAll(moved!.body))).toBe(sha256(rocket));
+      // And back: the sidecar travels both ways.
+      await expect(store.move(to, from)).resolves.toBe(true);
+      expect(await store.head(from)).toMatchObject({ contentType: "image/jpeg", metadata: { width: "640" } });
+      await expect(store.head(to)).resolves.toBeNull();
+      await store.delete(from);
+      expect((await residue()).filter((r) => r.includes(from.slice("originals/".length)))).toEqual([]);
+    });
+
+    test("move of a missing key resolves false and creates nothing", async () => {
+      const from = freshKey();
+      const to = `trash/${from.slice("originals/".length)}`;
+      await expect(store.move(from, to)).resolves.toBe(false);
+      await expect(store.head(to)).resolves.toBeNull();
+      expect((await residue()).filter((r) => r.includes(from.slice("originals/".length)))).toEqual([]);
+    });
+
     test.each(TRAVERSAL_KEYS)("key %j is rejected by every operation", async (key) => {
       const body = createReadStream(ROCKET);
       try {
@@ -226,6 +253,8 @@ export function describeBlobStoreContract(name: string, harness: () => ContractH
       await expect(store.get(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
       await expect(store.head(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
       await expect(store.delete(key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
+      await expect(store.move(key, freshKey())).rejects.toBeInstanceOf(InvalidBlobKeyError);
+      await expect(store.move(freshKey(), key)).rejects.toBeInstanceOf(InvalidBlobKeyError);
     });
 
     test("a content type that could inject headers is rejected", async () => {

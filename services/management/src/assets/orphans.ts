@@ -1,8 +1,9 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
-import type { BlobStore } from "@media-platform/storage";
+import { originalKey, type BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { PrismaClient } from "../generated/prisma/client";
+import { trashKey } from "../lifecycle/blobs";
 import { SPOOL_PREFIX } from "./upload";
 
 /**
@@ -20,8 +21,13 @@ export interface OrphanSweepOptions {
 }
 
 export interface OrphanSweepResult {
-  /** Blobs under originals/ and attributes/ without an asset row, deleted. */
+  /** Blobs under originals/ and attributes/ without an asset row, and under versions/ without a version row, deleted. */
   blobs: number;
+  /**
+   * Originals on the wrong side of the trash, put back where their row says: a trash or restore
+   * killed between its blob move and its commit (the transaction rolled back, the move did not).
+   */
+  moved: number;
   /** Driver temp files / incomplete multipart uploads removed. */
   incompleteWrites: number;
   /** Upload spool files removed. */
@@ -42,10 +48,14 @@ export async function sweepOrphans(
   options: OrphanSweepOptions,
 ): Promise<OrphanSweepResult> {
   const cutoff = new Date(Date.now() - options.graceMs);
-  const result: OrphanSweepResult = { blobs: 0, incompleteWrites: 0, spoolFiles: 0 };
+  const result: OrphanSweepResult = { blobs: 0, moved: 0, incompleteWrites: 0, spoolFiles: 0 };
 
   if (deps.blobStore.list) {
+    const reconciled = await reconcileTrash(deps);
+    result.moved = reconciled.moved;
+    result.blobs += reconciled.removed;
     for (const prefix of ASSET_PREFIXES) result.blobs += await sweepPrefix(deps, prefix, cutoff);
+    result.blobs += await sweepVersions(deps, cutoff);
   }
   if (deps.blobStore.removeIncompleteWrites)
     result.incompleteWrites = await deps.blobStore.removeIncompleteWrites(cutoff);
@@ -94,6 +104,105 @@ async function sweepPrefix(
     // Only keys an asset's writes make; anything else under the prefix is not ours to judge.
     if (!ASSET_ID.test(id) || blob.modifiedAt >= cutoff) continue;
     batch.push(id);
+    if (batch.length >= BATCH) await flush();
+  }
+  await flush();
+  return removed;
+}
+
+/**
+ * A trash or restore moves `originals/<id>` <-> `trash/<id>` inside the transaction that flips the
+ * row, and undoes the move if it does not commit; a process killed in between leaves the blob on
+ * the side the row does not say. Candidates are found without locks, then each is re-checked and
+ * fixed under its row lock, which a trash or restore in flight holds from before its move to its
+ * commit: one in progress is waited for, never undone. A blob on both sides (S3: a copy whose
+ * delete did not happen) keeps the one the row names.
+ */
+async function reconcileTrash(deps: {
+  prisma: PrismaClient;
+  blobStore: BlobStore;
+}): Promise<{ moved: number; removed: number }> {
+  const out = { moved: 0, removed: 0 };
+  const candidates = new Set<string>();
+  // Where a blob is a candidate: under trash/ when its row is not trashed, under originals/ when it is.
+  for (const [prefix, wantTrashed] of [
+    ["trash", false],
+    ["originals", true],
+  ] as const) {
+    let batch: string[] = [];
+    const flush = async () => {
+      if (batch.length === 0) return;
+      const ids = batch;
+      batch = [];
+      const rows = await deps.prisma.asset.findMany({
+        where: { id: { in: ids } },
+        select: { id: true, deletedAt: true },
+      });
+      const trashed = new Map(rows.map((r) => [r.id, r.deletedAt !== null]));
+      // trash/: a live row, or none (a permanent delete killed after its commit); originals/: a trashed row.
+      for (const id of ids) if ((trashed.get(id) === true) === wantTrashed) candidates.add(id);
+    };
+    for await (const blob of deps.blobStore.list?.(prefix) ?? []) {
+      const id = blob.key.slice(prefix.length + 1);
+      if (!ASSET_ID.test(id)) continue;
+      batch.push(id);
+      if (batch.length >= BATCH) await flush();
+    }
+    await flush();
+  }
+  for (const id of candidates) {
+    await deps.prisma.$transaction(async (tx) => {
+      const rows = await tx.$queryRaw<Array<{ trashed: boolean }>>`
+        SELECT deleted_at IS NOT NULL AS trashed FROM assets WHERE id = ${id}::uuid FOR UPDATE`;
+      const [live, trashed] = [await deps.blobStore.head(originalKey(id)), await deps.blobStore.head(trashKey(id))];
+      if (rows.length === 0) {
+        // No row: the originals/ blob is the orphan sweep's (after its grace period); trash/ is ours.
+        if (trashed) {
+          await deps.blobStore.delete(trashKey(id));
+          out.removed++;
+        }
+        return;
+      }
+      const [from, to] = rows[0]!.trashed ? [originalKey(id), trashKey(id)] : [trashKey(id), originalKey(id)];
+      const [atFrom, atTo] = rows[0]!.trashed ? [live, trashed] : [trashed, live];
+      if (!atFrom) return;
+      if (atTo) {
+        await deps.blobStore.delete(from);
+        out.removed++;
+      } else if (await deps.blobStore.move(from, to)) out.moved++;
+    });
+  }
+  return out;
+}
+
+const VERSION_KEY = /^versions\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/v(\d{1,9})$/;
+
+/**
+ * Deletes `versions/<asset id>/v<n>` blobs older than `cutoff` without their version row: a replace
+ * writes the blob inside its transaction, so a process killed before the commit leaves one behind.
+ */
+async function sweepVersions(deps: { prisma: PrismaClient; blobStore: BlobStore }, cutoff: Date): Promise<number> {
+  let removed = 0;
+  let batch: Array<{ key: string; assetId: string; version: number }> = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const found = batch;
+    batch = [];
+    const rows = await deps.prisma.assetVersion.findMany({
+      where: { OR: found.map(({ assetId, version }) => ({ assetId, version })) },
+      select: { assetId: true, version: true },
+    });
+    const known = new Set(rows.map((r) => `${r.assetId}/${r.version}`));
+    for (const v of found) {
+      if (known.has(`${v.assetId}/${v.version}`)) continue;
+      await deps.blobStore.delete(v.key);
+      removed++;
+    }
+  };
+  for await (const blob of deps.blobStore.list?.("versions") ?? []) {
+    const m = VERSION_KEY.exec(blob.key);
+    if (!m || blob.modifiedAt >= cutoff) continue;
+    batch.push({ key: blob.key, assetId: m[1]!, version: Number(m[2]) });
     if (batch.length >= BATCH) await flush();
   }
   await flush();

@@ -3,7 +3,7 @@ import path from "node:path";
 import jwt, { type Algorithm, type JwtHeader } from "jsonwebtoken";
 import type JwksRsa from "jwks-rsa";
 import { embeddedSharedSecret, MIN_SECRET_BYTES, readSecretFile } from "@media-platform/storage";
-import { DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, type ManagementConfig } from "../config";
+import { DEFAULT_CLOCK_SKEW_SECONDS, DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, type ManagementConfig } from "../config";
 import { nativeRequire } from "../native-require";
 
 export const EMBEDDED_SECRET_FILE = "auth-secret";
@@ -65,15 +65,22 @@ export interface VerifierOptions {
   /** Refuse tokens without an `exp` claim (they would be valid forever). Default true. */
   requireExpiry?: boolean;
   /**
-   * Longest accepted lifetime, `exp - iat` (or `exp - now` without `iat`), in seconds; 0 = no cap.
+   * Longest accepted lifetime, `exp - iat`, in seconds; 0 = no cap. With a cap, `iat` is required,
+   * may not lie in the future, and a token older than the cap is refused even without `exp`.
    * Default DEFAULT_MAX_TOKEN_LIFETIME_SECONDS.
    */
   maxLifetimeSeconds?: number;
+  /** Leeway for exp, nbf and iat against this clock. Default DEFAULT_CLOCK_SKEW_SECONDS. */
+  clockSkewSeconds?: number;
 }
 
 export function createVerifier(source: KeySource, options: VerifierOptions): TokenVerifier {
   const requireExpiry = options.requireExpiry ?? true;
   const maxLifetime = options.maxLifetimeSeconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
+  const clockSkew = options.clockSkewSeconds ?? DEFAULT_CLOCK_SKEW_SECONDS;
+  // Tokens of an identity provider are also issued for other APIs: only `aud` tells them apart.
+  if (source.kind !== "secret" && !options.audience)
+    throw new AuthError(`an audience is required with ${source.kind === "jwks" ? "a JWKS" : "a public key"}`);
   let getKey: jwt.Secret | jwt.GetPublicKeyOrSecret;
   let algorithms: Algorithm[];
   // Keys are turned into KeyObjects once: given a string, jsonwebtoken parses it on every verify
@@ -116,7 +123,9 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
     };
     algorithms = ASYMMETRIC;
   }
-  const verifyOptions: jwt.VerifyOptions & { complete?: false } = { algorithms };
+  const verifyOptions: jwt.VerifyOptions & { complete?: false } = { algorithms, clockTolerance: clockSkew };
+  // jsonwebtoken refuses a token without iat, or older than maxAge (+ clockTolerance) since its iat.
+  if (maxLifetime > 0) verifyOptions.maxAge = maxLifetime;
   if (options.issuer) verifyOptions.issuer = options.issuer;
   if (options.audience) verifyOptions.audience = options.audience;
 
@@ -133,7 +142,7 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
             return;
           }
           const claims = payload as Record<string, unknown>;
-          const lifetimeProblem = checkLifetime(claims, requireExpiry, maxLifetime);
+          const lifetimeProblem = checkLifetime(claims, requireExpiry, maxLifetime, clockSkew);
           if (lifetimeProblem) {
             reject(new AuthError(lifetimeProblem));
             return;
@@ -154,18 +163,30 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
   };
 }
 
-/** jsonwebtoken checks `exp` when present; this refuses its absence and overlong lifetimes. */
-function checkLifetime(claims: Record<string, unknown>, requireExpiry: boolean, maxLifetime: number): string | null {
+/**
+ * jsonwebtoken checks `exp`, `nbf` and the age since `iat` (maxAge); this refuses a missing `exp`,
+ * overlong lifetimes and an `iat` in the future, which would otherwise move the whole window, and
+ * with it the cap, as far ahead as the issuer likes.
+ */
+function checkLifetime(
+  claims: Record<string, unknown>,
+  requireExpiry: boolean,
+  maxLifetime: number,
+  clockSkew: number,
+): string | null {
   const { exp, iat } = claims;
+  if (iat !== undefined && (typeof iat !== "number" || !Number.isFinite(iat))) return "token iat claim is not a number";
+  if (typeof iat === "number" && iat > Date.now() / 1000 + clockSkew) return "token issued in the future (iat)";
   if (exp === undefined) return requireExpiry ? "token has no exp claim" : null;
   if (typeof exp !== "number" || !Number.isFinite(exp)) return "token exp claim is not a number";
-  if (maxLifetime <= 0) return null;
-  const issued = typeof iat === "number" && Number.isFinite(iat) ? iat : Math.floor(Date.now() / 1000);
-  return exp - issued > maxLifetime ? `token lifetime exceeds the maximum of ${maxLifetime} seconds` : null;
+  if (maxLifetime <= 0 || typeof iat !== "number") return null;
+  return exp - iat > maxLifetime ? `token lifetime exceeds the maximum of ${maxLifetime} seconds` : null;
 }
 
 function describeJwtError(err: Error): string {
-  if (err.name === "TokenExpiredError") return "token expired";
+  if (err.name === "TokenExpiredError")
+    return err.message === "maxAge exceeded" ? "token older than the maximum lifetime" : "token expired";
+  if (/iat required/.test(err.message)) return "token has no iat claim";
   if (err.name === "NotBeforeError") return "token not yet valid";
   const msg = err.message;
   if (/jwt malformed|invalid token|jwt must be/i.test(msg)) return "malformed token";

@@ -1,4 +1,4 @@
-import { attributesKey, originalKey, type BlobStore } from "@media-platform/storage";
+import { attributesKey, originalKey } from "@media-platform/storage";
 
 /**
  * Blob layout of the lifecycle. The media service reads `originals/<assetId>` (the current
@@ -14,21 +14,23 @@ export const trashKey = (assetId: string): string => `trash/${assetId}`;
 export const versionKey = (assetId: string, version: number): string => `versions/${assetId}/v${version}`;
 export { attributesKey, originalKey };
 
-/** Copies `from` to `to` (bytes, content type and metadata), then deletes `from`. False when `from` does not exist. */
-export async function moveBlob(store: BlobStore, from: string, to: string): Promise<boolean> {
-  const blob = await store.get(from);
-  if (!blob) return false;
-  // With its metadata (the media service's header facts), so the blob reads the same where it lands.
-  await store.put(to, blob.body, blob.contentType, blob.metadata);
-  await store.delete(from);
-  return true;
-}
-
-/** Runs `fn` over `items` with at most `concurrency` at once; rejects with the first failure. */
+/**
+ * Runs `fn` over `items` with at most `concurrency` at once. After the first failure no further
+ * item starts; it rejects with that failure once every started call has settled, so nothing is
+ * still running when the caller reacts (e.g. undoes what was done).
+ */
 export async function forEachLimited<T>(items: readonly T[], concurrency: number, fn: (item: T) => Promise<void>) {
   let next = 0;
+  let failure: { err: unknown } | undefined;
   const workers = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]!);
+    while (!failure && next < items.length) {
+      try {
+        await fn(items[next++]!);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
   });
   await Promise.all(workers);
+  if (failure) throw failure.err;
 }

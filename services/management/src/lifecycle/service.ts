@@ -20,11 +20,16 @@ import { serializeAsset } from "../assets/serializer";
 import { imageMetadataFromBytes, metadataColumns, type ImageMetadata } from "../assets/image-metadata";
 import { analyseImage } from "../assets/upload";
 import { recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
-import { attributesKey, forEachLimited, moveBlob, originalKey, trashKey, versionKey } from "./blobs";
+import { attributesKey, forEachLimited, originalKey, trashKey, versionKey } from "./blobs";
 
-/** Interactive transactions that also move blobs get more than Prisma's 5 s default. */
+/**
+ * Interactive transactions that also write or move blobs get more than Prisma's 5 s default.
+ * Moves are renames (server-side on S3), so a batch of a few hundred takes well under this.
+ */
 const TX_OPTIONS = { timeout: 120_000, maxWait: 10_000 };
 const BLOB_CONCURRENCY = 16;
+/** Tries to put a blob back after a failed change before leaving it to the orphan sweep's log. */
+const UNDO_ATTEMPTS = 3;
 const DEFAULT_VERSIONS_KEPT = 10;
 
 const idList = (ids: readonly string[]) => Prisma.join(ids.map((id) => Prisma.sql`${id}::uuid`));
@@ -46,22 +51,61 @@ async function lockAssets(tx: Tx, workspaceId: string, ids: readonly string[]): 
        FOR UPDATE`;
 }
 
-/** Blob moves done so far, undone when the transaction does not commit. */
+interface BlobMove {
+  from: string;
+  to: string;
+}
+
+/**
+ * Blob moves of one transaction, undone when it does not commit. A move that failed is in an
+ * unknown state (on S3 the copy may exist without the delete): undo looks where the blob is.
+ */
 class BlobMoves {
-  private readonly done: Array<{ from: string; to: string }> = [];
+  private readonly done: BlobMove[] = [];
+  private readonly failed: BlobMove[] = [];
+  private closed = false;
   constructor(private readonly ctx: AppContext) {}
 
-  async move(pairs: Array<{ from: string; to: string }>): Promise<void> {
+  /** No move starts after this: the transaction is over. */
+  close(): void {
+    this.closed = true;
+  }
+
+  async move(pairs: BlobMove[]): Promise<void> {
     await forEachLimited(pairs, BLOB_CONCURRENCY, async (pair) => {
-      if (await moveBlob(this.ctx.blobStore, pair.from, pair.to)) this.done.push(pair);
+      if (this.closed) throw new Error("blob move after the transaction ended");
+      try {
+        if (await this.ctx.blobStore.move(pair.from, pair.to)) this.done.push(pair);
+      } catch (err) {
+        this.failed.push(pair);
+        throw err;
+      }
     });
   }
 
+  /** Puts every blob back where it was: `from` holds it again and `to` is empty. */
   async undo(): Promise<void> {
-    await forEachLimited(this.done, BLOB_CONCURRENCY, async ({ from, to }) => {
-      await moveBlob(this.ctx.blobStore, to, from).catch((err: unknown) =>
-        this.ctx.log.error({ err, from: to, to: from }, "could not move a blob back after a failed change"),
-      );
+    const store = this.ctx.blobStore;
+    const back = async ({ from, to }: BlobMove, done: boolean): Promise<void> => {
+      // A failed move whose source is still there did not happen, or left a copy at `to` (S3),
+      // which in a trash or restore is never a blob of its own: the row is on the other side.
+      if (!done && (await store.head(from))) await store.delete(to);
+      else await store.move(to, from);
+    };
+    const pending = [...this.done.map((m) => ({ m, done: true })), ...this.failed.map((m) => ({ m, done: false }))];
+    await forEachLimited(pending, BLOB_CONCURRENCY, async ({ m, done }) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await back(m, done);
+          return;
+        } catch (err) {
+          if (attempt === UNDO_ATTEMPTS) {
+            this.ctx.log.error({ err, from: m.to, to: m.from }, "could not move a blob back after a failed change");
+            return;
+          }
+          await new Promise((r) => setTimeout(r, 100 * attempt));
+        }
+      }
     });
   }
 }
@@ -73,9 +117,14 @@ class BlobMoves {
  */
 async function withBlobMoves<T>(ctx: AppContext, work: (tx: Tx, moves: BlobMoves) => Promise<T>): Promise<T> {
   const moves = new BlobMoves(ctx);
+  let running: Promise<T> | undefined;
   try {
-    return await ctx.prisma.$transaction((tx) => work(tx, moves), TX_OPTIONS);
+    return await ctx.prisma.$transaction((tx) => (running = work(tx, moves)), TX_OPTIONS);
   } catch (err) {
+    // A transaction that timed out does not stop `work`: wait for it, and let it start no further
+    // move, so nothing moves after the undo.
+    moves.close();
+    await running?.catch(() => undefined);
     await moves.undo();
     throw err;
   }

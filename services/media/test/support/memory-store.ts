@@ -81,6 +81,15 @@ export class MemoryBlobStore implements BlobStore {
     this.blobs.delete(key);
   }
 
+  async move(from: string, to: string): Promise<boolean> {
+    this.check();
+    const blob = this.blobs.get(from);
+    if (!blob) return false;
+    this.blobs.set(to, blob);
+    this.blobs.delete(from);
+    return true;
+  }
+
   async ping(): Promise<void> {
     this.check();
   }
