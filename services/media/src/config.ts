@@ -14,7 +14,7 @@ import {
 } from "@media-platform/runtime";
 import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
 import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
-import { loadPresetsFile } from "./presets";
+import { loadPresetsFile, type EagerPreset } from "./presets";
 
 const MiB = 1024 * 1024;
 
@@ -239,6 +239,8 @@ export interface MediaConfig {
   storage: StorageConfig;
   /** From MEDIA_PRESETS_FILE (empty without one). */
   presets: PresetTable;
+  /** The presets marked eager, with the URLs each renders after an upload or replace. */
+  eagerPresets: EagerPreset[];
   presetsOnly: boolean;
   /** MEDIA_AUTO_FORMAT in order of preference; empty = negotiation off. */
   autoFormat: AutoFormat[];
@@ -271,12 +273,14 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     maxSharpen: e.MEDIA_MAX_SHARPEN,
   };
   let presets: PresetTable = {};
+  let eagerPresets: EagerPreset[] = [];
   if (e.MEDIA_PRESETS_FILE) {
     const loaded = loadPresetsFile(e.MEDIA_PRESETS_FILE, limits);
     if (!loaded.ok) {
       throw new ConfigError(loaded.problems.map((message) => ({ variable: "MEDIA_PRESETS_FILE", message })));
     }
     presets = loaded.presets;
+    eagerPresets = loaded.eager;
   } else if (e.MEDIA_PRESETS_ONLY) {
     throw new ConfigError([
       { variable: "MEDIA_PRESETS_ONLY", message: "needs MEDIA_PRESETS_FILE (there would be nothing to serve)" },
@@ -310,6 +314,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     logLevel: e.LOG_LEVEL,
     storage,
     presets,
+    eagerPresets,
     presetsOnly: e.MEDIA_PRESETS_ONLY,
     autoFormat: e.MEDIA_AUTO_FORMAT ?? [],
     avifEffort: e.MEDIA_AVIF_EFFORT,

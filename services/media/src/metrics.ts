@@ -23,6 +23,7 @@ import {
  *   queue-full 503      media_transform_queue_rejections_total    app.ts error handler
  *   queue depth         media_transform_queue_depth               read from the limiter at scrape time
  *   the events below    media_<event>_total                       count(event), see mediaEventHelp
+ *   eager renders       media_eager_renders_total{outcome}        eager/eager-renders.ts
  *   Redis / blob store  dependency_errors_total{dependency}       RedisCache, RenditionService, originals
  *   304s, 4xx, 5xx      http_request_duration_seconds{status_code}
  */
@@ -30,6 +31,7 @@ import {
 export const TRANSFORMATION_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export type CacheTier = "memory" | "redis";
+export type EagerOutcome = "queued" | "done" | "failed";
 export type CacheResult = "hit" | "miss";
 
 /** Events counted as `media_<name>_total` (no labels). */
@@ -66,6 +68,8 @@ export interface MediaMetrics extends Metrics {
   trackQueueDepth(source: () => number): void;
   /** `media_<event>_total`. */
   count(event: CounterName): void;
+  /** `media_eager_renders_total{outcome}`: eager preset renders queued, done and failed (eager/). */
+  eagerRender(outcome: EagerOutcome): void;
   readonly counters: MediaCounters;
 }
 
@@ -117,6 +121,18 @@ export function createMediaMetrics(options: Partial<Omit<MetricsOptions, "servic
     registry,
   ).child();
 
+  const eagerRenders = new FastCounter(
+    "media_eager_renders_total",
+    "Eager preset renders (after an upload or replace) by outcome: queued, done, failed",
+    ["outcome"] as const,
+    registry,
+  );
+  const eagerSeries = {
+    queued: eagerRenders.child("queued"),
+    done: eagerRenders.child("done"),
+    failed: eagerRenders.child("failed"),
+  };
+
   const events = {} as Record<CounterName, FastCounterSeries>;
   for (const name of Object.keys(counterHelp) as CounterName[]) {
     events[name] = new FastCounter(`media_${name}_total`, counterHelp[name], [], registry).child();
@@ -136,6 +152,7 @@ export function createMediaMetrics(options: Partial<Omit<MetricsOptions, "servic
       queueDepthSource = source;
     },
     count: (event) => events[event].inc(),
+    eagerRender: (outcome) => eagerSeries[outcome].inc(),
     counters: { get: (name) => events[name].value },
   };
 }

@@ -1,5 +1,5 @@
 import http from "node:http";
-import type { Express } from "express";
+import { Router, type Express } from "express";
 import { PURGE_SECRET_FILE, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import { createLogger, trackRequest, type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
@@ -15,10 +15,13 @@ import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
 import { createMediaMetrics, type MediaCounters, type MediaMetrics } from "./metrics";
 import { FormatNegotiator, type AutoFormat } from "./negotiation";
-import { presetsOnlyGate } from "./presets";
+import { presetsOnlyGate, type EagerPreset } from "./presets";
 import { instanceOf } from "./problem";
 import { AssetPurger } from "./purge/asset-purger";
-import { purgeRouter } from "./purge/router";
+import { bearerAuthorization, purgeRouter } from "./purge/router";
+import { EagerRenderer } from "./eager/eager-renders";
+import { eagerRouter } from "./eager/router";
+import { ParsedMediaPaths } from "./delivery/media-paths";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
 export interface MediaServerOptions {
@@ -37,6 +40,8 @@ export interface MediaServerOptions {
   queueLimit: number;
   /** Named step chains (MEDIA_PRESETS_FILE), already validated. */
   presets: PresetTable;
+  /** The presets marked eager (rendered after an upload or replace, POST /internal/eager). */
+  eagerPresets: EagerPreset[];
   /** MEDIA_PRESETS_ONLY: every non-preset media URL answers 403. */
   presetsOnly: boolean;
   /** MEDIA_AUTO_FORMAT (order of preference); empty = off. */
@@ -82,6 +87,8 @@ export interface MediaServer {
   redis: RedisCache | undefined;
   limiter: Limiter;
   purger: AssetPurger;
+  /** Renders eager presets into the cache tiers (POST /internal/eager). */
+  eager: EagerRenderer;
   /**
    * What to close once the HTTP server has drained, in order: Redis (when configured), then the
    * deps' closeHooks (pixel workers, face detector). gracefulShutdown runs these.
@@ -138,6 +145,14 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     requestTimeoutMs: options.requestTimeoutMs,
     maxEntryBytes: options.cache.maxEntryBytes,
   });
+  const eager = new EagerRenderer({
+    service,
+    paths: new ParsedMediaPaths(options.presets, options.limits),
+    presets: options.eagerPresets,
+    purger,
+    metrics,
+    logger,
+  });
   const route = createMediaRoute({
     service,
     presets: options.presets,
@@ -173,7 +188,12 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     metrics,
     logger,
     operations,
-    purgeRouter: options.purgeSecret ? purgeRouter(purger, options.purgeSecret) : undefined,
+    purgeRouter: options.purgeSecret
+      ? Router().use(
+          purgeRouter(purger, options.purgeSecret),
+          eagerRouter(eager, bearerAuthorization(options.purgeSecret)),
+        )
+      : undefined,
   });
   const hotPath = createHotPath({
     memory,
@@ -232,6 +252,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     redis,
     limiter,
     purger,
+    eager,
     async listen(port = 0, host = "127.0.0.1") {
       // Give Redis one connection attempt so the first requests can use it; never wait longer.
       await redis?.waitReady();
