@@ -114,6 +114,9 @@ export const mediaEnvSchema = z.object({
   ).describe(
     "Work budget of one request in estimated CPU milliseconds: each step's and the encoder's calibrated cost per pixel (bench/calibrate-cost.ts) times its pixels and frames; above it 400 naming the most expensive step, before decoding",
   ),
+  MEDIA_DECODED_CACHE_BYTES: int(0, 64 * 1024 * MiB, 128 * MiB, "a whole number of bytes from 0 to 68719476736").describe(
+    "Memory for decoded originals shared between renditions of one original (a burst of srcset widths decodes it once, at the largest scale needed); 0 = each rendition decodes its own",
+  ),
   MEDIA_MAX_INFLIGHT_PIXELS: int(
     1,
     100_000_000_000,
@@ -245,6 +248,8 @@ export interface MediaConfig {
   /** MEDIA_AUTO_FORMAT in order of preference; empty = negotiation off. */
   autoFormat: AutoFormat[];
   avifEffort: number;
+  /** MEDIA_DECODED_CACHE_BYTES; 0 = no shared decodes. */
+  decodedCacheBytes: number;
   /** MEDIA_MAX_ANIMATION_FRAMES */
   maxAnimationFrames: number;
   /** Unset: the embedded shared secret file (resolved by startMedia). */
@@ -319,5 +324,6 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     autoFormat: e.MEDIA_AUTO_FORMAT ?? [],
     avifEffort: e.MEDIA_AVIF_EFFORT,
     maxAnimationFrames: e.MEDIA_MAX_ANIMATION_FRAMES,
+    decodedCacheBytes: e.MEDIA_DECODED_CACHE_BYTES,
   };
 }

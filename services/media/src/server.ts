@@ -22,6 +22,7 @@ import { bearerAuthorization, purgeRouter } from "./purge/router";
 import { EagerRenderer } from "./eager/eager-renders";
 import { eagerRouter } from "./eager/router";
 import { ParsedMediaPaths } from "./delivery/media-paths";
+import { DecodedImages } from "./pipeline/decoded-images";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
 export interface MediaServerOptions {
@@ -67,6 +68,8 @@ export interface MediaServerDeps {
   /** Default: a fresh registry (createMediaMetrics()). */
   metrics?: MediaMetrics;
   options?: Partial<MediaServerOptions>;
+  /** The render's shared decodes (MEDIA_DECODED_CACHE_BYTES), dropped by a purge; none = not shared. */
+  decoded?: DecodedImages;
   /** Extra clean-up after the server and Redis closed (worker pools, detectors), in order. */
   closeHooks?: CloseHook[];
   /** True while shutting down (gracefulShutdown's isShuttingDown): /readyz answers 503 `draining`. */
@@ -130,7 +133,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     ? new UrlSigner(options.signingKey, Date.now, options.cachePolicy.maxAgeSeconds)
     : undefined;
   const negotiator = options.autoFormat.length ? new FormatNegotiator(options.autoFormat) : undefined;
-  const purger = new AssetPurger(memory, redis, logger);
+  const purger = new AssetPurger(memory, redis, logger, deps.decoded);
   const service = new RenditionService({
     purger,
     cachePolicy: options.cachePolicy,
@@ -299,6 +302,7 @@ export async function startMedia(
   const store = overrides.store ?? createBlobStore(config.storage);
   const closeHooks: CloseHook[] = [];
   let render = overrides.render;
+  let decoded: DecodedImages | undefined;
   if (!render) {
     // Loaded here, not at module load, so in-process tests with an injected render never start workers.
     const pipeline = require("./pipeline/render") as typeof import("./pipeline/render");
@@ -310,7 +314,9 @@ export async function startMedia(
       taskTimeoutMs: config.requestTimeoutMs,
     });
     const faces = createFaceDetector();
+    decoded = config.decodedCacheBytes > 0 ? new DecodedImages(config.decodedCacheBytes) : undefined;
     const renderDeps = {
+      decoded,
       pixels,
       faces,
       limits: config.limits,
@@ -330,6 +336,7 @@ export async function startMedia(
     options: { ...config, purgeSecret: config.purgeSecret ?? embeddedSharedSecret(config.dataDir, PURGE_SECRET_FILE) },
     closeHooks,
     isDraining: overrides.isDraining,
+    decoded,
   });
   const url = await media.listen(config.port, config.host);
   logger.info(

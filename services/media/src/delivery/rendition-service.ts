@@ -324,6 +324,7 @@ export class RenditionService {
         cacheKey: key,
         convertTo: request.convertTo,
         focalPoint,
+        decodedKey: `${flight.assetId}|${flight.generation}`,
       },
       {
         signal,

@@ -31,6 +31,8 @@ import { fromRaw, toRaw, type RawImage } from "./raw";
 import { selectedFrame } from "../transformations/frame";
 import { transformations } from "../transformations";
 import { carriesGainMap, keepingGainMap } from "./gain-map";
+import type { DecodedImages } from "./decoded-images";
+import { sharedFirstStep } from "./shared-decode";
 
 export interface RenderDeps {
   pixels: PixelWorkers;
@@ -48,6 +50,8 @@ export interface RenderDeps {
    * animated (MEDIA_MAX_ANIMATION_FRAMES); default DEFAULT_MAX_ANIMATION_FRAMES.
    */
   maxAnimationFrames?: number;
+  /** Decodes shared between renditions of one original (MEDIA_DECODED_CACHE_BYTES); none = each decodes its own. */
+  decoded?: DecodedImages;
 }
 
 /** Negotiated output (MEDIA_AUTO_FORMAT): applies to still JPEG/PNG originals only. */
@@ -79,6 +83,8 @@ export interface RenderInput {
    * (after EXIF orientation); delivery reads it only when a step uses it.
    */
   focalPoint?: FocalPoint;
+  /** `<assetId>|<local generation>`: renditions with the same key may share a decode (shared-decode.ts). */
+  decodedKey?: string;
 }
 
 export interface RenderOptions {
@@ -231,6 +237,18 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     if (animation.frames > 1) return await renderAnimation(bytes, sharpOptions, plan, ctx, deadline, options);
     const original = sharp(bytes, sharpOptions);
     const srgb = meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3;
+    const first = await sharedFirstStep({
+      decoded: deps.decoded,
+      key: input.decodedKey,
+      plan,
+      header: meta,
+      srgb,
+      still: meta.pages === 1 && animation.page === undefined,
+      gainMap: format === "jpeg" && carriesGainMap(bytes),
+      bytes,
+      sharpOptions,
+      ctx,
+    });
     let current: Pixels = { pipeline: original, srgb };
     // A request has at least one step (the URL grammar); `original` only stands in until the first ends.
     let result: RawImage | sharp.Sharp = original;
@@ -240,7 +258,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       stepStart = performance.now();
       ctx.stepIndex = index;
       ctx.keptRegion = undefined;
-      result = await runStep(step, current, ctx, deadline);
+      result = index === 0 && first ? first : await runStep(step, current, ctx, deadline);
       // Into the coordinates of the next step's input.
       if (ctx.focalPoint) ctx.focalPoint = focalPointAfter(step, ctx.focalPoint, ctx);
       if (index < plan.steps.length - 1) {

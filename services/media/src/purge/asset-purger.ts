@@ -1,6 +1,7 @@
 import type { Logger } from "@media-platform/observability";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
+import type { DecodedImages } from "../pipeline/decoded-images";
 
 /**
  * Forgets every cached rendition of an asset whose original changed (deleted or replaced), on
@@ -27,12 +28,15 @@ export class AssetPurger {
     private readonly memory: MemoryCache,
     private readonly redis: RedisCache | undefined,
     private readonly logger: Logger,
+    /** Decoded originals shared between renditions (pipeline/decoded-images.ts): a purge drops the asset's. */
+    private readonly decoded?: DecodedImages,
   ) {
     redis?.onPurge(
       (assetIds) => this.purgeLocal(assetIds),
       () => {
         this.epoch++;
         this.memory.clear();
+        this.decoded?.clear();
         this.redis?.forgetGenerations();
         this.logger.warn("purge subscription re-established: memory cache cleared (purges may have been missed)");
       },
@@ -64,5 +68,6 @@ export class AssetPurger {
     const ids = new Set(assetIds);
     for (const id of ids) this.generations.set(id, (this.generations.get(id) ?? 0) + 1);
     this.memory.deleteWhere((entry) => entry.assetId !== undefined && ids.has(entry.assetId));
+    this.decoded?.drop(ids);
   }
 }
