@@ -6,6 +6,13 @@ import type { DecodedImages } from "./decoded-images";
 import type { RenderPlan } from "./plan";
 import { fromRaw, toRaw, type RawImage } from "./raw";
 
+/**
+ * JPEG and WebP originals shrink on load: a rendition this many times smaller than the shared
+ * decode decodes on its own (cheaply, at its own scale), since resampling the shared pixels again
+ * would take it further than 1.0 per channel from that independent render.
+ */
+export const MAX_SHARED_REDUCTION_ON_LOAD_SHRINK = 2;
+
 /** Originals below this many pixels decode in a few milliseconds: each rendition decodes its own. */
 export const SHARED_DECODE_MIN_PIXELS = 1_000_000;
 
@@ -25,6 +32,8 @@ export interface SharedDecodeInput {
   srgb: boolean;
   /** A still (one frame, no `frame` step) whose first step runs on the original. */
   still: boolean;
+  /** The original's format decodes at a reduced scale (JPEG, WebP). */
+  shrinksOnLoad: boolean;
   /** A JPEG whose HDR gain map the independent render would keep: not shared. */
   gainMap: boolean;
   bytes: Buffer;
@@ -58,6 +67,7 @@ export async function sharedFirstStep(input: SharedDecodeInput): Promise<RawImag
     height: Math.min(height, Math.max(1, Math.ceil(height * s - 1e-9))),
   });
   const target = size(scale);
+  if (input.shrinksOnLoad && target.width > out.width * MAX_SHARED_REDUCTION_ON_LOAD_SHRINK) return undefined;
   const decode = () => {
     const image = sharp(input.bytes, input.sharpOptions);
     const scaled =
@@ -73,6 +83,10 @@ export async function sharedFirstStep(input: SharedDecodeInput): Promise<RawImag
     if (wholeImage) {
       // The planned size exactly (computed from the original), so every size matches an independent render.
       if (image.width === out.width && image.height === out.height) return image;
+      // By width, as the step does (a fill to both sides resamples each axis on its own: further
+      // from the independent render); a size that rounds otherwise is set exactly.
+      const scaled = await toRaw(fromRaw(image).resize(out.width));
+      if (scaled.height === out.height) return scaled;
       return toRaw(fromRaw(image).resize(out.width, out.height, { fit: "fill" }));
     }
     // cover and contain: the step itself, on the decoded pixels (crop or padding as it does them).
