@@ -1,5 +1,5 @@
 /**
- * pnpm bench [media] [management] [upload-metadata] [media-soak] [avif-originals]
+ * pnpm bench [media] [management] [upload-metadata] [media-soak] [avif-originals] [decode-sharing]
  * Runs the selected benchmark sections (all when none is named) and prints them. Each section's
  * run is written to bench/results/<section>.md (a section not run keeps its last file), and
  * bench/results/latest.md is rebuilt from all section files, so running one section never drops
@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { benchAvifOriginals } from "./avif-originals";
 import { calibrateCost } from "./calibrate-cost";
+import { benchDecodeSharing } from "./decode-sharing";
 import { benchManagement } from "./management";
 import { benchMedia } from "./media";
 import { benchUploadMetadata } from "./upload-metadata";
@@ -42,6 +43,7 @@ const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = 
   "upload-metadata": { title: "Upload metadata cost (placeholder, dominant colour, EXIF)", run: benchUploadMetadata },
   "avif-originals": { title: "AVIF originals against JPEG (MISS)", run: benchAvifOriginals },
   "media-soak": { title: "Media soak (memory, refusals, cancellation)", run: benchMediaSoak },
+  "decode-sharing": { title: "First views: shared decodes and eager presets", run: benchDecodeSharing },
 };
 
 /** Error with its stack and its cause chain (fetch failures carry the real reason in `cause`). */

@@ -127,6 +127,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   // Media's own series exist from the start (metrics.ts); the dependency series are shown from
   // zero too. The queue depth is read at scrape time.
   metrics.trackQueueDepth(() => limiter.waiting);
+  if (deps.decoded) metrics.trackDecodedImages(deps.decoded);
   metrics.dependencyErrors.inc({ dependency: "storage" }, 0);
   if (redis) metrics.dependencyErrors.inc({ dependency: "redis" }, 0);
   const signer = options.signingKey
