@@ -194,7 +194,15 @@ export async function benchDecodeSharing(): Promise<string> {
       `Burst: the ${WIDTHS.length} srcset widths (${WIDTHS.join(", ")}) of one fresh original requested at once (all MISS), wall time in ms, median of ${RUNS} runs. Raw sharp renders the same ${WIDTHS.length} independently and at once in the bench process, encoding as the service does; "no sharing" is the service with MEDIA_DECODED_CACHE_BYTES=0.`,
       "",
       table(
-        ["original", "service burst ms (runs)", "no sharing ms", "raw sharp ms", "raw sharp / service", "no sharing / service", "target"],
+        [
+          "original",
+          "service burst ms (runs)",
+          "no sharing ms",
+          "raw sharp ms",
+          "raw sharp / service",
+          "no sharing / service",
+          "target",
+        ],
         rows,
       ),
       "",

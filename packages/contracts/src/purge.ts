@@ -34,7 +34,9 @@ export const EAGER_PATH = "/internal/eager";
 
 export const eagerRequestSchema = z
   .object({
-    assetId: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, "must be a lowercase UUID"),
+    assetId: z
+      .string()
+      .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, "must be a lowercase UUID"),
     extension: z.string().regex(/^[a-z0-9]{1,8}$/, "must be a lowercase file extension"),
     replaced: z.boolean().optional(),
   })

@@ -5,7 +5,13 @@ import sharp from "sharp";
 import { originalKey } from "@media-platform/storage";
 import { EAGER_PATH } from "@media-platform/contracts";
 import { loadMediaConfig, MediaConfigError } from "../src/config";
-import { countingRender, metricValue, startTestMedia, type CountingRender, type TestMedia } from "./support/media-server";
+import {
+  countingRender,
+  metricValue,
+  startTestMedia,
+  type CountingRender,
+  type TestMedia,
+} from "./support/media-server";
 import { MemoryBlobStore } from "./support/memory-store";
 import { deleteRedisPrefix, describeWithRedis, TEST_REDIS_URL, uniqueRedisPrefix } from "./support/redis";
 
@@ -54,7 +60,10 @@ const solid = (color: string) =>
     .toBuffer();
 
 const pixel = async (image: Buffer) => {
-  const { data } = await sharp(image).extract({ left: 5, top: 5, width: 1, height: 1 }).raw().toBuffer({ resolveWithObject: true });
+  const { data } = await sharp(image)
+    .extract({ left: 5, top: 5, width: 1, height: 1 })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
   return [...data.subarray(0, 3)];
 };
 
@@ -77,10 +86,26 @@ describe("eager presets in MEDIA_PRESETS_FILE", () => {
   });
 
   it.each([
-    ["widths without a first resize width", "a:\n  steps: grayscale\n  eager: true\n  widths: [100]\n", /preset "a": widths needs a first step resize with a width/],
-    ["widths that are not whole numbers", "a:\n  steps: resize:width=10\n  eager: true\n  widths: [1.5]\n", /preset "a": widths must be a non-empty list/],
-    ["a width above MEDIA_MAX_DIMENSION", "a:\n  steps: resize:width=10\n  eager: true\n  widths: [99999]\n", /widths 99999 exceed MEDIA_MAX_DIMENSION/],
-    ["eager that is not a boolean", "a:\n  steps: resize:width=10\n  eager: yes please\n", /preset "a": eager must be true or false/],
+    [
+      "widths without a first resize width",
+      "a:\n  steps: grayscale\n  eager: true\n  widths: [100]\n",
+      /preset "a": widths needs a first step resize with a width/,
+    ],
+    [
+      "widths that are not whole numbers",
+      "a:\n  steps: resize:width=10\n  eager: true\n  widths: [1.5]\n",
+      /preset "a": widths must be a non-empty list/,
+    ],
+    [
+      "a width above MEDIA_MAX_DIMENSION",
+      "a:\n  steps: resize:width=10\n  eager: true\n  widths: [99999]\n",
+      /widths 99999 exceed MEDIA_MAX_DIMENSION/,
+    ],
+    [
+      "eager that is not a boolean",
+      "a:\n  steps: resize:width=10\n  eager: yes please\n",
+      /preset "a": eager must be true or false/,
+    ],
     ["an unknown field", "a:\n  steps: resize:width=10\n  eagerly: true\n", /preset "a": unknown field\(s\) eagerly/],
     ["an object without steps", "a:\n  eager: true\n", /preset "a": steps must be a non-empty/],
   ])("refuses %s, naming the preset", (_label, text, message) => {
@@ -171,7 +196,9 @@ describe("POST /internal/eager (without Redis)", () => {
   });
 
   it("refuses calls without the secret (401) and malformed bodies (400)", async () => {
-    expect((await eager(media, { assetId: "x", extension: "jpg" }, "wrong-secret-wrong-secret-wrong")).status).toBe(401);
+    expect((await eager(media, { assetId: "x", extension: "jpg" }, "wrong-secret-wrong-secret-wrong")).status).toBe(
+      401,
+    );
     const bad = await eager(media, { assetId: "not-a-uuid", extension: "jpg" });
     expect(bad.status).toBe(400);
     expect(bad.headers.get("content-type")).toMatch(/^application\/problem\+json/);

@@ -24,15 +24,15 @@ const baseDeps: RenderDeps = {
   faces: { detect: async () => [] },
 };
 
-const MIME: Record<string, string> = { ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".webp": "image/webp", ".avif": "image/avif" };
-
 /** One rendition of `bytes` for a hand-written path's steps; `decoded` shares decodes under `key`. */
 const renderPath = (bytes: Buffer, contentType: string, url: string, deps: RenderDeps, key?: string) =>
   render({ original: bytes, contentType, steps: parseMediaPath(url).steps, cacheKey: url, decodedKey: key }, deps);
 
 /** Mean absolute difference per channel of two encoded images of the same size (alpha included). */
 async function meanAbsoluteDifference(a: Buffer, b: Buffer): Promise<number> {
-  const [x, y] = await Promise.all([a, b].map((img) => sharp(img).ensureAlpha().raw().toBuffer({ resolveWithObject: true })));
+  const [x, y] = await Promise.all(
+    [a, b].map((img) => sharp(img).ensureAlpha().raw().toBuffer({ resolveWithObject: true })),
+  );
   expect([x!.info.width, x!.info.height]).toEqual([y!.info.width, y!.info.height]);
   let sum = 0;
   for (let i = 0; i < x!.data.length; i++) sum += Math.abs(x!.data[i]! - y!.data[i]!);
@@ -42,8 +42,18 @@ async function meanAbsoluteDifference(a: Buffer, b: Buffer): Promise<number> {
 describe("one decode for many sizes: results match independent renders (MAD <= 1.0 per channel)", () => {
   const cases: Array<[string, () => Promise<Buffer>, string, boolean]> = [
     ["a 6 MP JPEG", async () => readFileSync(path.join(CORPUS, "2569067123_aca715a2ee_o.jpg")), "image/jpeg", true],
-    ["a 3 MP PNG with alpha", async () => readFileSync(path.join(CORPUS, "alpha-premultiply-2048x1536-paper.png")), "image/png", false],
-    ["a 1.8 MP AVIF", async () => readFileSync(path.join(CORPUS, "sdr_cosmos12920_cicp1-13-6_yuv444_full_qp10.avif")), "image/avif", false],
+    [
+      "a 3 MP PNG with alpha",
+      async () => readFileSync(path.join(CORPUS, "alpha-premultiply-2048x1536-paper.png")),
+      "image/png",
+      false,
+    ],
+    [
+      "a 1.8 MP AVIF",
+      async () => readFileSync(path.join(CORPUS, "sdr_cosmos12920_cicp1-13-6_yuv444_full_qp10.avif")),
+      "image/avif",
+      false,
+    ],
     [
       "a 2 MP WebP",
       () =>
@@ -55,29 +65,38 @@ describe("one decode for many sizes: results match independent renders (MAD <= 1
       true,
     ],
   ];
-  it.each(cases)("%s: the six srcset widths, a cover crop and a two-step chain, from one decode", async (_label, load, type, shrinks) => {
-    const bytes = await load();
-    // Lossless output: the rendition's pixels themselves (a lossy encoder adds its own noise on top,
-    // the same for both renders; see docs/responsive-delivery.md).
-    const urls = [
-      ...SRCSET.map((w) => `/resize:width=${w}/format:type=png/${ID}.jpg`),
-      `/resize:width=400:height=300:fit=cover/format:type=png/${ID}.jpg`,
-      `/resize:height=500/sharpen:value=.5/format:type=png/${ID}.jpg`,
-    ];
-    const decoded = new DecodedImages(256 * 1024 * 1024);
-    const shared = await Promise.all(urls.map((u) => renderPath(bytes, type, u, { ...baseDeps, decoded }, `${ID}|0`)));
-    expect(decoded.decodes).toBe(1);
-    // JPEG and WebP renditions more than 2x below the shared decode shrink on load on their own
-    // (here the 2048 px decode is shared by the 1280, 1600 and 1920 px widths).
-    expect(decoded.shared).toBe(shrinks ? 2 : urls.length - 1);
-    expect(decoded.peakBytes).toBeLessThanOrEqual(decoded.budgetBytes);
-    for (const [i, url] of urls.entries()) {
-      const alone = await renderPath(bytes, type, url, baseDeps);
-      expect([shared[i]!.width, shared[i]!.height, shared[i]!.contentType]).toEqual([alone.width, alone.height, alone.contentType]);
-      const mad = await meanAbsoluteDifference(shared[i]!.data, alone.data);
-      expect({ url, mad: mad <= 1.0 ? "within 1.0" : mad }).toEqual({ url, mad: "within 1.0" });
-    }
-  });
+  it.each(cases)(
+    "%s: the six srcset widths, a cover crop and a two-step chain, from one decode",
+    async (_label, load, type, shrinks) => {
+      const bytes = await load();
+      // Lossless output: the rendition's pixels themselves (a lossy encoder adds its own noise on top,
+      // the same for both renders; see docs/responsive-delivery.md).
+      const urls = [
+        ...SRCSET.map((w) => `/resize:width=${w}/format:type=png/${ID}.jpg`),
+        `/resize:width=400:height=300:fit=cover/format:type=png/${ID}.jpg`,
+        `/resize:height=500/sharpen:value=.5/format:type=png/${ID}.jpg`,
+      ];
+      const decoded = new DecodedImages(256 * 1024 * 1024);
+      const shared = await Promise.all(
+        urls.map((u) => renderPath(bytes, type, u, { ...baseDeps, decoded }, `${ID}|0`)),
+      );
+      expect(decoded.decodes).toBe(1);
+      // JPEG and WebP renditions more than 2x below the shared decode shrink on load on their own
+      // (here the 2048 px decode is shared by the 1280, 1600 and 1920 px widths).
+      expect(decoded.shared).toBe(shrinks ? 2 : urls.length - 1);
+      expect(decoded.peakBytes).toBeLessThanOrEqual(decoded.budgetBytes);
+      for (const [i, url] of urls.entries()) {
+        const alone = await renderPath(bytes, type, url, baseDeps);
+        expect([shared[i]!.width, shared[i]!.height, shared[i]!.contentType]).toEqual([
+          alone.width,
+          alone.height,
+          alone.contentType,
+        ]);
+        const mad = await meanAbsoluteDifference(shared[i]!.data, alone.data);
+        expect({ url, mad: mad <= 1.0 ? "within 1.0" : mad }).toEqual({ url, mad: "within 1.0" });
+      }
+    },
+  );
 
   it("leaves small originals, animations and non-resize first steps to decode on their own", async () => {
     const decoded = new DecodedImages(256 * 1024 * 1024);
@@ -125,7 +144,11 @@ describe("a purge drops the decoded image", () => {
   afterAll(() => media.close());
 
   it("held after a burst (kept idle for the next one), gone once the asset is purged; the next burst decodes the new original", async () => {
-    await store.put(originalKey(ID), readFileSync(path.join(CORPUS, "alpha-premultiply-2048x1536-paper.png")), "image/png");
+    await store.put(
+      originalKey(ID),
+      readFileSync(path.join(CORPUS, "alpha-premultiply-2048x1536-paper.png")),
+      "image/png",
+    );
     const burst = await Promise.all(SRCSET.map((w) => fetch(`${url}/resize:width=${w}/${ID}.png`)));
     expect(burst.map((r) => r.status)).toEqual(SRCSET.map(() => 200));
     expect(decoded.decodes).toBe(1);
@@ -144,12 +167,16 @@ describe("a purge drops the decoded image", () => {
     // The replaced original (opaque red): the next request decodes it, not the dropped image.
     await store.put(
       originalKey(ID),
-      await sharp({ create: { width: 1600, height: 1000, channels: 3, background: "#ff0000" } }).png().toBuffer(),
+      await sharp({ create: { width: 1600, height: 1000, channels: 3, background: "#ff0000" } })
+        .png()
+        .toBuffer(),
       "image/png",
     );
     const after = await fetch(`${url}/resize:width=320/${ID}.png`);
     expect(after.headers.get("x-cache")).toBe("MISS");
-    const { data } = await sharp(Buffer.from(await after.arrayBuffer())).raw().toBuffer({ resolveWithObject: true });
+    const { data } = await sharp(Buffer.from(await after.arrayBuffer()))
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     expect([...data.subarray(0, 3)]).toEqual([255, 0, 0]);
     expect(decoded.decodes).toBe(2);
   });

@@ -19,9 +19,14 @@ export function eagerRouter(renderer: EagerRenderer, authorize: RequestHandler):
   r.post(EAGER_PATH, authorize, parseJson, async (req, res) => {
     const parsed = eagerRequestSchema.safeParse(req.body);
     if (!parsed.success) {
-      throw new ProblemError(400, "invalid-eager-request", 'Expected {"assetId": <lowercase UUID>, "extension": "jpg"}', {
-        errors: parsed.error.issues.map((i) => ({ path: ["body", ...i.path].join("."), message: i.message })),
-      });
+      throw new ProblemError(
+        400,
+        "invalid-eager-request",
+        'Expected {"assetId": <lowercase UUID>, "extension": "jpg"}',
+        {
+          errors: parsed.error.issues.map((i) => ({ path: ["body", ...i.path].join("."), message: i.message })),
+        },
+      );
     }
     const { assetId, extension, replaced } = parsed.data;
     const summary = await renderer.render(assetId, extension, replaced === true);

@@ -79,7 +79,8 @@ export async function sharedFirstStep(input: SharedDecodeInput): Promise<RawImag
   return decoded.with(key, size(needScale), target, decode, async (image) => {
     const params = first.params as Parameters<typeof resize.apply>[1];
     const box = resizeBox(params, ctx.limits.maxDimension);
-    const wholeImage = box.width === undefined || box.height === undefined || params.fit === "inside" || params.fit === "fill";
+    const wholeImage =
+      box.width === undefined || box.height === undefined || params.fit === "inside" || params.fit === "fill";
     if (wholeImage) {
       // The planned size exactly (computed from the original), so every size matches an independent render.
       if (image.width === out.width && image.height === out.height) return image;

@@ -36,7 +36,8 @@ export function splitPresetDefinitions(definitions: unknown): {
     const where = `preset ${JSON.stringify(name)}`;
     const { steps, eager: isEager, widths, ...rest } = value as Record<string, unknown>;
     const unknown = Object.keys(rest);
-    if (unknown.length) problems.push(`${where}: unknown field(s) ${unknown.join(", ")} (allowed: steps, eager, widths)`);
+    if (unknown.length)
+      problems.push(`${where}: unknown field(s) ${unknown.join(", ")} (allowed: steps, eager, widths)`);
     if (isEager !== undefined && typeof isEager !== "boolean") problems.push(`${where}: eager must be true or false`);
     if (
       widths !== undefined &&
