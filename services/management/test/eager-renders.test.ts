@@ -9,6 +9,7 @@ import sharp from "sharp";
 import { createMediaServer, type MediaServer } from "../../media/src/server";
 import { loadMediaConfig } from "../../media/src/config";
 import { pipelineRender } from "../../media/test/support/media-server";
+import { loadConfig } from "../src/config";
 import { ChangePropagator } from "../src/lifecycle/propagation";
 import { WebhookDispatcher } from "../src/webhooks/dispatcher";
 import { EAGER_EVENT_TYPE } from "../src/webhooks/outbox";
@@ -124,5 +125,16 @@ describe("eager presets rendered after an upload and a replace (outbox -> media 
       expect(res.headers.get("x-cache")).toBe("HIT");
       expect(await pixel(Buffer.from(await res.arrayBuffer()))).toEqual([0, 0, 255]);
     }
+  });
+});
+
+describe("MEDIA_EAGER_RENDERS", () => {
+  it("is off by default; on, it sends to the media purge URLs", () => {
+    expect(loadConfig({}).lifecycle.mediaEagerUrls).toEqual([]);
+    expect(loadConfig({ MEDIA_EAGER_RENDERS: "true" }).lifecycle.mediaEagerUrls).toEqual(["http://localhost:3001"]);
+    expect(
+      loadConfig({ MEDIA_EAGER_RENDERS: "true", MEDIA_PURGE_URLS: "http://media-a:3001,http://media-b:3001" }).lifecycle
+        .mediaEagerUrls,
+    ).toEqual(["http://media-a:3001", "http://media-b:3001"]);
   });
 });
