@@ -67,7 +67,7 @@ async function rawSharpBurst(bytes: Buffer, format: BenchImage["format"]): Promi
       const p = sharp(bytes, { failOn: "error", autoOrient: true }).resize(w, null, { withoutEnlargement: true });
       if (format === "jpeg") return p.jpeg({ quality: 82 }).toBuffer();
       if (format === "webp") return p.webp({ quality: 80 }).toBuffer();
-      if (format === "avif") return p.avif({ quality: 55, chromaSubsampling: "4:2:0" }).toBuffer();
+      if (format === "avif") return p.avif({ quality: 55, effort: 0, chromaSubsampling: "4:2:0" }).toBuffer();
       return p.png().toBuffer();
     }),
   );
