@@ -244,7 +244,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       header: meta,
       srgb,
       still: meta.pages === 1 && animation.page === undefined,
-      shrinksOnLoad: format === "jpeg" || format === "webp",
+      shrinksOnLoad: format === "jpeg" || format === "webp" ? format : undefined,
       gainMap: format === "jpeg" && carriesGainMap(bytes),
       bytes,
       sharpOptions,

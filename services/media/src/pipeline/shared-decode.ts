@@ -7,11 +7,13 @@ import type { RenderPlan } from "./plan";
 import { fromRaw, toRaw, type RawImage } from "./raw";
 
 /**
- * JPEG and WebP originals shrink on load: a rendition this many times smaller than the shared
- * decode decodes on its own (cheaply, at its own scale), since resampling the shared pixels again
- * would take it further than 1.0 per channel from that independent render.
+ * JPEG and WebP originals shrink on load: a rendition more than this many times smaller than the
+ * shared decode decodes on its own (at its own scale), since resampling the shared pixels again
+ * would take it further than 1.0 per channel from that independent render. JPEG's shrink-on-load
+ * (DCT scaling) both saves most of the decode and differs most from a resampling; WebP's still
+ * decodes the whole bitstream, and stays within 1.0 up to 3x (test/shared-decode.test.ts).
  */
-export const MAX_SHARED_REDUCTION_ON_LOAD_SHRINK = 2;
+export const MAX_SHARED_REDUCTION_ON_LOAD_SHRINK = { jpeg: 2, webp: 3 } as const;
 
 /** Originals below this many pixels decode in a few milliseconds: each rendition decodes its own. */
 export const SHARED_DECODE_MIN_PIXELS = 1_000_000;
@@ -32,8 +34,8 @@ export interface SharedDecodeInput {
   srgb: boolean;
   /** A still (one frame, no `frame` step) whose first step runs on the original. */
   still: boolean;
-  /** The original's format decodes at a reduced scale (JPEG, WebP). */
-  shrinksOnLoad: boolean;
+  /** The original's format when it decodes at a reduced scale (JPEG, WebP). */
+  shrinksOnLoad: keyof typeof MAX_SHARED_REDUCTION_ON_LOAD_SHRINK | undefined;
   /** A JPEG whose HDR gain map the independent render would keep: not shared. */
   gainMap: boolean;
   bytes: Buffer;
@@ -67,7 +69,8 @@ export async function sharedFirstStep(input: SharedDecodeInput): Promise<RawImag
     height: Math.min(height, Math.max(1, Math.ceil(height * s - 1e-9))),
   });
   const target = size(scale);
-  if (input.shrinksOnLoad && target.width > out.width * MAX_SHARED_REDUCTION_ON_LOAD_SHRINK) return undefined;
+  const shrink = input.shrinksOnLoad;
+  if (shrink && target.width > out.width * MAX_SHARED_REDUCTION_ON_LOAD_SHRINK[shrink]) return undefined;
   const decode = () => {
     const image = sharp(input.bytes, input.sharpOptions);
     const scaled =
