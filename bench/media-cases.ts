@@ -14,8 +14,8 @@ export interface BenchImage {
   name: string;
   /** 1-digit tag, the last digit of this image's asset ids (id spaces never overlap). */
   tag: number;
-  format: "jpeg" | "png" | "avif";
-  extension: "jpg" | "png" | "avif";
+  format: "jpeg" | "png" | "avif" | "webp";
+  extension: "jpg" | "png" | "avif" | "webp";
   width: number;
   height: number;
   make(): Promise<Buffer>;

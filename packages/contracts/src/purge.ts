@@ -22,3 +22,23 @@ export const purgeRequestSchema = z
   })
   .strict();
 export type PurgeRequest = z.infer<typeof purgeRequestSchema>;
+
+/**
+ * The media service's internal eager-render endpoint: management calls it (through its outbox, at
+ * least once) after an upload or replace commits, and the media service renders the asset's eager
+ * presets (MEDIA_PRESETS_FILE) into its cache tiers. Same bearer secret as the purge endpoint.
+ * `extension` is the one the asset's media URLs use; `replaced` purges the asset first, so no
+ * rendition of the previous original survives the eager renders.
+ */
+export const EAGER_PATH = "/internal/eager";
+
+export const eagerRequestSchema = z
+  .object({
+    assetId: z
+      .string()
+      .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, "must be a lowercase UUID"),
+    extension: z.string().regex(/^[a-z0-9]{1,8}$/, "must be a lowercase file extension"),
+    replaced: z.boolean().optional(),
+  })
+  .strict();
+export type EagerRequest = z.infer<typeof eagerRequestSchema>;

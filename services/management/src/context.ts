@@ -28,6 +28,12 @@ export interface AppContext {
   assetVersionsKept?: number;
   /** WEBHOOK_URLS: endpoints the outbox writes a delivery for; none = no webhook rows. */
   webhookUrls?: readonly string[];
+  /**
+   * MEDIA_EAGER_RENDERS: the media base URLs asked (through the outbox) to render an asset's eager
+   * presets after an upload or replace, and `wake`, which sends due outbox rows now instead of at
+   * the next poll; none = no eager renders.
+   */
+  eagerRenders?: { mediaUrls: readonly string[]; wake(): void };
   /** Purges media caches and the CDN after a delete or replace; none = nothing to tell (tests). */
   propagator?: ChangePropagator;
 }

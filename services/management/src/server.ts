@@ -84,6 +84,10 @@ export async function startManagement(
       duplicateHammingThreshold: config.duplicateHammingThreshold,
       assetVersionsKept: config.lifecycle.assetVersionsKept,
       webhookUrls: config.lifecycle.webhookUrls,
+      eagerRenders:
+        config.lifecycle.mediaEagerUrls.length > 0
+          ? { mediaUrls: config.lifecycle.mediaEagerUrls, wake: () => undefined }
+          : undefined,
       propagator,
     };
     const embedded = keySource.kind === "secret" && keySource.embedded;
@@ -130,7 +134,7 @@ export async function startManagement(
     const closeDatabase = (): Promise<void> =>
       (dbClosed ??= stopSweep().then(() => (overrides.database ? undefined : db.close())));
     // Trash retention and webhook delivery run on every replica (row locks keep them exclusive).
-    const jobs = startBackgroundJobs(ctx, config.lifecycle, metrics);
+    const jobs = startBackgroundJobs(ctx, config.lifecycle, config.dataDir, metrics);
     const closeHooks: CloseHook[] = [
       { name: "background jobs", close: () => jobs.stop() },
       { name: "database", close: closeDatabase },

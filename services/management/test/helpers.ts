@@ -131,6 +131,7 @@ export async function createTestApp(
       | "maxUploadBytes"
       | "duplicateHammingThreshold"
       | "webhookUrls"
+      | "eagerRenders"
       | "assetVersionsKept"
       | "propagator"
       | "keepGps"
@@ -155,6 +156,7 @@ export async function createTestApp(
     limitInputPixels: 100_000_000,
     duplicateHammingThreshold: options.duplicateHammingThreshold ?? 10,
     webhookUrls: options.webhookUrls,
+    eagerRenders: options.eagerRenders,
     assetVersionsKept: options.assetVersionsKept,
     propagator: options.propagator,
     keepGps: options.keepGps,

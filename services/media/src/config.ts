@@ -15,7 +15,7 @@ import {
 } from "@media-platform/runtime";
 import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
 import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
-import { loadPresetsFile } from "./presets";
+import { loadPresetsFile, type EagerPreset } from "./presets";
 import { DEFAULT_AUTO_QUALITY_TARGET } from "./pipeline/encode-search";
 
 const MiB = 1024 * 1024;
@@ -125,6 +125,9 @@ export const mediaEnvSchema = z.object({
     "a whole number of milliseconds from 1 to 10000000",
   ).describe(
     "Work budget of one request in estimated CPU milliseconds: each step's and the encoder's calibrated cost per pixel (bench/calibrate-cost.ts) times its pixels and frames; above it 400 naming the most expensive step, before decoding",
+  ),
+  MEDIA_DECODED_CACHE_BYTES: int(0, 64 * 1024 * MiB, 128 * MiB, "a whole number of bytes from 0 to 68719476736").describe(
+    "Memory for decoded originals shared between renditions of one original (a burst of srcset widths decodes it once, at the largest scale needed); 0 = each rendition decodes its own",
   ),
   MEDIA_MAX_INFLIGHT_PIXELS: int(
     1,
@@ -308,12 +311,16 @@ export interface MediaConfig {
   storage: StorageConfig;
   /** From MEDIA_PRESETS_FILE (empty without one). */
   presets: PresetTable;
+  /** The presets marked eager, with the URLs each renders after an upload or replace. */
+  eagerPresets: EagerPreset[];
   presetsOnly: boolean;
   /** MEDIA_REDACT_FACES_ALWAYS */
   redactFacesAlways: boolean;
   /** MEDIA_AUTO_FORMAT in order of preference; empty = negotiation off. */
   autoFormat: AutoFormat[];
   avifEffort: number;
+  /** MEDIA_DECODED_CACHE_BYTES; 0 = no shared decodes. */
+  decodedCacheBytes: number;
   /** MEDIA_MAX_ANIMATION_FRAMES */
   maxAnimationFrames: number;
   /** MEDIA_AUTO_QUALITY_TARGET */
@@ -344,12 +351,14 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     maxSharpen: e.MEDIA_MAX_SHARPEN,
   };
   let presets: PresetTable = {};
+  let eagerPresets: EagerPreset[] = [];
   if (e.MEDIA_PRESETS_FILE) {
     const loaded = loadPresetsFile(e.MEDIA_PRESETS_FILE, limits);
     if (!loaded.ok) {
       throw new ConfigError(loaded.problems.map((message) => ({ variable: "MEDIA_PRESETS_FILE", message })));
     }
     presets = loaded.presets;
+    eagerPresets = loaded.eager;
   } else if (e.MEDIA_PRESETS_ONLY) {
     throw new ConfigError([
       { variable: "MEDIA_PRESETS_ONLY", message: "needs MEDIA_PRESETS_FILE (there would be nothing to serve)" },
@@ -389,11 +398,13 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     logLevel: e.LOG_LEVEL,
     storage,
     presets,
+    eagerPresets,
     presetsOnly: e.MEDIA_PRESETS_ONLY,
     redactFacesAlways: e.MEDIA_REDACT_FACES_ALWAYS,
     autoFormat: e.MEDIA_AUTO_FORMAT ?? [],
     avifEffort: e.MEDIA_AVIF_EFFORT,
     maxAnimationFrames: e.MEDIA_MAX_ANIMATION_FRAMES,
     autoQualityTarget: e.MEDIA_AUTO_QUALITY_TARGET,
+    decodedCacheBytes: e.MEDIA_DECODED_CACHE_BYTES,
   };
 }

@@ -23,6 +23,8 @@ import {
  *   queue-full 503      media_transform_queue_rejections_total    app.ts error handler
  *   queue depth         media_transform_queue_depth               read from the limiter at scrape time
  *   the events below    media_<event>_total                       count(event), see mediaEventHelp
+ *   eager renders       media_eager_renders_total{outcome}        eager/eager-renders.ts
+ *   shared decodes      media_decoded_bytes, media_decoded_images read from pipeline/decoded-images.ts at scrape time
  *   Redis / blob store  dependency_errors_total{dependency}       RedisCache, RenditionService, originals
  *   304s, 4xx, 5xx      http_request_duration_seconds{status_code}
  */
@@ -30,6 +32,16 @@ import {
 export const TRANSFORMATION_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export type CacheTier = "memory" | "redis";
+export type EagerOutcome = "queued" | "done" | "failed";
+
+/** What pipeline/decoded-images.ts shows at a scrape. */
+export interface DecodedImagesView {
+  heldBytes: number;
+  peakBytes: number;
+  budgetBytes: number;
+  decodes: number;
+  shared: number;
+}
 export type CacheResult = "hit" | "miss";
 
 /** Events counted as `media_<name>_total` (no labels). */
@@ -66,6 +78,10 @@ export interface MediaMetrics extends Metrics {
   trackQueueDepth(source: () => number): void;
   /** `media_<event>_total`. */
   count(event: CounterName): void;
+  /** Makes `media_decoded_bytes{kind}` (held, peak, budget) and `media_decoded_images{event}` read `source` at every scrape. */
+  trackDecodedImages(source: DecodedImagesView): void;
+  /** `media_eager_renders_total{outcome}`: eager preset renders queued, done and failed (eager/). */
+  eagerRender(outcome: EagerOutcome): void;
   readonly counters: MediaCounters;
 }
 
@@ -117,6 +133,41 @@ export function createMediaMetrics(options: Partial<Omit<MetricsOptions, "servic
     registry,
   ).child();
 
+  const eagerRenders = new FastCounter(
+    "media_eager_renders_total",
+    "Eager preset renders (after an upload or replace) by outcome: queued, done, failed",
+    ["outcome"] as const,
+    registry,
+  );
+  const eagerSeries = {
+    queued: eagerRenders.child("queued"),
+    done: eagerRenders.child("done"),
+    failed: eagerRenders.child("failed"),
+  };
+
+  let decodedSource: DecodedImagesView | undefined;
+  new Gauge({
+    name: "media_decoded_bytes",
+    help: "Decoded originals shared between renditions (MEDIA_DECODED_CACHE_BYTES): bytes held now, the most held at once, the budget",
+    labelNames: ["kind"],
+    registers: [registry],
+    collect() {
+      this.set({ kind: "held" }, decodedSource?.heldBytes ?? 0);
+      this.set({ kind: "peak" }, decodedSource?.peakBytes ?? 0);
+      this.set({ kind: "budget" }, decodedSource?.budgetBytes ?? 0);
+    },
+  });
+  new Gauge({
+    name: "media_decoded_images",
+    help: "Shared decodes since start: decodes run, and renditions that used another rendition's decode",
+    labelNames: ["event"],
+    registers: [registry],
+    collect() {
+      this.set({ event: "decode" }, decodedSource?.decodes ?? 0);
+      this.set({ event: "shared" }, decodedSource?.shared ?? 0);
+    },
+  });
+
   const events = {} as Record<CounterName, FastCounterSeries>;
   for (const name of Object.keys(counterHelp) as CounterName[]) {
     events[name] = new FastCounter(`media_${name}_total`, counterHelp[name], [], registry).child();
@@ -136,6 +187,10 @@ export function createMediaMetrics(options: Partial<Omit<MetricsOptions, "servic
       queueDepthSource = source;
     },
     count: (event) => events[event].inc(),
+    eagerRender: (outcome) => eagerSeries[outcome].inc(),
+    trackDecodedImages: (source) => {
+      decodedSource = source;
+    },
     counters: { get: (name) => events[name].value },
   };
 }

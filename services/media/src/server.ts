@@ -1,5 +1,5 @@
 import http from "node:http";
-import type { Express } from "express";
+import { Router, type Express } from "express";
 import { PURGE_SECRET_FILE, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import { createLogger, trackRequest, type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
@@ -18,12 +18,15 @@ import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
 import { createMediaMetrics, type MediaCounters, type MediaMetrics } from "./metrics";
 import { FormatNegotiator, type AutoFormat } from "./negotiation";
-import { presetsOnlyGate } from "./presets";
+import { presetsOnlyGate, type EagerPreset } from "./presets";
 import { instanceOf } from "./problem";
 import { AssetPurger } from "./purge/asset-purger";
-import { purgeRouter } from "./purge/router";
+import { bearerAuthorization, purgeRouter } from "./purge/router";
 import { infoRouter } from "./info";
 import { overlayAssets, overlayAssetsOfKey } from "./transformations/overlay";
+import { EagerRenderer } from "./eager/eager-renders";
+import { eagerRouter } from "./eager/router";
+import { DecodedImages } from "./pipeline/decoded-images";
 
 /** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
 export interface MediaServerOptions {
@@ -50,6 +53,8 @@ export interface MediaServerOptions {
   queueLimit: number;
   /** Named step chains (MEDIA_PRESETS_FILE), already validated. */
   presets: PresetTable;
+  /** The presets marked eager (rendered after an upload or replace, POST /internal/eager). */
+  eagerPresets: EagerPreset[];
   /** MEDIA_PRESETS_ONLY: every non-preset media URL answers 403. */
   presetsOnly: boolean;
   /** MEDIA_REDACT_FACES_ALWAYS: face redaction after every URL's steps. */
@@ -79,6 +84,8 @@ export interface MediaServerDeps {
   /** Default: a fresh registry (createMediaMetrics()). */
   metrics?: MediaMetrics;
   options?: Partial<MediaServerOptions>;
+  /** The render's shared decodes (MEDIA_DECODED_CACHE_BYTES), dropped by a purge; none = not shared. */
+  decoded?: DecodedImages;
   /** Extra clean-up after the server and Redis closed (worker pools, detectors), in order. */
   closeHooks?: CloseHook[];
   /** True while shutting down (gracefulShutdown's isShuttingDown): /readyz answers 503 `draining`. */
@@ -99,6 +106,8 @@ export interface MediaServer {
   redis: RedisCache | undefined;
   limiter: Limiter;
   purger: AssetPurger;
+  /** Renders eager presets into the cache tiers (POST /internal/eager). */
+  eager: EagerRenderer;
   /**
    * What to close once the HTTP server has drained, in order: Redis (when configured), then the
    * deps' closeHooks (pixel workers, face detector). gracefulShutdown runs these.
@@ -136,13 +145,14 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   // Media's own series exist from the start (metrics.ts); the dependency series are shown from
   // zero too. The queue depth is read at scrape time.
   metrics.trackQueueDepth(() => limiter.waiting);
+  if (deps.decoded) metrics.trackDecodedImages(deps.decoded);
   metrics.dependencyErrors.inc({ dependency: "storage" }, 0);
   if (redis) metrics.dependencyErrors.inc({ dependency: "redis" }, 0);
   const signer = options.signingKey
     ? new UrlSigner(options.signingKey, Date.now, options.cachePolicy.maxAgeSeconds)
     : undefined;
   const negotiator = options.autoFormat.length ? new FormatNegotiator(options.autoFormat) : undefined;
-  const purger = new AssetPurger(memory, redis, logger);
+  const purger = new AssetPurger(memory, redis, logger, deps.decoded);
   const service = new RenditionService({
     purger,
     cachePolicy: options.cachePolicy,
@@ -160,6 +170,14 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     maxResultBytes: options.maxResultBytes,
     redactFacesAlways: options.redactFacesAlways,
     overlaysOfKey: overlaysOfKeyWith(new ParsedMediaPaths(options.presets, options.limits)),
+  });
+  const eager = new EagerRenderer({
+    service,
+    paths: new ParsedMediaPaths(options.presets, options.limits),
+    presets: options.eagerPresets,
+    purger,
+    metrics,
+    logger,
   });
   const route = createMediaRoute({
     service,
@@ -198,7 +216,12 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     metrics,
     logger,
     operations,
-    purgeRouter: options.purgeSecret ? purgeRouter(purger, options.purgeSecret) : undefined,
+    purgeRouter: options.purgeSecret
+      ? Router().use(
+          purgeRouter(purger, options.purgeSecret),
+          eagerRouter(eager, bearerAuthorization(options.purgeSecret)),
+        )
+      : undefined,
     infoRouter: infoRouter({
       service,
       presets: options.presets,
@@ -269,6 +292,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     redis,
     limiter,
     purger,
+    eager,
     async listen(port = 0, host = "127.0.0.1") {
       // Give Redis one connection attempt so the first requests can use it; never wait longer.
       await redis?.waitReady();
@@ -315,6 +339,7 @@ export async function startMedia(
   const store = overrides.store ?? createBlobStore(config.storage);
   const closeHooks: CloseHook[] = [];
   let render = overrides.render;
+  let decoded: DecodedImages | undefined;
   if (!render) {
     // Loaded here, not at module load, so in-process tests with an injected render never start workers.
     const pipeline = require("./pipeline/render") as typeof import("./pipeline/render");
@@ -326,7 +351,9 @@ export async function startMedia(
       taskTimeoutMs: config.requestTimeoutMs,
     });
     const faces = createFaceDetector();
+    decoded = config.decodedCacheBytes > 0 ? new DecodedImages(config.decodedCacheBytes) : undefined;
     const renderDeps = {
+      decoded,
       pixels,
       faces,
       limits: config.limits,
@@ -360,6 +387,7 @@ export async function startMedia(
     options: { ...config, purgeSecret: config.purgeSecret ?? embeddedSharedSecret(config.dataDir, PURGE_SECRET_FILE) },
     closeHooks,
     isDraining: overrides.isDraining,
+    decoded,
   });
   const url = await media.listen(config.port, config.host);
   logger.info(

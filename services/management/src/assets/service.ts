@@ -32,7 +32,7 @@ import { ASSET_COLUMNS, liveAssetsByIds } from "./rows";
 import { serializeAsset, serializeListedAsset } from "./serializer";
 import { metadataColumns } from "./image-metadata";
 import { analyseImage, type SpooledFile } from "./upload";
-import { recordEvents, type Tx } from "../webhooks/outbox";
+import { recordEagerRenders, recordEvents, type Tx } from "../webhooks/outbox";
 
 /** A PATCH that writes the attributes blob holds its transaction across a blob store call. */
 const BLOB_TX_OPTIONS = { timeout: 30_000, maxWait: 10_000 };
@@ -109,8 +109,11 @@ export async function uploadAsset(
       await recordEvents(tx, ctx.webhookUrls ?? [], [
         { type: "asset.created", workspaceId, data: { ...serializeAsset(row, ctx.mediaPublicUrl) } },
       ]);
+      await recordEagerRenders(tx, ctx.eagerRenders?.mediaUrls ?? [], workspaceId, row, false);
       return row;
     });
+    // Sent now rather than at the next poll; the row stays due if this replica stops first.
+    ctx.eagerRenders?.wake();
   } catch (err) {
     // A connection lost during the transaction may have lost only COMMIT's answer: the row may
     // exist. Its blob is kept then (a blob without a row is swept by assets/orphans.ts; a row

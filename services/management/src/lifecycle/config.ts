@@ -77,6 +77,11 @@ export const lifecycleEnvShape = {
     .describe(
       "Shared secret of the media purge endpoint (same value on media); unset = generated in <DATA_DIR>/purge-secret",
     ),
+  MEDIA_EAGER_RENDERS: z
+    .preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), z.stringbool().default(false))
+    .describe(
+      "After an upload or replace, ask the media service (MEDIA_PURGE_URLS, with the purge secret, through the outbox: at least once) to render the asset's eager presets into its caches",
+    ),
   CDN_PURGE_URL: z
     .string()
     .optional()
@@ -104,6 +109,8 @@ export interface LifecycleConfig {
   /** Unset = the embedded shared secret file (resolved at start-up, see server.ts). */
   mediaPurgeSecret: string | undefined;
   cdnPurgeUrl: string | undefined;
+  /** MEDIA_EAGER_RENDERS: the media base URLs told to render eager presets (MEDIA_PURGE_URLS); empty = off. */
+  mediaEagerUrls: string[];
 }
 
 type LifecycleEnv = { [K in keyof typeof lifecycleEnvShape]: z.output<(typeof lifecycleEnvShape)[K]> } & {
@@ -114,6 +121,7 @@ export function lifecycleConfigFrom(e: LifecycleEnv): LifecycleConfig {
   if (e.WEBHOOK_URLS.length > 0 && !e.WEBHOOK_SECRET) {
     throw new Error("invalid configuration: WEBHOOK_SECRET is required when WEBHOOK_URLS is set");
   }
+  const mediaPurgeUrls = e.MEDIA_PURGE_URLS.length > 0 ? e.MEDIA_PURGE_URLS : purgeUrlsDefault(e.MEDIA_PUBLIC_URL);
   return {
     trashRetentionDays: e.TRASH_RETENTION_DAYS,
     trashSweepIntervalMs: e.TRASH_SWEEP_INTERVAL_MS,
@@ -123,9 +131,10 @@ export function lifecycleConfigFrom(e: LifecycleEnv): LifecycleConfig {
     webhookRetryMs: e.WEBHOOK_RETRY_HOURS * 3600_000,
     webhookBackoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
     webhookPollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
-    mediaPurgeUrls: e.MEDIA_PURGE_URLS.length > 0 ? e.MEDIA_PURGE_URLS : purgeUrlsDefault(e.MEDIA_PUBLIC_URL),
+    mediaPurgeUrls,
     mediaPurgeSecret: e.MEDIA_PURGE_SECRET,
     cdnPurgeUrl: e.CDN_PURGE_URL,
+    mediaEagerUrls: e.MEDIA_EAGER_RENDERS ? mediaPurgeUrls : [],
   };
 }
 

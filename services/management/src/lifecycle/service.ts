@@ -19,7 +19,7 @@ import { sanitizeFilename, type UploadedFile } from "../assets/service";
 import { serializeAsset } from "../assets/serializer";
 import { imageMetadataFromBytes, metadataColumns, type ImageMetadata } from "../assets/image-metadata";
 import { analyseImage } from "../assets/upload";
-import { recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
+import { recordEagerRenders, recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
 import { attributesKey, forEachLimited, originalKey, trashKey, versionKey } from "./blobs";
 
 /**
@@ -386,6 +386,8 @@ async function swapOriginal(
           data: { ...assetData(ctx, row), previousVersion: current.version, ...extra },
         },
       ]);
+      // `replaced`: media purges the asset before rendering, whichever of this and the purge comes first.
+      await recordEagerRenders(tx, ctx.eagerRenders?.mediaUrls ?? [], workspaceId, row, true);
       return row;
     }, TX_OPTIONS);
   } catch (err) {
@@ -401,6 +403,8 @@ async function swapOriginal(
     ctx.blobStore.delete(key).catch((err: unknown) => ctx.log.error({ err, key }, "could not delete a pruned version")),
   );
   await ctx.propagator?.assetsChanged([id]);
+  // After the purge, so the eager renders normally follow it (the request purges first anyway).
+  ctx.eagerRenders?.wake();
   return serializeAsset(updated, ctx.mediaPublicUrl);
 }
 

@@ -2,12 +2,18 @@ import { Webhook } from "standardwebhooks";
 import type { Logger } from "pino";
 import type { PrismaClient } from "../generated/prisma/client";
 import { Periodic } from "../jobs/periodic";
+import { EAGER_EVENT_TYPE } from "./outbox";
 
 export interface DispatcherOptions {
   prisma: PrismaClient;
   log: Logger;
-  /** WEBHOOK_SECRET (whsec_<base64>). */
-  secret: string;
+  /** WEBHOOK_SECRET (whsec_<base64>); unset when only internal rows (media.eager) are sent. */
+  secret: string | undefined;
+  /**
+   * The media purge secret: rows for the media service (EAGER_EVENT_TYPE) carry it as a bearer
+   * token, as the purge calls do, instead of a webhook signature.
+   */
+  internalSecret?: string;
   /** Retry window (WEBHOOK_RETRY_HOURS): after it a failing delivery is dead. */
   retryMs: number;
   /** First retry delay, doubled per failure, capped at MAX_BACKOFF_MS. */
@@ -49,7 +55,7 @@ interface ClaimedDelivery {
  * until the timeout while the others keep receiving. The poll does not wait for the sends.
  */
 export class WebhookDispatcher {
-  private readonly webhook: Webhook;
+  private readonly webhook: Webhook | undefined;
   private readonly periodic: Periodic;
   private readonly timeoutMs: number;
   private readonly perEndpoint: number;
@@ -57,7 +63,7 @@ export class WebhookDispatcher {
   private readonly inFlight = new Map<string, Set<Promise<void>>>();
 
   constructor(private readonly options: DispatcherOptions) {
-    this.webhook = new Webhook(options.secret);
+    this.webhook = options.secret ? new Webhook(options.secret) : undefined;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.perEndpoint = options.perEndpoint ?? 4;
     this.periodic = new Periodic(options.pollIntervalMs, () => this.pump(), options.log, "webhook dispatch");
@@ -71,6 +77,14 @@ export class WebhookDispatcher {
   async stop(): Promise<void> {
     await this.periodic.stop();
     await Promise.all([...this.inFlight.values()].flatMap((lane) => [...lane]));
+  }
+
+  /**
+   * Claims and starts sending what is due now, without waiting for the next poll (a change just
+   * committed a row). Safe beside a poll: claims are exclusive (SKIP LOCKED, leases).
+   */
+  wake(): void {
+    this.pump().catch((err: unknown) => this.options.log.error({ err }, "outbox dispatch failed"));
   }
 
   /** Claims and sends one batch of due deliveries, waiting for them; returns how many were attempted. */
@@ -117,6 +131,20 @@ export class WebhookDispatcher {
     return send;
   }
 
+  /** A webhook's Standard Webhooks signature, or the bearer secret of an internal media call. */
+  private authentication(d: ClaimedDelivery, now: Date, body: string): Record<string, string> {
+    if (d.event_type === EAGER_EVENT_TYPE) {
+      if (!this.options.internalSecret) throw new Error("no media purge secret to send an eager render request with");
+      return { Authorization: `Bearer ${this.options.internalSecret}` };
+    }
+    if (!this.webhook) throw new Error("no WEBHOOK_SECRET to sign a webhook with");
+    return {
+      "webhook-id": d.event_id,
+      "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
+      "webhook-signature": this.webhook.sign(d.event_id, now, body),
+    };
+  }
+
   private async deliver(d: ClaimedDelivery): Promise<void> {
     const body = JSON.stringify(d.payload);
     const now = new Date();
@@ -124,12 +152,7 @@ export class WebhookDispatcher {
     try {
       const res = await fetch(d.url, {
         method: "POST",
-        headers: {
-          "Content-Type": "application/json",
-          "webhook-id": d.event_id,
-          "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
-          "webhook-signature": this.webhook.sign(d.event_id, now, body),
-        },
+        headers: { "Content-Type": "application/json", ...this.authentication(d, now, body) },
         body,
         signal: AbortSignal.timeout(this.timeoutMs),
         redirect: "manual",

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { EAGER_PATH, IMAGE_FORMATS, type AssetFormat, type EagerRequest } from "@media-platform/contracts";
 import type { Prisma } from "../generated/prisma/client";
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -39,4 +40,36 @@ export async function recordEvents(tx: Tx, urls: readonly string[], events: read
     }
   }
   await tx.webhookDelivery.createMany({ data: rows });
+}
+
+/** Event type of the outbox rows that ask the media service to render eager presets. */
+export const EAGER_EVENT_TYPE = "media.eager";
+
+/**
+ * Asks the media service (each of `mediaUrls`, MEDIA_PURGE_URLS when MEDIA_EAGER_RENDERS is on)
+ * to render the eager presets of an asset whose original was just uploaded or replaced: one outbox
+ * row per media URL, written inside the caller's transaction, so the request exists exactly when
+ * the new original committed and survives a crash. The dispatcher sends it with the purge secret.
+ */
+export async function recordEagerRenders(
+  tx: Tx,
+  mediaUrls: readonly string[],
+  workspaceId: string,
+  asset: { id: string; format: string },
+  replaced: boolean,
+): Promise<void> {
+  if (mediaUrls.length === 0) return;
+  const extension = IMAGE_FORMATS[asset.format as AssetFormat].extensions[0];
+  const payload: EagerRequest = { assetId: asset.id, extension, ...(replaced && { replaced }) };
+  const eventId = randomUUID();
+  await tx.webhookDelivery.createMany({
+    data: mediaUrls.map((base) => ({
+      id: randomUUID(),
+      eventId,
+      eventType: EAGER_EVENT_TYPE,
+      workspaceId,
+      url: `${base}${EAGER_PATH}`,
+      payload: payload as Prisma.InputJsonValue,
+    })),
+  });
 }

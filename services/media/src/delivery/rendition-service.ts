@@ -456,6 +456,7 @@ export class RenditionService {
         convertTo: request.convertTo,
         focalPoint,
         overlays,
+        decodedKey: `${flight.assetId}|${flight.generation}`,
       },
       {
         signal,

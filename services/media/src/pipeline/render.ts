@@ -35,6 +35,8 @@ import { transformations } from "../transformations";
 import { carriesGainMap, keepingGainMap } from "./gain-map";
 import { DEFAULT_AUTO_QUALITY_TARGET, needsSearch, searchEncode } from "./encode-search";
 import { svgDrawing } from "./svg-density";
+import type { DecodedImages } from "./decoded-images";
+import { sharedFirstStep } from "./shared-decode";
 
 export interface RenderDeps {
   pixels: PixelWorkers;
@@ -54,6 +56,8 @@ export interface RenderDeps {
   maxAnimationFrames?: number;
   /** SSIMULACRA2 score quality=auto reaches (MEDIA_AUTO_QUALITY_TARGET); default DEFAULT_AUTO_QUALITY_TARGET. */
   autoQualityTarget?: number;
+  /** Decodes shared between renditions of one original (MEDIA_DECODED_CACHE_BYTES); none = each decodes its own. */
+  decoded?: DecodedImages;
 }
 
 /** Negotiated output (MEDIA_AUTO_FORMAT): applies to still JPEG/PNG originals only. */
@@ -87,6 +91,8 @@ export interface RenderInput {
   focalPoint?: FocalPoint;
   /** Originals of the assets the overlay steps draw, by asset id (delivery reads them). */
   overlays?: ReadonlyMap<string, Buffer>;
+  /** `<assetId>|<local generation>`: renditions with the same key may share a decode (shared-decode.ts). */
+  decodedKey?: string;
 }
 
 export interface RenderOptions {
@@ -251,6 +257,20 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     if (animation.frames > 1) return await renderAnimation(bytes, sharpOptions, plan, ctx, deadline, options);
     const original = sharp(bytes, sharpOptions);
     const srgb = meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3;
+    const first = await sharedFirstStep({
+      decoded: deps.decoded,
+      // An SVG is drawn at the density each rendition needs: one drawing cannot serve every size.
+      key: sharpOptions.density === undefined ? input.decodedKey : undefined,
+      plan,
+      header: meta,
+      srgb,
+      still: meta.pages === 1 && animation.page === undefined,
+      shrinksOnLoad: format === "jpeg" || format === "webp" ? format : undefined,
+      gainMap: format === "jpeg" && carriesGainMap(bytes),
+      bytes,
+      sharpOptions,
+      ctx,
+    });
     let current: Pixels = { pipeline: original, srgb };
     // A request has at least one step (the URL grammar); `original` only stands in until the first ends.
     let result: RawImage | sharp.Sharp = original;
@@ -260,7 +280,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       stepStart = performance.now();
       ctx.stepIndex = index;
       ctx.keptRegion = undefined;
-      result = await runStep(step, current, ctx, deadline);
+      result = index === 0 && first ? first : await runStep(step, current, ctx, deadline);
       // Into the coordinates of the next step's input.
       if (ctx.focalPoint) ctx.focalPoint = focalPointAfter(step, ctx.focalPoint, ctx);
       if (index < plan.steps.length - 1) {

@@ -11,6 +11,9 @@ import {
   type PresetTable,
 } from "@media-platform/contracts";
 import { ProblemError, instanceOf } from "../problem";
+import { eagerPresetsOf, splitPresetDefinitions, type EagerPreset } from "./eager";
+
+export type { EagerPreset } from "./eager";
 
 /**
  * MEDIA_PRESETS_FILE: read once at start-up, parsed as YAML (a superset of JSON, so both
@@ -20,7 +23,7 @@ import { ProblemError, instanceOf } from "../problem";
 export function loadPresetsFile(
   file: string,
   limits: MediaLimits,
-): { ok: true; presets: PresetTable } | { ok: false; problems: string[] } {
+): { ok: true; presets: PresetTable; eager: EagerPreset[] } | { ok: false; problems: string[] } {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -33,12 +36,20 @@ export function loadPresetsFile(
   } catch (err) {
     return { ok: false, problems: [`${file} is neither JSON nor YAML: ${(err as Error).message.split("\n", 1)[0]}`] };
   }
+  // The object form ({steps, eager, widths}) is read here; its steps are compiled like the plain forms.
+  const split = splitPresetDefinitions(parsed ?? {});
+  const problems = [...split.problems];
+  let presets: PresetTable = {};
   try {
-    return { ok: true, presets: compilePresets(parsed ?? {}, limits) };
+    presets = compilePresets(split.plain, limits);
   } catch (err) {
-    if (err instanceof PresetDefinitionError) return { ok: false, problems: err.problems.map((p) => `${file}: ${p}`) };
-    throw err;
+    if (!(err instanceof PresetDefinitionError)) throw err;
+    problems.push(...err.problems);
   }
+  const eager = eagerPresetsOf(split.eager, presets, limits);
+  problems.push(...eager.problems);
+  if (problems.length) return { ok: false, problems: problems.map((p) => `${file}: ${p}`) };
+  return { ok: true, presets, eager: eager.eager };
 }
 
 export interface PresetListing {

@@ -1,6 +1,7 @@
 import type { Logger } from "@media-platform/observability";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
+import type { DecodedImages } from "../pipeline/decoded-images";
 
 /**
  * Forgets every cached rendition of an asset whose original changed (deleted or replaced), on
@@ -29,12 +30,15 @@ export class AssetPurger {
     private readonly memory: MemoryCache,
     private readonly redis: RedisCache | undefined,
     private readonly logger: Logger,
+    /** Decoded originals shared between renditions (pipeline/decoded-images.ts): a purge drops the asset's. */
+    private readonly decoded?: DecodedImages,
   ) {
     redis?.onPurge(
       (assetIds) => this.purgeLocal(assetIds),
       () => {
         this.epoch++;
         this.memory.clear();
+        this.decoded?.clear();
         this.redis?.forgetGenerations();
         this.logger.warn("purge subscription re-established: memory cache cleared (purges may have been missed)");
       },
@@ -68,5 +72,6 @@ export class AssetPurger {
     this.memory.deleteWhere(
       (entry) => (entry.assetId !== undefined && ids.has(entry.assetId)) || entry.dependsOn.some((id) => ids.has(id)),
     );
+    this.decoded?.drop(ids);
   }
 }

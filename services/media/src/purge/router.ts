@@ -11,6 +11,22 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
 /**
+ * The internal endpoints' check of `Authorization: Bearer <MEDIA_PURGE_SECRET>`, before the body
+ * is read; compared in constant time (hashes of equal length).
+ */
+export function bearerAuthorization(secret: string): RequestHandler {
+  const expected = digest(`Bearer ${secret}`);
+  return (req, _res, next) => {
+    if (timingSafeEqual(digest(req.headers.authorization ?? ""), expected)) return next();
+    next(
+      new ProblemError(401, "unauthorized", "The internal endpoints need the shared purge secret", {
+        headers: { "WWW-Authenticate": "Bearer" },
+      }),
+    );
+  };
+}
+
+/**
  * POST /internal/purge {assetIds: [...]} with `Authorization: Bearer <MEDIA_PURGE_SECRET>`:
  * management calls it after a delete or replace. 204 once this replica's memory tier is purged and,
  * with Redis, the generations are bumped and the other replicas notified. Compared in constant
@@ -18,18 +34,9 @@ const digest = (s: string) => createHash("sha256").update(s).digest();
  * internal network only, the CDN must not forward it).
  */
 export function purgeRouter(purger: AssetPurger, secret: string): Router {
-  const expected = digest(`Bearer ${secret}`);
+  const authorize = bearerAuthorization(secret);
   const r = Router();
   const json = express.json({ limit: "100kb" });
-  const authorize: RequestHandler = (req, _res, next) => {
-    // Checked before the body is read.
-    if (timingSafeEqual(digest(req.headers.authorization ?? ""), expected)) return next();
-    next(
-      new ProblemError(401, "unauthorized", "The purge endpoint needs the shared purge secret", {
-        headers: { "WWW-Authenticate": "Bearer" },
-      }),
-    );
-  };
   const parseJson: RequestHandler = (req, res, next) =>
     json(req, res, (err?: unknown) =>
       next(err ? new ProblemError(400, "invalid-purge-request", "The body is not valid JSON") : undefined),
