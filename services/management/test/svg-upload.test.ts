@@ -1,6 +1,4 @@
 import fs from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { buffer } from "node:stream/consumers";
 import { gzipSync } from "node:zlib";
@@ -8,6 +6,7 @@ import sharp from "sharp";
 import { MAX_SVG_BYTES, MAX_SVG_ELEMENTS } from "../src/assets/svg-original";
 import { originalKey } from "../src/lifecycle/blobs";
 import { createTestApp, expectProblem, upload, type TestApp } from "./helpers";
+import { startRecordingListener } from "../../../test/support/net";
 
 /**
  * SVG originals: accepted, stored sanitised (what `{media}/original/<id>.svg` serves and what
@@ -25,22 +24,15 @@ const svg = (body: string, attributes = 'width="40" height="20"') =>
 
 describe("SVG originals at upload", () => {
   let t: TestApp;
-  let listener: http.Server;
-  let port: number;
-  const seen: string[] = [];
+  let listener: Awaited<ReturnType<typeof startRecordingListener>>;
 
   beforeAll(async () => {
     t = await createTestApp();
     // Any request to this listener would be a reference followed from an uploaded SVG.
-    listener = http.createServer((req, res) => {
-      seen.push(req.url ?? "");
-      res.writeHead(200, { "Content-Type": "image/png" }).end();
-    });
-    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
-    port = (listener.address() as AddressInfo).port;
+    listener = await startRecordingListener();
   });
   afterAll(async () => {
-    await new Promise((resolve) => listener.close(resolve));
+    await listener.close();
     await t.close();
   });
 
@@ -115,7 +107,7 @@ describe("SVG originals at upload", () => {
   });
 
   it("removes every reference that leaves the document, and fetches none of them", async () => {
-    const url = `http://127.0.0.1:${port}`;
+    const url = `http://127.0.0.1:${listener.port}`;
     const res = await upload(
       t.as(WS),
       svg(
@@ -141,7 +133,7 @@ describe("SVG originals at upload", () => {
     expect(text).toContain('fill="url(#g)"');
     expect(text).toMatch(/<use [^>]*href="#r"/);
     expect(text).toContain('href="data:image/png;base64,');
-    expect(seen).toEqual([]);
+    expect(listener.seen).toEqual([]);
   });
 
   it("refuses an XXE entity and billion laughs with a 415 before any parser expands them; nothing stored", async () => {

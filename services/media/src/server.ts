@@ -179,15 +179,19 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     metrics,
     logger,
   });
-  const route = createMediaRoute({
+  // The rules a media URL is read by: the image URL and its GET /info twin share them.
+  const urlRules = {
     service,
     presets: options.presets,
     presetsOnly: options.presetsOnly,
     negotiator,
     avifEffort: options.avifEffort,
     signer,
-    allowQuery: options.allowQuery,
     limits: options.limits,
+  };
+  const route = createMediaRoute({
+    ...urlRules,
+    allowQuery: options.allowQuery,
     clientOf: options.clientShare < 1 ? clientIdentity(options.trustedProxies) : undefined,
     guardSend,
   });
@@ -223,13 +227,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
         )
       : undefined,
     infoRouter: infoRouter({
-      service,
-      presets: options.presets,
-      presetsOnly: options.presetsOnly,
-      negotiator,
-      avifEffort: options.avifEffort,
-      signer,
-      limits: options.limits,
+      ...urlRules,
       cachePolicy: options.cachePolicy,
       plan: { limitInputPixels: options.limitInputPixels, maxAnimationFrames: options.maxAnimationFrames },
     }),

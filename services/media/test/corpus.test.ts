@@ -13,6 +13,7 @@ import {
   stopServiceProcess,
   type ServiceProcess,
 } from "./support/service-process";
+import { specSteps } from "./support/spec-steps";
 
 /**
  * The real-world corpus (sharp's own test images, `../shared/fixtures/corpus/sharp` beside the
@@ -70,29 +71,9 @@ interface Asset {
   format: string;
 }
 
-/** The 16 transformations of the spec, in its notation; crop takes the asset's own size. */
-function specSteps(asset: Asset): string[] {
-  const cw = Math.max(1, Math.floor(asset.width / 2));
-  const ch = Math.max(1, Math.floor(asset.height / 2));
-  return [
-    `crop:width=${cw}:height=${ch}`,
-    "color-balance:cyan=20.0:target=midtones",
-    "clahe:clipLimit=3.0:tileSize=16",
-    "grayscale:lightness=0",
-    "fit:width=128:height=96:background=ffffff",
-    "saturation:value=1.0",
-    "add-noise:type=gaussian:amount=1.0",
-    "brightness:value=1.0",
-    "wave:amplitude=5.0:wavelength=50.0",
-    "channelManipulation:red=1.0:green=0.5:blue=0.0",
-    "sharpen:value=1.0",
-    "avatar:size=64:shape=circle",
-    "thumbnail:size=64",
-    "exposure:value=0.0",
-    "solarize:threshold=128",
-    "threshold:value=128",
-  ];
-}
+/** The 16 transformations of the spec, in its notation; crop takes half the asset's size. */
+const specStepsOf = (asset: Asset): string[] =>
+  specSteps({ width: Math.max(1, Math.floor(asset.width / 2)), height: Math.max(1, Math.floor(asset.height / 2)) });
 
 /** sharp's name of the format a Content-Type names. */
 const SHARP_FORMAT: Record<string, string[]> = {
@@ -171,7 +152,10 @@ run("real-world corpus through the production bundle", () => {
     if (tokenRun.status !== 0) throw new Error(`token: ${tokenRun.stderr}`);
     token = tokenRun.stdout.trim();
 
-    const files = fs.readdirSync(CORPUS).filter((f) => !f.endsWith(".md")).sort();
+    const files = fs
+      .readdirSync(CORPUS)
+      .filter((f) => !f.endsWith(".md"))
+      .sort();
     await pool(files, 2, async (file) => {
       const form = new FormData();
       form.append("file", new Blob([fs.readFileSync(path.join(CORPUS, file))]), file);
@@ -186,7 +170,7 @@ run("real-world corpus through the production bundle", () => {
     });
 
     const requests = [...assets].flatMap(([file, asset]) =>
-      specSteps(asset).map((steps) => ({ file, url: `${media!.url}/${steps}/${asset.id}.${extensionOf(file)}` })),
+      specStepsOf(asset).map((steps) => ({ file, url: `${media!.url}/${steps}/${asset.id}.${extensionOf(file)}` })),
     );
     await pool(requests, 3, async ({ file, url }) => {
       const started = performance.now();
@@ -204,7 +188,8 @@ run("real-world corpus through the production bundle", () => {
 
     const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 5);
     const refusedBy = new Map<number, string[]>();
-    for (const [file, u] of uploads) if (u.status !== 201) refusedBy.set(u.status, [...(refusedBy.get(u.status) ?? []), file]);
+    for (const [file, u] of uploads)
+      if (u.status !== 201) refusedBy.set(u.status, [...(refusedBy.get(u.status) ?? []), file]);
     console.log(
       [
         `corpus: ${files.length} files, ${assets.size} accepted`,
@@ -229,7 +214,8 @@ run("real-world corpus through the production bundle", () => {
   it("accepts every decodable file and refuses the others with a 4xx problem", () => {
     const refused = Object.fromEntries([...uploads].filter(([, u]) => u.status !== 201).map(([f, u]) => [f, u.status]));
     expect(refused).toEqual(REFUSED);
-    for (const [file, u] of uploads) if (u.status !== 201) expect([file, u.type]).toEqual([file, expect.stringMatching(/^https:\/\//)]);
+    for (const [file, u] of uploads)
+      if (u.status !== 201) expect([file, u.type]).toEqual([file, expect.stringMatching(/^https:\/\//)]);
   });
 
   it("answers no 5xx, and every transformation of every accepted file succeeds", () => {
@@ -242,8 +228,11 @@ run("real-world corpus through the production bundle", () => {
     const wrong: string[] = [];
     for (const r of results.filter((x) => x.status === 200)) {
       const expected = SHARP_FORMAT[r.contentType];
-      const meta = await sharp(r.body, { pages: -1 }).metadata().catch(() => undefined);
-      if (!expected || !meta?.format || !expected.includes(meta.format)) wrong.push(`${r.contentType} ${meta?.format} ${r.url}`);
+      const meta = await sharp(r.body, { pages: -1 })
+        .metadata()
+        .catch(() => undefined);
+      if (!expected || !meta?.format || !expected.includes(meta.format))
+        wrong.push(`${r.contentType} ${meta?.format} ${r.url}`);
     }
     expect(wrong).toEqual([]);
   });

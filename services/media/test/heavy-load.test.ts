@@ -1,16 +1,14 @@
-import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
-import { originalHeaderMetadata, originalHeaderOf } from "@media-platform/contracts";
-import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
+import { FilesystemBlobStore } from "@media-platform/storage";
 import {
-  MEDIA_READY,
   REPO_ROOT,
-  startServiceProcess,
+  startMediaProcess,
   stopServiceProcess,
+  storeOriginal,
   type ServiceProcess,
 } from "./support/service-process";
 
@@ -46,30 +44,14 @@ run("small thumbnails under heavy load from other clients (media service process
     const store = new FilesystemBlobStore(path.join(dataDir, "blobs"));
     for (const photo of PHOTOS) {
       const bytes = readFileSync(path.join(CORPUS, photo));
-      const id = randomUUID();
-      await store.put(
-        originalKey(id),
-        bytes,
-        "image/jpeg",
-        originalHeaderMetadata(originalHeaderOf(await sharp(bytes).metadata())),
-      );
-      ids.push(id);
+      ids.push(await storeOriginal(store, bytes, "image/jpeg"));
     }
-    media = await startServiceProcess(
-      "services/media/src/index.ts",
-      {
-        ...process.env,
-        DATA_DIR: dataDir,
-        HOST: "127.0.0.1",
-        MEDIA_PORT: "0",
-        LOG_LEVEL: "warn",
-        REDIS_URL: "",
-        // The clients below are told apart by X-Forwarded-For, as behind a proxy on loopback.
-        MEDIA_TRUSTED_PROXIES: "loopback",
-        MEDIA_MAX_WORK_COST: String(MAX_WORK_COST),
-      },
-      MEDIA_READY,
-    );
+    media = await startMediaProcess(dataDir, {
+      REDIS_URL: "",
+      // The clients below are told apart by X-Forwarded-For, as behind a proxy on loopback.
+      MEDIA_TRUSTED_PROXIES: "loopback",
+      MEDIA_MAX_WORK_COST: String(MAX_WORK_COST),
+    });
   }, 120_000);
 
   afterAll(async () => {

@@ -2,11 +2,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { randomUUID } from "node:crypto";
 import sharp from "sharp";
-import { originalHeaderMetadata, originalHeaderOf } from "@media-platform/contracts";
-import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
-import { MEDIA_READY, startServiceProcess, stopServiceProcess, type ServiceProcess } from "./support/service-process";
+import { FilesystemBlobStore } from "@media-platform/storage";
+import { startMediaProcess, stopServiceProcess, storeOriginal, type ServiceProcess } from "./support/service-process";
 
 /** CPU ticks (user + system) of a process, from /proc/<pid>/stat; 0 once it is gone. */
 function cpuTicks(pid: number): number {
@@ -53,30 +51,15 @@ run("a render stops at its deadline, inside the encoder too (media service proce
     const jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } })
       .jpeg()
       .toBuffer();
-    id = randomUUID();
-    await store.put(
-      originalKey(id),
-      jpeg,
-      "image/jpeg",
-      originalHeaderMetadata(originalHeaderOf(await sharp(jpeg).metadata())),
-    );
-    media = await startServiceProcess(
-      "services/media/src/index.ts",
-      {
-        ...process.env,
-        DATA_DIR: dataDir,
-        HOST: "127.0.0.1",
-        MEDIA_PORT: "0",
-        LOG_LEVEL: "warn",
-        MEDIA_REQUEST_TIMEOUT_MS: "10000",
-        // Every render from 100 estimated ms runs in the (single) render process.
-        MEDIA_ISOLATED_RENDER_COST: "100",
-        MEDIA_RENDER_PROCESSES: "1",
-        MEDIA_AVIF_EFFORT: "9",
-        MEDIA_MAX_WORK_COST: "10000000",
-      },
-      MEDIA_READY,
-    );
+    id = await storeOriginal(store, jpeg, "image/jpeg");
+    media = await startMediaProcess(dataDir, {
+      MEDIA_REQUEST_TIMEOUT_MS: "10000",
+      // Every render from 100 estimated ms runs in the (single) render process.
+      MEDIA_ISOLATED_RENDER_COST: "100",
+      MEDIA_RENDER_PROCESSES: "1",
+      MEDIA_AVIF_EFFORT: "9",
+      MEDIA_MAX_WORK_COST: "10000000",
+    });
   }, 120_000);
 
   afterAll(async () => {

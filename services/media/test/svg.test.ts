@@ -1,7 +1,5 @@
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath, type TransformationStep } from "@media-platform/contracts";
@@ -12,6 +10,8 @@ import { svgDrawing } from "../src/pipeline/svg-density";
 import { SVG_ORIGINAL_CSP } from "../src/originals";
 import { startTestMedia, type TestMedia } from "./support/media-server";
 import { closeHarness, harnessDeps } from "./support/render-harness";
+import { specSteps } from "./support/spec-steps";
+import { startRecordingListener } from "../../../test/support/net";
 
 /**
  * SVG originals on the media service: every transformation answers PNG, drawn by librsvg at the
@@ -24,24 +24,7 @@ const LOGO = fs.readFileSync(path.join(CORPUS, "check.svg"));
 const CIRCLE = fs.readFileSync(path.join(CORPUS, "circle.svg"));
 
 /** The 16 transformations of the spec, in its notation, on a 100 x 100 original. */
-const SPEC_STEPS = [
-  "crop:width=50:height=50",
-  "color-balance:cyan=20.0:target=midtones",
-  "clahe:clipLimit=3.0:tileSize=16",
-  "grayscale:lightness=0",
-  "fit:width=128:height=96:background=ffffff",
-  "saturation:value=1.0",
-  "add-noise:type=gaussian:amount=1.0",
-  "brightness:value=1.0",
-  "wave:amplitude=5.0:wavelength=50.0",
-  "channelManipulation:red=1.0:green=0.5:blue=0.0",
-  "sharpen:value=1.0",
-  "avatar:size=64:shape=circle",
-  "thumbnail:size=64",
-  "exposure:value=0.0",
-  "solarize:threshold=128",
-  "threshold:value=128",
-];
+const SPEC_STEPS = specSteps({ width: 50, height: 50 });
 
 /** Widest run of partly transparent pixels (alpha 8-247) on row `y` of an RGBA image: the edge's blur. */
 function widestEdge(rgba: Buffer, width: number, y: number): number {
@@ -60,9 +43,7 @@ describe("SVG originals on the media service", () => {
   let logo: string;
   let circle: string;
   let png: string;
-  let listener: http.Server;
-  let port: number;
-  const seen: string[] = [];
+  let listener: Awaited<ReturnType<typeof startRecordingListener>>;
 
   const put = (bytes: Buffer, contentType = "image/svg+xml"): string => {
     const id = randomUUID();
@@ -84,15 +65,10 @@ describe("SVG originals on the media service", () => {
         .toBuffer(),
       "image/png",
     );
-    listener = http.createServer((req, res) => {
-      seen.push(req.url ?? "");
-      res.writeHead(200, { "Content-Type": "image/png" }).end();
-    });
-    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
-    port = (listener.address() as AddressInfo).port;
+    listener = await startRecordingListener();
   });
   afterAll(async () => {
-    await new Promise((resolve) => listener.close(resolve));
+    await listener.close();
     await media.close();
     await closeHarness();
   });
@@ -177,7 +153,7 @@ describe("SVG originals on the media service", () => {
   });
 
   it("fetches nothing, even for a stored SVG that still names outside resources", async () => {
-    const url = `http://127.0.0.1:${port}`;
+    const url = `http://127.0.0.1:${listener.port}`;
     const hostile = put(
       Buffer.from(
         `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="20" height="20">` +
@@ -190,7 +166,7 @@ describe("SVG originals on the media service", () => {
       const { res } = await get(`/${steps}/${hostile}.svg`);
       expect([steps, res.status, res.headers.get("content-type")]).toEqual([steps, 200, "image/png"]);
     }
-    expect(seen).toEqual([]);
+    expect(listener.seen).toEqual([]);
   });
 
   it("serves the original as SVG with a content security policy, as an attachment unless ?inline", async () => {

@@ -215,11 +215,8 @@ export class RenditionService {
     return { entry: result.entry, xCache };
   }
 
-  /**
-   * The original's header facts and content type, without reading its pixels (GET /info): the
-   * facts stored with the blob, else read from the start of its bytes.
-   */
-  async originalHeader(assetId: string): Promise<{ header: OriginalHeader; contentType: string }> {
+  /** The stored original of `assetId`: a store failure is counted, a missing one is AssetNotFoundError. */
+  private async originalBlob(assetId: string): Promise<BlobObject> {
     let blob: BlobObject | null;
     try {
       blob = await this.deps.store.get(originalKey(assetId));
@@ -228,6 +225,15 @@ export class RenditionService {
       throw err;
     }
     if (!blob) throw new AssetNotFoundError(assetId);
+    return blob;
+  }
+
+  /**
+   * The original's header facts and content type, without reading its pixels (GET /info): the
+   * facts stored with the blob, else read from the start of its bytes.
+   */
+  async originalHeader(assetId: string): Promise<{ header: OriginalHeader; contentType: string }> {
+    const blob = await this.originalBlob(assetId);
     try {
       const stored = storedOriginalHeader(blob.metadata);
       if (stored) return { header: stored, contentType: blob.contentType };
@@ -388,14 +394,7 @@ export class RenditionService {
     const workspace = baseMetadata?.[ORIGINAL_WORKSPACE_METADATA];
     const overlays = new Map<string, Buffer>();
     for (const id of ids) {
-      let blob: BlobObject | null;
-      try {
-        blob = await this.deps.store.get(originalKey(id));
-      } catch (err) {
-        if (err instanceof StorageUnavailableError) this.deps.metrics.dependencyError("storage");
-        throw err;
-      }
-      if (!blob) throw new AssetNotFoundError(id);
+      const blob = await this.originalBlob(id);
       try {
         if (workspace === undefined || blob.metadata?.[ORIGINAL_WORKSPACE_METADATA] !== workspace) {
           throw new AssetNotFoundError(id);

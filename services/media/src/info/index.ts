@@ -2,12 +2,10 @@ import { Router, type NextFunction, type Request, type Response } from "express"
 import { LRUCache } from "lru-cache";
 import sharp from "sharp";
 import { nativeRequire } from "@media-platform/runtime";
-import type { MediaLimits, PresetTable } from "@media-platform/contracts";
 import { cacheControlFor, etagOf, ifNoneMatchMatches, type CachePolicy } from "../cache/entry";
 import { ParsedMediaPaths } from "../delivery/media-paths";
-import type { RenditionService } from "../delivery/rendition-service";
-import { requireSignature, type UrlSigner } from "../delivery/signing";
-import type { FormatNegotiator } from "../negotiation";
+import type { MediaRouteDeps } from "../app";
+import { requireSignature } from "../delivery/signing";
 import { planRendition, type RenderDeps } from "../pipeline/render";
 import { presetsOnlyGate } from "../presets";
 import { ProblemError, instanceOf } from "../problem";
@@ -35,14 +33,10 @@ type ThumbHash = typeof import("thumbhash", { with: { "resolution-mode": "import
 let thumbhashModule: ThumbHash | undefined;
 const thumbhash = (): ThumbHash => (thumbhashModule ??= nativeRequire<ThumbHash>(require.resolve("thumbhash")));
 
-export interface InfoDeps {
-  service: RenditionService;
-  presets?: PresetTable;
-  presetsOnly?: boolean;
-  negotiator?: FormatNegotiator;
-  avifEffort?: number;
-  signer: UrlSigner | undefined;
-  limits: MediaLimits;
+export interface InfoDeps extends Pick<
+  MediaRouteDeps,
+  "service" | "presets" | "presetsOnly" | "negotiator" | "avifEffort" | "signer" | "limits"
+> {
   /** Cache-Control of unversioned URLs, as the image URL's. */
   cachePolicy?: CachePolicy;
   /** The render's planning settings (the real render's, so the plan is the render's). */

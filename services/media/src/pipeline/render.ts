@@ -206,13 +206,9 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     // The header only: sizes, bands, colour space. No pixel is decoded before the plan passes.
     // Stored with the blob at upload when present (no second header parse), else read here.
     const meta = input.header ?? headerOf(await source.metadata(sharpOptions));
-    let oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
-    if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
-    // Only an original of several frames looks further than this (no work for a still).
-    const animation =
-      meta.pages > 1 || input.steps.some((step) => step.name === "frame")
-        ? animationOf(meta.pages, oriented, input.steps, format, deps)
-        : STILL;
+    const framing = framingOf(meta, input.steps, format, deps);
+    let oriented = framing.oriented;
+    const animation = framing.animation;
     if (animation.page !== undefined) sharpOptions.page = animation.page;
     // Negotiated format: still JPEG/PNG only; GIFs and anything animated keep their format.
     const convert = input.convertTo && isConvertible(input.contentType) && meta.pages === 1;
@@ -342,12 +338,7 @@ export function planRendition(
 ): PlannedRendition {
   const stored = outputFormatFor(input.contentType);
   const meta = input.header;
-  const oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
-  if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
-  const animation =
-    meta.pages > 1 || input.steps.some((step) => step.name === "frame")
-      ? animationOf(meta.pages, oriented, input.steps, stored, deps)
-      : STILL;
+  const { oriented, animation } = framingOf(meta, input.steps, stored, deps);
   const convert = input.convertTo && isConvertible(input.contentType) && meta.pages === 1;
   const base = convert ? input.convertTo!.format : stored;
   const plan = planRender(input.steps, oriented, deps.limits, {
@@ -460,6 +451,26 @@ function requestedFormat(steps: readonly TransformationStep[], stored: OutputFor
 function isPosterOnly<N extends TransformationName>(step: TransformationStep & { name: N }): boolean {
   const t = transformations[step.name] as { posterOnly?: (params: ResolvedParams<N>) => boolean };
   return t.posterOnly?.(resolveParams(step.name, step.params as GivenParams<N>)) ?? false;
+}
+
+/**
+ * The displayed size of an original and whether its render stays animated, from its header and
+ * the URL alone (refused here above LIMIT_INPUT_PIXELS). Only an original of several frames, or
+ * a frame step, looks further than the size: no work for a still.
+ */
+function framingOf(
+  meta: OriginalHeader,
+  steps: readonly TransformationStep[],
+  stored: OutputFormat,
+  deps: Pick<RenderDeps, "maxAnimationFrames" | "limitInputPixels">,
+): { oriented: { width: number; height: number }; animation: AnimationChoice } {
+  const oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
+  if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
+  const animation =
+    meta.pages > 1 || steps.some((step) => step.name === "frame")
+      ? animationOf(meta.pages, oriented, steps, stored, deps)
+      : STILL;
+  return { oriented, animation };
 }
 
 /**

@@ -22,13 +22,16 @@ export function overlayAssetsOfKey(key: string): string[] {
  * The overlay's original as an RGBA layer for a `width` x `height` image: scaled to `scale` of
  * the image width, or at its own size shrunk to fit inside the image (aspect ratio kept).
  */
-async function overlayLayer(
-  original: Buffer,
-  params: ResolvedParams<"overlay">,
-  width: number,
-  height: number,
-  limitInputPixels: number,
-): Promise<Layer> {
+/** An overlay's original, its step's parameters, and the size and pixel limit of the image under it. */
+interface LayerRequest {
+  original: Buffer;
+  params: ResolvedParams<"overlay">;
+  width: number;
+  height: number;
+  limitInputPixels: number;
+}
+
+async function overlayLayer({ original, params, width, height, limitInputPixels }: LayerRequest): Promise<Layer> {
   const source = sharp(original, { autoOrient: true, failOn: "error", limitInputPixels });
   const resized =
     params.scale !== undefined
@@ -49,19 +52,14 @@ async function overlayLayer(
  */
 const layers = new WeakMap<Buffer, Map<string, Promise<Layer>>>();
 
-function layerFor(
-  original: Buffer,
-  params: ResolvedParams<"overlay">,
-  width: number,
-  height: number,
-  limitInputPixels: number,
-): Promise<Layer> {
+function layerFor(request: LayerRequest): Promise<Layer> {
+  const { original, params, width, height } = request;
   let byShape = layers.get(original);
   if (!byShape) layers.set(original, (byShape = new Map()));
   const shape = `${width}x${height}:${params.scale}:${params.opacity}`;
   let layer = byShape.get(shape);
   if (!layer) {
-    layer = overlayLayer(original, params, width, height, limitInputPixels).then((l) => fadeLayer(l, params.opacity));
+    layer = overlayLayer(request).then((l) => fadeLayer(l, params.opacity));
     // A failed decode is not kept: the error goes to this render only.
     layer.catch(() => byShape.delete(shape));
     byShape.set(shape, layer);
@@ -79,7 +77,13 @@ export const overlay = {
   async apply(image, params, ctx) {
     const original = ctx.overlays?.get(params.asset);
     if (!original) throw new TransformationInputError("overlay.asset", "the overlay asset was not read");
-    const layer = await layerFor(original, params, image.width, image.height, ctx.limitInputPixels ?? 100_000_000);
+    const layer = await layerFor({
+      original,
+      params,
+      width: image.width,
+      height: image.height,
+      limitInputPixels: ctx.limitInputPixels ?? 100_000_000,
+    });
     return drawLayer(image, layer, layerBox(image, layer, params.gravity, params.x, params.y), params.tile === "true");
   },
 } satisfies Transformation<"overlay">;

@@ -1,5 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import path from "node:path";
+import sharp from "sharp";
+import { originalHeaderMetadata, originalHeaderOf } from "@media-platform/contracts";
+import { originalKey, type BlobStore } from "@media-platform/storage";
 
 /** The repository root, where services are started from. */
 export const REPO_ROOT = path.resolve(__dirname, "..", "..", "..", "..");
@@ -55,3 +59,24 @@ export async function stopServiceProcess(service: ServiceProcess | undefined): P
 /** The banners each service prints once it listens. */
 export const MEDIA_READY = /media service listening on (http:\/\/\S+)/;
 export const MANAGEMENT_READY = /Management API: (http:\/\/\S+)/;
+
+/** Stores an original as management does (its bytes with their header facts) under a new asset id. */
+export async function storeOriginal(store: BlobStore, bytes: Buffer, contentType: string): Promise<string> {
+  const id = randomUUID();
+  await store.put(
+    originalKey(id),
+    bytes,
+    contentType,
+    originalHeaderMetadata(originalHeaderOf(await sharp(bytes).metadata())),
+  );
+  return id;
+}
+
+/** The media service (tsx) as a child process over `dataDir`'s blobs on a free port, `env` on top. */
+export function startMediaProcess(dataDir: string, env: NodeJS.ProcessEnv): Promise<ServiceProcess> {
+  return startServiceProcess(
+    "services/media/src/index.ts",
+    { ...process.env, DATA_DIR: dataDir, HOST: "127.0.0.1", MEDIA_PORT: "0", LOG_LEVEL: "warn", ...env },
+    MEDIA_READY,
+  );
+}
