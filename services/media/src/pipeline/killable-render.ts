@@ -14,22 +14,7 @@ import {
 import { OriginalSource } from "./original";
 import type { RenderPlan } from "./plan";
 import type { RenderInput, Rendition } from "./render";
-import type { RenderProcessSettings } from "./render-process";
-
-/** One render sent to a render process: the input with the whole original as bytes. */
-export interface RenderProcessRequest {
-  id: number;
-  input: Omit<RenderInput, "original">;
-  original: Uint8Array;
-  deadline: number | undefined;
-}
-
-/** What a render process answers: ready once, then per render its steps and its result or error. */
-export type RenderProcessReply =
-  | { ready: true }
-  | { id: number; step: { transformation: string; seconds: number } }
-  | { id: number; rendition: Rendition }
-  | { id: number; error: { name: string; message: string; [field: string]: unknown } };
+import type { RenderProcessReply, RenderProcessRequest, RenderProcessSettings } from "./render-process-protocol";
 
 /** The pipeline's and the workers' errors, rebuilt from a render process's answer so app.ts maps them as usual. */
 function reviveError(error: { name: string; message: string; [field: string]: unknown }): Error {

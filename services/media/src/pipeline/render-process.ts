@@ -5,22 +5,10 @@
  * encoded result or the error. The service kills this process at a render's deadline, which is
  * the one way to stop libvips inside an encoder. Exits when the service goes away.
  */
-import type { MediaLimits } from "@media-platform/contracts";
 import { createFaceDetector } from "../faces";
 import { createPixelWorkers } from "../pixels/pool";
 import { configureSharp, render, type RenderInput } from "./render";
-import type { RenderProcessReply, RenderProcessRequest } from "./killable-render";
-
-export interface RenderProcessSettings {
-  limits: MediaLimits;
-  limitInputPixels: number;
-  avifEffort: number;
-  maxAnimationFrames: number;
-  vipsConcurrency: number;
-  /** Pixel worker threads of this process. */
-  pixelWorkers: number;
-  requestTimeoutMs: number;
-}
+import type { RenderProcessReply, RenderProcessRequest, RenderProcessSettings } from "./render-process-protocol";
 
 /** Starts rendering with the settings the service sends first. */
 function start(settings: RenderProcessSettings): void {
