@@ -1,11 +1,11 @@
 import http from "node:http";
 import { Router, type Express } from "express";
-import { PURGE_SECRET_FILE, type MediaLimits, type PresetTable } from "@media-platform/contracts";
+import { PURGE_SECRET_FILE } from "@media-platform/contracts";
 import { createLogger, trackRequest, type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createBlobStore, embeddedSharedSecret, type BlobStore } from "@media-platform/storage";
 import { answerFailure, createMediaApp, createMediaRoute, createOperationRoutes, ROUTE_MEDIA } from "./app";
-import { NOSNIFF, NOSNIFF_HEADER, type CachePolicy } from "./cache/entry";
+import { NOSNIFF, NOSNIFF_HEADER } from "./cache/entry";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
@@ -17,8 +17,8 @@ import { ParsedMediaPaths } from "./delivery/media-paths";
 import { RenditionService, type RenderFn } from "./delivery/rendition-service";
 import { UrlSigner } from "./delivery/signing";
 import { createMediaMetrics, type MediaCounters, type MediaMetrics } from "./metrics";
-import { FormatNegotiator, type AutoFormat } from "./negotiation";
-import { presetsOnlyGate, type EagerPreset } from "./presets";
+import { FormatNegotiator } from "./negotiation";
+import { presetsOnlyGate } from "./presets";
 import { instanceOf } from "./problem";
 import { AssetPurger } from "./purge/asset-purger";
 import { bearerAuthorization, purgeRouter } from "./purge/router";
@@ -28,48 +28,33 @@ import { EagerRenderer } from "./eager/eager-renders";
 import { eagerRouter } from "./eager/router";
 import { DecodedImages } from "./pipeline/decoded-images";
 
-/** Behaviour settings of one server; MediaConfig has the same fields, so a config can be passed as is. */
-export interface MediaServerOptions {
-  limits: MediaLimits;
-  limitInputPixels: number;
-  cache: { memoryBytes: number; ttlSeconds: number; maxEntryBytes: number };
-  /** Unset: in-process cache only. */
-  redis: { url: string; keyPrefix: string; timeoutMs: number } | undefined;
-  signingKey: string | undefined;
-  /** MEDIA_ALLOW_QUERY: false refuses query strings other than the signature. */
-  allowQuery: boolean;
-  requestTimeoutMs: number;
-  /** MEDIA_SEND_TIMEOUT_MS: a response not delivered by then is cut (its buffer released). */
-  sendTimeoutMs: number;
-  /** MEDIA_MAX_RESULT_BYTES: a larger result answers 413 (remembered until a purge). */
-  maxResultBytes: number;
-  /** Pixels of work all running renders may hold at once (MEDIA_MAX_INFLIGHT_PIXELS). */
-  inflightPixels: number;
-  /** Share of inflightPixels one client may hold (MEDIA_CLIENT_SHARE); 1 = no per-client bound. */
-  clientShare: number;
-  /** MEDIA_TRUSTED_PROXIES: whose X-Forwarded-For names the client. */
-  trustedProxies: string[];
-  concurrency: number;
-  queueLimit: number;
-  /** Named step chains (MEDIA_PRESETS_FILE), already validated. */
-  presets: PresetTable;
-  /** The presets marked eager (rendered after an upload or replace, POST /internal/eager). */
-  eagerPresets: EagerPreset[];
-  /** MEDIA_PRESETS_ONLY: every non-preset media URL answers 403. */
-  presetsOnly: boolean;
-  /** MEDIA_REDACT_FACES_ALWAYS: face redaction after every URL's steps. */
-  redactFacesAlways: boolean;
-  /** MEDIA_AUTO_FORMAT (order of preference); empty = off. */
-  autoFormat: AutoFormat[];
-  /** AVIF effort for negotiated AVIF. */
-  avifEffort: number;
-  /** Secret of POST /internal/purge; unset = no purge endpoint. */
-  purgeSecret: string | undefined;
-  /** Cache-Control of unversioned media URLs. */
-  cachePolicy: CachePolicy;
-  /** MEDIA_MAX_ANIMATION_FRAMES: GET /info plans with the render's own cap. */
-  maxAnimationFrames: number;
-}
+/** Behaviour settings of one server: the fields of MediaConfig it uses, so a config can be passed as is. */
+export type MediaServerOptions = Pick<
+  MediaConfig,
+  | "limits"
+  | "limitInputPixels"
+  | "cache"
+  | "redis"
+  | "signingKey"
+  | "allowQuery"
+  | "requestTimeoutMs"
+  | "sendTimeoutMs"
+  | "maxResultBytes"
+  | "inflightPixels"
+  | "clientShare"
+  | "trustedProxies"
+  | "concurrency"
+  | "queueLimit"
+  | "presets"
+  | "eagerPresets"
+  | "presetsOnly"
+  | "redactFacesAlways"
+  | "autoFormat"
+  | "avifEffort"
+  | "purgeSecret"
+  | "cachePolicy"
+  | "maxAnimationFrames"
+>;
 
 /** The config schema's defaults (an empty environment), so each default is stated once, in config.ts. */
 // MediaConfig carries every MediaServerOptions field (plus process-level ones the server ignores).

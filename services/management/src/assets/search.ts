@@ -2,6 +2,24 @@ import { Prisma, type PrismaClient } from "../generated/prisma/client";
 
 /** ts_rank_cd weights in Postgres order {D, C, B, A}: filename, caption/description, tags, title. */
 const WEIGHTS = "{0.1,0.2,0.4,1.0}";
+
+/**
+ * The exact ranking of the candidates (the `taken` CTE's asset ids) under the query `q`: one
+ * primary-key probe per candidate (OFFSET 0 keeps the planner from turning this into a GIN scan of
+ * every match joined to the candidates), live assets of the workspace only, best `limit` first.
+ */
+const rankedCandidates = (workspaceId: string, limit: number) => Prisma.sql`
+      SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score, a.created_at
+        FROM (SELECT DISTINCT asset_id FROM taken) c
+        CROSS JOIN q
+        CROSS JOIN LATERAL (
+              SELECT x.id, x.search_vector, x.created_at FROM assets x
+               WHERE x.id = c.asset_id AND x.workspace_id = ${workspaceId} AND x.deleted_at IS NULL
+              OFFSET 0) a
+       WHERE a.search_vector @@ q.tsq
+       ORDER BY score DESC, a.created_at DESC, a.id ASC
+       LIMIT ${limit}`;
+
 /**
  * word_similarity(query word, dictionary word) threshold of the spelling correction (pg_trgm's
  * default 0.6 misses one-letter typos in short words, e.g. "tabel" for "table" scores 0.5).
@@ -291,19 +309,7 @@ export async function rankCandidates(
       SELECT c.lexeme, min(t.created_at) AS last_created_at
         FROM cut c JOIN taken t ON t.lexeme = c.lexeme AND t.score = c.last_score
        GROUP BY c.lexeme),
-    ranked AS (
-      -- One primary-key probe per candidate (OFFSET 0 keeps the planner from turning this into a
-      -- GIN scan of every match joined to the candidates).
-      SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score, a.created_at
-        FROM (SELECT DISTINCT asset_id FROM taken) c
-        CROSS JOIN q
-        CROSS JOIN LATERAL (
-              SELECT x.id, x.search_vector, x.created_at FROM assets x
-               WHERE x.id = c.asset_id AND x.workspace_id = ${workspaceId} AND x.deleted_at IS NULL
-              OFFSET 0) a
-       WHERE a.search_vector @@ q.tsq
-       ORDER BY score DESC, a.created_at DESC, a.id ASC
-       LIMIT ${limit})
+    ranked AS (${rankedCandidates(workspaceId, limit)})
     SELECT (SELECT disjunction FROM q) AS disjunction,
            EXISTS (SELECT 1 FROM expanded WHERE n > ${PREFIX_EXPANSIONS} AND starts_with(lexeme, prefix)) AS expansion_capped,
            (SELECT count(*)::int FROM cut) AS truncated_lists,
@@ -555,17 +561,7 @@ export async function rankConjunction(
                LIMIT ${candidates}) c),
     cut AS (
       SELECT lexeme, min(score) AS last_score FROM taken GROUP BY lexeme HAVING count(*) >= ${candidates}),
-    ranked AS (
-      SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score, a.created_at
-        FROM (SELECT DISTINCT asset_id FROM taken) c
-        CROSS JOIN q
-        CROSS JOIN LATERAL (
-              SELECT x.id, x.search_vector, x.created_at FROM assets x
-               WHERE x.id = c.asset_id AND x.workspace_id = ${workspaceId} AND x.deleted_at IS NULL
-              OFFSET 0) a
-       WHERE a.search_vector @@ q.tsq
-       ORDER BY score DESC, a.created_at DESC, a.id ASC
-       LIMIT ${limit})
+    ranked AS (${rankedCandidates(workspaceId, limit)})
     SELECT EXISTS (SELECT 1 FROM expanded WHERE n > ${PREFIX_EXPANSIONS} AND starts_with(lexeme, prefix)) AS expansion_capped,
            EXISTS (SELECT 1 FROM items i
                     WHERE NOT EXISTS (SELECT 1 FROM lexemes l JOIN cut c ON c.lexeme = l.lexeme
