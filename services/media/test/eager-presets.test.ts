@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import sharp from "sharp";
 import { originalKey } from "@media-platform/storage";
 import { EAGER_PATH } from "@media-platform/contracts";
@@ -14,14 +11,10 @@ import {
 } from "./support/media-server";
 import { MemoryBlobStore } from "./support/memory-store";
 import { deleteRedisPrefix, describeWithRedis, TEST_REDIS_URL, uniqueRedisPrefix } from "./support/redis";
+import { presetsFolder } from "./support/presets-files";
 
 const SECRET = "purge-secret-for-tests-0123456789";
-const dir = mkdtempSync(path.join(tmpdir(), "eager-presets-"));
-const write = (name: string, text: string) => {
-  const file = path.join(dir, name);
-  writeFileSync(file, text);
-  return file;
-};
+const { write } = presetsFolder("eager-presets");
 
 const PRESETS = `
 card:

@@ -25,8 +25,14 @@ const purge = (media: { url: string }, assetIds: string[]) =>
   });
 
 /** A solid PNG stored as an original of `workspace` (as management stores it); returns its id. */
-async function putOriginal(store: MemoryBlobStore, colour: string, workspace: string | undefined, size = [120, 80]) {
-  const id = randomUUID();
+/** Stores (or replaces) a single-colour PNG original of `workspace` under `id`. */
+async function paintOriginal(
+  store: MemoryBlobStore,
+  id: string,
+  colour: string,
+  workspace: string | undefined,
+  size = [120, 80],
+) {
   const bytes = await sharp({ create: { width: size[0]!, height: size[1]!, channels: 3, background: colour } })
     .png()
     .toBuffer();
@@ -36,6 +42,11 @@ async function putOriginal(store: MemoryBlobStore, colour: string, workspace: st
     "image/png",
     workspace === undefined ? undefined : { [ORIGINAL_WORKSPACE_METADATA]: workspace },
   );
+}
+
+async function putOriginal(store: MemoryBlobStore, colour: string, workspace: string | undefined, size = [120, 80]) {
+  const id = randomUUID();
+  await paintOriginal(store, id, colour, workspace, size);
   return id;
 }
 
@@ -237,14 +248,7 @@ describeWithRedis("overlays and redaction on the Redis tier", () => {
     const url = `/overlay:asset=${mark}:gravity=northwest/${base}.png`;
     expect((await get(`${plain.url}${url}`)).res.headers.get("x-cache")).toBe("MISS");
     expect((await get(`${peer.url}${url}`)).res.headers.get("x-cache")).toBe("HIT");
-    await store.put(
-      originalKey(mark),
-      await sharp({ create: { width: 10, height: 10, channels: 3, background: "#0000ff" } })
-        .png()
-        .toBuffer(),
-      "image/png",
-      { [ORIGINAL_WORKSPACE_METADATA]: "acme" },
-    );
+    await paintOriginal(store, mark, "#0000ff", "acme", [10, 10]);
     expect((await purge(plain, [mark])).status).toBe(204);
     const before = peerCalls.length;
     const after = await get(`${peer.url}${url}`);
@@ -267,14 +271,7 @@ describeWithRedis("overlays and redaction on the Redis tier", () => {
       expect((await get(`${b.url}${url}`)).res.headers.get("x-cache")).toBe("HIT");
       const kept = await get(`${b.url}${url}`);
       expect(await topLeft(kept.body)).toEqual([255, 0, 0]);
-      await store.put(
-        originalKey(mark),
-        await sharp({ create: { width: 10, height: 10, channels: 3, background: "#0000ff" } })
-          .png()
-          .toBuffer(),
-        "image/png",
-        { [ORIGINAL_WORKSPACE_METADATA]: "acme" },
-      );
+      await paintOriginal(store, mark, "#0000ff", "acme", [10, 10]);
       expect((await purge(a, [mark])).status).toBe(204);
       // B hears of the purge over pub/sub: within 2 s its memory entry is gone.
       const start = performance.now();

@@ -1,18 +1,12 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { compilePresets, isPresetPath, PresetDefinitionError, signedMediaUrl } from "@media-platform/contracts";
 import { loadMediaConfig, MediaConfigError } from "../src/config";
 import { countingRender, startTestMedia, type TestMedia } from "./support/media-server";
+import { presetsFolder } from "./support/presets-files";
 
-const dir = mkdtempSync(path.join(tmpdir(), "delivery-presets-"));
-const write = (name: string, text: string) => {
-  const file = path.join(dir, name);
-  writeFileSync(file, text);
-  return file;
-};
+const { dir, write } = presetsFolder("delivery-presets");
 
 const YAML_FILE = `
 # card: a 400 x 300 cover crop
