@@ -80,12 +80,16 @@ async function pgliteDb() {
   };
 }
 
-/** Filesystem blobs in a temp dir, or S3 when STORAGE_DRIVER=s3 (s3rver on loopback when no S3_ENDPOINT is given). */
-export async function createTestBlobStore(): Promise<{ store: BlobStore; close(): Promise<void> }> {
+/**
+ * Filesystem blobs in a temp dir, or S3 when STORAGE_DRIVER=s3 (s3rver on loopback when no
+ * S3_ENDPOINT is given). `own`: a bucket of this test's alone even when S3_ENDPOINT names a
+ * shared one, for tests that list or sweep the whole store.
+ */
+export async function createTestBlobStore(own = false): Promise<{ store: BlobStore; close(): Promise<void> }> {
   if (process.env.STORAGE_DRIVER === "s3") {
     let s3rver: RunningS3rver | undefined;
     let env: Record<string, string | undefined> = process.env;
-    if (!process.env.S3_ENDPOINT) {
+    if (own || !process.env.S3_ENDPOINT) {
       s3rver = await startS3rver({ bucket: `mgmt-${randomBytes(4).toString("hex")}` });
       env = { ...process.env, ...s3rver.env };
     }
@@ -140,10 +144,13 @@ export async function createTestApp(
       | "libraryDir"
       | "devSignIn"
     >
-  > = {},
+  > & {
+    /** A blob store no other test shares (tests that sweep or list the whole store). */
+    ownBlobStore?: boolean;
+  } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
-  const blobs = await createTestBlobStore();
+  const blobs = await createTestBlobStore(options.ownBlobStore);
   await migrate(await database.db.migrationConnection());
   const secret = randomBytes(32).toString("hex");
   const deps: AppDeps = {

@@ -16,7 +16,8 @@ import { createTestApp, upload, type TestApp } from "./helpers";
 const WS = "ws-orphan-versions";
 let t: TestApp;
 beforeAll(async () => {
-  t = await createTestApp();
+  // The sweep walks the whole store: a bucket shared with other test files would lose their blobs.
+  t = await createTestApp({ ownBlobStore: true });
 });
 afterAll(async () => t?.close());
 

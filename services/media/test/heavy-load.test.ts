@@ -47,7 +47,6 @@ run("small thumbnails under heavy load from other clients (media service process
       ids.push(await storeOriginal(store, bytes, "image/jpeg"));
     }
     media = await startMediaProcess(dataDir, {
-      REDIS_URL: "",
       // The clients below are told apart by X-Forwarded-For, as behind a proxy on loopback.
       MEDIA_TRUSTED_PROXIES: "loopback",
       MEDIA_MAX_WORK_COST: String(MAX_WORK_COST),

@@ -72,11 +72,17 @@ export async function storeOriginal(store: BlobStore, bytes: Buffer, contentType
   return id;
 }
 
-/** The media service (tsx) as a child process over `dataDir`'s blobs on a free port, `env` on top. */
+/**
+ * The media service (tsx) as a child process over `dataDir`'s filesystem blobs, in-process cache
+ * only, on a free port, `env` on top: whatever drivers the test run itself was given (S3, Redis).
+ */
 export function startMediaProcess(dataDir: string, env: NodeJS.ProcessEnv): Promise<ServiceProcess> {
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^(STORAGE_|S3_|REDIS_|DATABASE_URL$)/.test(name)),
+  );
   return startServiceProcess(
     "services/media/src/index.ts",
-    { ...process.env, DATA_DIR: dataDir, HOST: "127.0.0.1", MEDIA_PORT: "0", LOG_LEVEL: "warn", ...env },
+    { ...inherited, DATA_DIR: dataDir, HOST: "127.0.0.1", MEDIA_PORT: "0", LOG_LEVEL: "warn", ...env },
     MEDIA_READY,
   );
 }
