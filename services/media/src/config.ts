@@ -126,7 +126,12 @@ export const mediaEnvSchema = z.object({
   ).describe(
     "Work budget of one request in estimated CPU milliseconds: each step's and the encoder's calibrated cost per pixel (bench/calibrate-cost.ts) times its pixels and frames; above it 400 naming the most expensive step, before decoding",
   ),
-  MEDIA_DECODED_CACHE_BYTES: int(0, 64 * 1024 * MiB, 128 * MiB, "a whole number of bytes from 0 to 68719476736").describe(
+  MEDIA_DECODED_CACHE_BYTES: int(
+    0,
+    64 * 1024 * MiB,
+    128 * MiB,
+    "a whole number of bytes from 0 to 68719476736",
+  ).describe(
     "Memory for decoded originals shared between renditions of one original (a burst of srcset widths decodes it once, at the largest scale needed); 0 = each rendition decodes its own",
   ),
   MEDIA_MAX_INFLIGHT_PIXELS: int(
@@ -191,7 +196,7 @@ export const mediaEnvSchema = z.object({
     "Transformations running at once; 0 = four per CPU core (with one libvips thread per image, fewer left cores idle)",
   ),
   MEDIA_QUEUE_LIMIT: int(0, 100_000, 64, "a whole number from 0 to 100000").describe(
-    "Transformations waiting for a slot; beyond it 503 + Retry-After",
+    "Transformations waiting: for a slot, or (a heavy render beyond the half of the slots heavy renders may run) for the work gate without a slot; beyond it 503 + Retry-After",
   ),
   MEDIA_PURGE_SECRET: z
     .preprocess(

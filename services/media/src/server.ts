@@ -146,7 +146,8 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     memory,
     redis,
     limiter,
-    // Half the transformation slots at most for heavy renders: the rest stays free for light ones.
+    // Half the transformation slots at most run heavy renders, so the rest stays free for light
+    // ones; heavy renders beyond it wait without a slot, counted in the queue.
     gate: new WorkGate(options.inflightPixels, Math.max(1, Math.floor(options.concurrency / 2))),
     clients: options.clientShare < 1 ? new ClientShare(options.inflightPixels, options.clientShare) : undefined,
     metrics,

@@ -38,6 +38,8 @@ run("small thumbnails under heavy load from other clients (media service process
   let dataDir: string;
   let media: ServiceProcess | undefined;
   const ids: string[] = [];
+  /** A 2.5 MP photo-like JPEG: a `fit` of it is a heavy render (about 70 ms estimated). */
+  let burstId: string;
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), "media-heavy-load-"));
@@ -46,6 +48,18 @@ run("small thumbnails under heavy load from other clients (media service process
       const bytes = readFileSync(path.join(CORPUS, photo));
       ids.push(await storeOriginal(store, bytes, "image/jpeg"));
     }
+    const noise = await sharp({
+      create: {
+        width: 1920,
+        height: 1300,
+        channels: 3,
+        background: "#808080",
+        noise: { type: "gaussian", mean: 128, sigma: 40 },
+      },
+    })
+      .jpeg({ quality: 85 })
+      .toBuffer();
+    burstId = await storeOriginal(store, noise, "image/jpeg");
     media = await startMediaProcess(dataDir, {
       // The clients below are told apart by X-Forwarded-For, as behind a proxy on loopback.
       MEDIA_TRUSTED_PROXIES: "loopback",
@@ -57,6 +71,22 @@ run("small thumbnails under heavy load from other clients (media service process
     await stopServiceProcess(media);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
+
+  it("queues a burst of heavy MISSes from one client and answers every one 200, none refused", async () => {
+    // 24 at once: three times the slots (4 per core) and six times the heavy renders allowed to
+    // run at once; the ones beyond wait in the queue (MEDIA_QUEUE_LIMIT 64), as a CDN's burst of
+    // new URLs must.
+    const widths = Array.from({ length: 24 }, (_, i) => 900 + i);
+    const answers = await Promise.all(
+      widths.map(async (width) => {
+        const res = await fetch(`${media!.url}/fit:width=${width}:height=${width}/${burstId}.jpg`);
+        const body = Buffer.from(await res.arrayBuffer());
+        const meta = res.status === 200 ? await sharp(body).metadata() : undefined;
+        return { status: res.status, cache: res.headers.get("x-cache"), width: meta?.width };
+      }),
+    );
+    expect(answers).toEqual(widths.map((width) => ({ status: 200, cache: "MISS", width })));
+  }, 120_000);
 
   it("answers every cold thumbnail correctly and without a 5xx while 3 clients send the heaviest admitted URLs", async () => {
     const base = media!.url;

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import proxyaddr from "proxy-addr";
-import type { WorkGate } from "./limiter";
+import type { Slot, WorkGate } from "./limiter";
 
 /** Seconds a client over its share is told to wait (Retry-After of the 429). */
 export const CLIENT_SHARE_RETRY_AFTER_SECONDS = 1;
@@ -68,6 +68,18 @@ export class ClientShare {
   }
 }
 
+/** One render asking for admission: its client, planned work and estimated cost, and the slot it holds. */
+export interface WorkRequest {
+  client: string | undefined;
+  /** RenderPlan.workPixels. */
+  weight: number;
+  /** RenderPlan.workCost, estimated CPU milliseconds. */
+  costMs: number;
+  signal: AbortSignal;
+  /** The transformation slot, given up while a heavy render waits in the gate. */
+  slot?: Slot;
+}
+
 /**
  * Admission of one render: charged to its client (when fairness is on), then through the gate.
  * The client's charge covers its wait in the gate too, so queued work counts against its share.
@@ -75,14 +87,12 @@ export class ClientShare {
 export async function admitWork(
   gate: WorkGate,
   clients: ClientShare | undefined,
-  client: string | undefined,
-  weight: number,
-  signal: AbortSignal,
-  costMs?: number,
+  work: WorkRequest,
 ): Promise<() => void> {
+  const { client, weight } = work;
   const releaseShare = clients && client !== undefined ? clients.charge(client, weight) : undefined;
   try {
-    const releaseGate = await gate.acquire(weight, signal, costMs);
+    const releaseGate = await gate.acquire(weight, work.signal, work.costMs, work.slot);
     return () => {
       releaseGate();
       releaseShare?.();

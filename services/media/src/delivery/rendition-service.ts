@@ -32,7 +32,7 @@ import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
 import { admitWork, type ClientShare } from "./client-share";
 import { ResultSizeLimit } from "./result-size";
-import type { Limiter, WorkGate } from "./limiter";
+import type { Limiter, Slot, WorkGate } from "./limiter";
 import { SingleFlight, type Departure } from "./single-flight";
 
 /**
@@ -145,6 +145,16 @@ interface Flight {
   /** The flight's signal: aborted when no client waits any more, or by the timeout. */
   signal: AbortSignal;
   deadline: number;
+}
+
+/** What a flight renders from, read in its slot. */
+interface RenderInputs {
+  blob: BlobObject;
+  focalPoint: FocalPoint | undefined;
+  /** Originals of the overlay assets, by id. */
+  overlays: ReadonlyMap<string, Buffer> | undefined;
+  /** The flight's transformation slot, given up while a heavy render waits in the work gate. */
+  slot: Slot;
 }
 
 /**
@@ -348,13 +358,13 @@ export class RenditionService {
     const { request, signal, log } = flight;
     const shared = turn && this.shared;
     try {
-      const rendition = await this.deps.limiter.run(async () => {
+      const rendition = await this.deps.limiter.run(async (slot) => {
         signal.throwIfAborted();
         const { blob, focalPoint } = await this.readInputs(request, log);
         if (!blob) throw new AssetNotFoundError(request.assetId);
         try {
           const overlays = await this.readOverlays(flight.dependsOn, blob.metadata);
-          return await this.renderBlob(blob, focalPoint, flight, overlays);
+          return await this.renderBlob({ blob, focalPoint, overlays, slot }, flight);
         } finally {
           // Whatever happened, the body (and the descriptor blob.read uses) is released, once
           // libvips is done with it (the render has ended, so no read is in flight).
@@ -411,12 +421,8 @@ export class RenditionService {
     return overlays;
   }
 
-  private async renderBlob(
-    blob: BlobObject,
-    focalPoint: FocalPoint | undefined,
-    flight: Flight,
-    overlays: ReadonlyMap<string, Buffer> | undefined,
-  ): Promise<Rendition> {
+  private async renderBlob(inputs: RenderInputs, flight: Flight): Promise<Rendition> {
+    const { blob, focalPoint, overlays, slot } = inputs;
     const { key, request, signal, deadline, log } = flight;
     const { metrics } = this.deps;
     // A store with positional reads (a local disk) fills a reused buffer (pipeline/original.ts);
@@ -462,7 +468,14 @@ export class RenditionService {
         deadline,
         onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
         admit: gate
-          ? (plan) => admitWork(gate, this.deps.clients, request.client, plan.workPixels, signal, plan.workCost)
+          ? (plan) =>
+              admitWork(gate, this.deps.clients, {
+                client: request.client,
+                weight: plan.workPixels,
+                costMs: plan.workCost,
+                signal,
+                slot,
+              })
           : undefined,
       },
     );
