@@ -1,4 +1,5 @@
 export * from "./problem";
+export * from "./domain-error";
 export * from "./image-formats";
 export * from "./management";
 export * from "./asset-attributes";
