@@ -3,7 +3,7 @@
  * Measures what each transformation step and each encoder costs per pixel, in CPU nanoseconds
  * (process CPU time: libvips threads and the pixel worker thread included), on this machine's
  * sharp/libvips. Prints the table; with --write regenerates the calibrated block of
- * services/media/src/pipeline/cost.ts, the one place the admission cost model reads.
+ * services/media/src/render/pipeline/cost.ts, the one place the admission cost model reads.
  * Steps are measured through the real render() on a 2 MP photo, minus the decode and the JPEG
  * encode of that render; encoders on raw pixels of the same photo.
  */
@@ -17,11 +17,11 @@ import {
   type TransformationName,
 } from "@media-platform/contracts";
 import { createFaceDetector } from "../services/media/src/faces";
-import { render, type RenderDeps } from "../services/media/src/pipeline/render";
-import { createPixelWorkers } from "../services/media/src/pixels/pool";
+import { render, type RenderDeps } from "../services/media/src/render/pipeline/render";
+import { createPixelWorkers } from "../services/media/src/render/pixels/pool";
 
 const ROOT = path.resolve(__dirname, "..");
-const COST_FILE = path.join(ROOT, "services/media/src/pipeline/cost.ts");
+const COST_FILE = path.join(ROOT, "services/media/src/render/pipeline/cost.ts");
 const PHOTO = path.join(ROOT, "fixtures/images/rocket.jpg");
 const ID = "00000000-0000-4000-8000-000000000000";
 const REPEATS = 3;

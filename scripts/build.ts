@@ -45,12 +45,12 @@ const services: ServiceBuild[] = [
     name: "media",
     entries: {
       index: "src/index.ts",
-      // pixels/worker.cjs loads compiled kernels from <its folder>/kernels/index.js.
-      "kernels/index": "src/pixels/kernels/index.ts",
-      // pipeline/killable-render.ts forks <its folder>/render-process.js.
-      "render-process": "src/pipeline/render-process.ts",
+      // render/pixels/worker.cjs loads compiled kernels from <its folder>/kernels/index.js.
+      "kernels/index": "src/render/pixels/kernels/index.ts",
+      // render/pipeline/killable-render.ts forks <its folder>/render-process.js.
+      "render-process": "src/render/pipeline/render-process.ts",
     },
-    copies: { "worker.cjs": "src/pixels/worker.cjs", "face-worker.cjs": "src/faces/face-worker.cjs" },
+    copies: { "worker.cjs": "src/render/pixels/worker.cjs", "face-worker.cjs": "src/faces/face-worker.cjs" },
   },
 ];
 

@@ -33,7 +33,8 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; mean
   {
     name: "MEDIA_PLATFORM_TOKEN",
     readBy: "`pnpm run import`",
-    meaning: "Bearer token for the import command when the API takes tokens from an identity provider (same as `--token`)",
+    meaning:
+      "Bearer token for the import command when the API takes tokens from an identity provider (same as `--token`)",
   },
 ];
 

@@ -47,7 +47,10 @@ const EXAMPLES: Record<string, string> = {
 
 /** Chains shown with their pictures after the single steps. */
 const CHAINS: readonly Picture[] = [
-  { file: "chain-crop-grayscale-thumbnail.jpg", steps: "crop:width=400:height=400:gravity=north/grayscale/thumbnail:size=200" },
+  {
+    file: "chain-crop-grayscale-thumbnail.jpg",
+    steps: "crop:width=400:height=400:gravity=north/grayscale/thumbnail:size=200",
+  },
   { file: "chain-thumbnail-sharpen.jpg", steps: "thumbnail:size=240/saturation:value=1.6/sharpen:value=2" },
   { file: "chain-wave-solarize.jpg", steps: "wave:amplitude=12:wavelength=90/solarize:threshold=160" },
 ];
@@ -161,7 +164,12 @@ export function renderTransformationsDoc(): string {
       for (const [p, s] of params) out.push(row(p, s));
       out.push("");
     }
-    out.push(`Example: \`/${exampleOf(name)}/<assetId>.jpg\``, "", image({ file: `${name}.jpg`, steps: exampleOf(name) }), "");
+    out.push(
+      `Example: \`/${exampleOf(name)}/<assetId>.jpg\``,
+      "",
+      image({ file: `${name}.jpg`, steps: exampleOf(name) }),
+      "",
+    );
   }
   out.push("## Chaining", "", "Steps apply left to right, each to the previous step's output:", "");
   for (const chain of CHAINS) out.push(`\`/${chain.steps}/<assetId>.jpg\``, "", image(chain), "");
@@ -177,7 +185,8 @@ export function renderTransformationsDoc(): string {
     "| URL | focal point | result |",
     "|---|---|---|",
     ...FOCAL_PICTURES.map(
-      (p) => `| \`/${p.steps}/<assetId>.jpg\` | ${p.focalPoint ? `x ${p.focalPoint.x}, y ${p.focalPoint.y}` : "-"} | ${image(p)} |`,
+      (p) =>
+        `| \`/${p.steps}/<assetId>.jpg\` | ${p.focalPoint ? `x ${p.focalPoint.x}, y ${p.focalPoint.y}` : "-"} | ${image(p)} |`,
     ),
     "",
     "## Automatic quality and byte budgets",

@@ -17,24 +17,24 @@ import { QueueFullError } from "./delivery/limiter";
 import { ResultTooLargeError } from "./delivery/result-size";
 import { CLIENT_SHARE_RETRY_AFTER_SECONDS, ClientShareExceededError } from "./delivery/client-share";
 import { AssetNotFoundError } from "./delivery/asset-not-found";
-import type { RenditionService, SharedMiss } from "./delivery/rendition-service";
+import type { SharedMiss } from "./delivery/rendition-service";
 import type { Departure } from "./delivery/single-flight";
 import { ParsedMediaPaths, type ParsedMediaPath } from "./delivery/media-paths";
-import { requireSignature, type UrlSigner } from "./delivery/signing";
+import { requireSignature } from "./delivery/signing";
 import { catalogRouter } from "./catalog";
 import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
-import type { FormatNegotiator } from "./negotiation";
 import { presetsOnlyGate, presetsRouter } from "./presets";
 import { FaceDetectionError } from "./faces";
 import type { MediaMetrics } from "./metrics";
 import { ProblemError, instanceOf, writeProblem } from "./problem";
+import type { MediaRouteDeps } from "./delivery/media-route";
 import {
   ByteBudgetError,
   InputPixelLimitError,
   TransformationInputError,
   UndecodableOriginalError,
   UnsupportedOriginalError,
-} from "./pipeline/errors";
+} from "./render/errors";
 
 /*
  * HTTP contract of the media service (docs/media-urls.md), for the docs:
@@ -127,26 +127,6 @@ export interface MediaAppDeps {
   purgeRouter?: Router;
   /** GET /info/<steps>/<assetId>.<ext> (info/index.ts), mounted before the media URL space. */
   infoRouter?: Router;
-}
-
-export interface MediaRouteDeps {
-  service: RenditionService;
-  /** MEDIA_PRESETS_FILE, validated (default: none). */
-  presets?: PresetTable;
-  /** MEDIA_PRESETS_ONLY: 403 for every media URL that is not made of presets. */
-  presetsOnly?: boolean;
-  /** MEDIA_AUTO_FORMAT on: the Accept bucket is part of the cache key; responses Vary: Accept. */
-  negotiator?: FormatNegotiator;
-  /** AVIF encoder effort for negotiated AVIF. */
-  avifEffort?: number;
-  signer: UrlSigner | undefined;
-  limits: MediaLimits;
-  /** MEDIA_ALLOW_QUERY: false refuses every query string except a signature (400). Default true. */
-  allowQuery?: boolean;
-  /** Cuts a response its client does not take in time (MEDIA_SEND_TIMEOUT_MS); unset = no limit. */
-  guardSend?: (res: ServerResponse) => void;
-  /** Who a MISS is charged to (MEDIA_CLIENT_SHARE); unset = nobody. */
-  clientOf?: (req: IncomingMessage) => string;
 }
 
 /** The operations endpoints by path (GET/HEAD): same handler before Express (server.ts) and inside it. */

@@ -16,7 +16,7 @@ import {
 import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
 import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
 import { loadPresetsFile, type EagerPreset } from "./presets";
-import { DEFAULT_AUTO_QUALITY_TARGET } from "./pipeline/encode-search";
+import { DEFAULT_AUTO_QUALITY_TARGET } from "./render/pipeline/encode-search";
 
 const MiB = 1024 * 1024;
 

@@ -16,7 +16,7 @@ export {
 export { signMediaPath, signedMediaUrl } from "./delivery/signing";
 export { createMediaMetrics, counterHelp, type CounterName, type MediaCounters, type MediaMetrics } from "./metrics";
 export { ROUTE_MEDIA } from "./app";
-export type { RenderFn } from "./delivery/rendition-service";
+export type { RenderFn } from "./render/pipeline/render";
 
 if (require.main === module) {
   void runService({

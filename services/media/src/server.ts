@@ -14,7 +14,8 @@ import { sendTimeout } from "./delivery/send-timeout";
 import { createHotPath, type HotPathNext } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
 import { ParsedMediaPaths } from "./delivery/media-paths";
-import { RenditionService, type RenderFn } from "./delivery/rendition-service";
+import { RenditionService } from "./delivery/rendition-service";
+import type { RenderFn } from "./render/pipeline/render";
 import { UrlSigner } from "./delivery/signing";
 import { createMediaMetrics, type MediaCounters, type MediaMetrics } from "./metrics";
 import { FormatNegotiator } from "./negotiation";
@@ -23,10 +24,10 @@ import { instanceOf } from "./problem";
 import { AssetPurger } from "./purge/asset-purger";
 import { bearerAuthorization, purgeRouter } from "./purge/router";
 import { infoRouter } from "./info";
-import { overlayAssets, overlayAssetsOfKey } from "./transformations/overlay";
+import { overlayAssets, overlayAssetsOfKey } from "./render/transformations/overlay";
 import { EagerRenderer } from "./eager/eager-renders";
 import { eagerRouter } from "./eager/router";
-import { DecodedImages } from "./pipeline/decoded-images";
+import { DecodedImages } from "./render/pipeline/decoded-images";
 
 /** Behaviour settings of one server: the fields of MediaConfig it uses, so a config can be passed as is. */
 export type MediaServerOptions = Pick<
@@ -326,8 +327,8 @@ export async function startMedia(
   let decoded: DecodedImages | undefined;
   if (!render) {
     // Loaded here, not at module load, so in-process tests with an injected render never start workers.
-    const pipeline = require("./pipeline/render") as typeof import("./pipeline/render");
-    const { createPixelWorkers } = require("./pixels/pool") as typeof import("./pixels/pool");
+    const pipeline = require("./render/pipeline/render") as typeof import("./render/pipeline/render");
+    const { createPixelWorkers } = require("./render/pixels/pool") as typeof import("./render/pixels/pool");
     const { createFaceDetector } = require("./faces/index") as typeof import("./faces/index");
     pipeline.configureSharp({ concurrency: config.vipsConcurrency });
     const pixels = createPixelWorkers({
@@ -348,7 +349,7 @@ export async function startMedia(
     };
     const inProcess: RenderFn = (input, options) => pipeline.render(input, renderDeps, options);
     const { RenderProcessPool, isolatingRender } =
-      require("./pipeline/killable-render") as typeof import("./pipeline/killable-render");
+      require("./render/pipeline/killable-render") as typeof import("./render/pipeline/killable-render");
     const renderProcesses = new RenderProcessPool(config.renderProcesses, {
       limits: config.limits,
       limitInputPixels: config.limitInputPixels,

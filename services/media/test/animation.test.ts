@@ -6,11 +6,11 @@ import request from "supertest";
 import { defaultMediaLimits, originalHeaderOf, type MediaLimits } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import { loadMediaConfig } from "../src/config";
-import type { RenderFn } from "../src/delivery/rendition-service";
-import { render, type RenderDeps } from "../src/pipeline/render";
-import { InputPixelLimitError, TransformationInputError } from "../src/pipeline/errors";
-import { createPixelWorkers, type PixelWorkerPool } from "../src/pixels/pool";
-import { transformations } from "../src/transformations";
+import type { RenderFn } from "../src/render/pipeline/render";
+import { render, type RenderDeps } from "../src/render/pipeline/render";
+import { InputPixelLimitError, TransformationInputError } from "../src/render/errors";
+import { createPixelWorkers, type PixelWorkerPool } from "../src/render/pixels/pool";
+import { transformations } from "../src/render/transformations";
 import { startTestMedia, type TestMedia } from "./support/media-server";
 
 // sharp's own test images (see the corpus README); a missing folder fails every test here.

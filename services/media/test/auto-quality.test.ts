@@ -2,13 +2,13 @@ import sharp from "sharp";
 import request from "supertest";
 import { defaultMediaLimits, MediaUrlError, parseMediaPath } from "@media-platform/contracts";
 import { positiveXybOf, ssimulacra2, SSIMULACRA2_WEIGHT_COUNT } from "../src/perceptual/ssimulacra2";
-import { AUTO_QUALITY_ENCODES, searchEncode } from "../src/pipeline/encode-search";
-import { ByteBudgetError } from "../src/pipeline/errors";
+import { AUTO_QUALITY_ENCODES, searchEncode } from "../src/render/pipeline/encode-search";
+import { ByteBudgetError } from "../src/render/errors";
 import { loadMediaConfig, MediaConfigError } from "../src/config";
-import type { StepContext } from "../src/transformations/transformation";
+import type { StepContext } from "../src/render/types";
 import { closeHarness, decodePixels, fixturePath, renderFixture } from "./support/render-harness";
 import { startTestMedia, type TestMedia } from "./support/media-server";
-import type { RawImage } from "../src/pipeline/raw";
+import type { RawImage } from "../src/render/types";
 
 afterAll(closeHarness);
 

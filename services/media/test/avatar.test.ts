@@ -1,9 +1,10 @@
 import sharp from "sharp";
 import { defaultMediaLimits } from "@media-platform/contracts";
 import { createFaceDetector } from "../src/faces";
-import type { RawImage } from "../src/pipeline/raw";
-import { avatarCropBox, findFaces } from "../src/transformations/avatar";
-import { TransformationInputError, type FaceBox } from "../src/transformations/transformation";
+import type { RawImage } from "../src/render/types";
+import { avatarCropBox, findFaces } from "../src/render/transformations/avatar";
+import { TransformationInputError } from "../src/render/errors";
+import type { FaceBox } from "../src/render/types";
 import {
   closeHarness,
   decodePixels,

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath } from "@media-platform/contracts";
-import { render } from "../src/pipeline/render";
+import { render } from "../src/render/pipeline/render";
 import { FIXTURES_DIR } from "./support/memory-store";
 
 /**

@@ -1,8 +1,8 @@
 import request from "supertest";
 import { PROBLEM_CONTENT_TYPE } from "@media-platform/contracts";
 import { loadMediaConfig, MediaConfigError } from "../src/config";
-import type { RenderFn } from "../src/delivery/rendition-service";
-import type { RenderPlan } from "../src/pipeline/plan";
+import type { RenderFn } from "../src/render/pipeline/render";
+import type { RenderPlan } from "../src/render/pipeline/plan";
 import { startTestMedia, type TestMedia } from "./support/media-server";
 
 /**

@@ -2,9 +2,10 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, MediaUrlError, parseMediaPath } from "@media-platform/contracts";
-import { toRaw, type RawImage } from "../src/pipeline/raw";
-import { render } from "../src/pipeline/render";
-import type { FaceBox } from "../src/transformations/transformation";
+import { toRaw } from "../src/render/raw";
+import type { RawImage } from "../src/render/types";
+import { render } from "../src/render/pipeline/render";
+import type { FaceBox } from "../src/render/types";
 
 const FIXTURES = path.join(__dirname, "..", "..", "..", "fixtures", "images");
 const BASE_ID = "00000000-0000-4000-8000-000000000000";

@@ -1,5 +1,5 @@
 import request from "supertest";
-import type { RenderFn } from "../src/delivery/rendition-service";
+import type { RenderFn } from "../src/render/pipeline/render";
 import { Limiter, QueueFullError } from "../src/delivery/limiter";
 import { FaceDetectionError } from "../src/faces";
 import {

@@ -6,7 +6,7 @@ import sharp from "sharp";
 import { ORIGINAL_HEADER_METADATA, originalHeaderMetadata, originalHeaderOf } from "@media-platform/contracts";
 import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
 import { createMediaServer, type MediaServer } from "../src/server";
-import { OriginalBufferPool, OriginalSource } from "../src/pipeline/original";
+import { OriginalBufferPool, OriginalSource } from "../src/render/pipeline/original";
 import { pipelineRender } from "./support/media-server";
 import { FIXTURES_DIR } from "./support/memory-store";
 

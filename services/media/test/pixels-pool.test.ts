@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
-import { toRaw, type RawImage } from "../src/pipeline/raw";
-import { createPixelWorkers, PixelKernelError, type PixelWorkerPool } from "../src/pixels/pool";
+import { toRaw } from "../src/render/raw";
+import type { RawImage } from "../src/render/types";
+import { createPixelWorkers, PixelKernelError, type PixelWorkerPool } from "../src/render/pixels/pool";
 
 // Extra kernels for fault injection, loaded into the workers through `kernelModules`.
 const TEST_KERNELS = `

@@ -1,7 +1,7 @@
 import sharp from "sharp";
 import { defaultMediaLimits, MediaUrlError, parseMediaPath } from "@media-platform/contracts";
-import { planRender } from "../src/pipeline/plan";
-import { resizeBox, resizeOutputSize } from "../src/transformations/resize";
+import { planRender } from "../src/render/pipeline/plan";
+import { resizeBox, resizeOutputSize } from "../src/render/transformations/resize";
 import { closeHarness, decodePixels, fixturePath, renderFixture } from "./support/render-harness";
 
 afterAll(closeHarness);

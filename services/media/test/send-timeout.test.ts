@@ -1,6 +1,6 @@
 import net from "node:net";
 import { loadMediaConfig } from "../src/config";
-import type { RenderFn } from "../src/delivery/rendition-service";
+import type { RenderFn } from "../src/render/pipeline/render";
 import { startTestMedia, type TestMedia } from "./support/media-server";
 
 /** 32 MiB: more than loopback's socket buffers hold, so a client that never reads leaves most of it unsent. */

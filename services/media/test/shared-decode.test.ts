@@ -3,8 +3,8 @@ import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath, PURGE_PATH } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
-import { DecodedImages } from "../src/pipeline/decoded-images";
-import { render, type RenderDeps } from "../src/pipeline/render";
+import { DecodedImages } from "../src/render/pipeline/decoded-images";
+import { render, type RenderDeps } from "../src/render/pipeline/render";
 import { createMediaServer, type MediaServer } from "../src/server";
 import { MemoryBlobStore } from "./support/memory-store";
 

@@ -1,8 +1,8 @@
 import sharp from "sharp";
 import request from "supertest";
 import { defaultMediaLimits } from "@media-platform/contracts";
-import { render } from "../src/pipeline/render";
-import { createPixelWorkers, type PixelWorkerPool } from "../src/pixels/pool";
+import { render } from "../src/render/pipeline/render";
+import { createPixelWorkers, type PixelWorkerPool } from "../src/render/pixels/pool";
 import { countingRender, startTestMedia, type TestMedia } from "./support/media-server";
 
 /*

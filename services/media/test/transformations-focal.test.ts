@@ -3,12 +3,13 @@
 // the point follows the image through the steps before the one that uses it.
 import sharp from "sharp";
 import { defaultMediaLimits, resolveParams, type FocalPoint } from "@media-platform/contracts";
-import type { RawImage } from "../src/pipeline/raw";
-import { crop, cropRegion } from "../src/transformations/crop";
-import { fit } from "../src/transformations/fit";
-import { resize } from "../src/transformations/resize";
-import { thumbnail } from "../src/transformations/thumbnail";
-import type { FaceDetector, Size, Transformation } from "../src/transformations/transformation";
+import type { RawImage } from "../src/render/types";
+import { crop, cropRegion } from "../src/render/transformations/crop";
+import { fit } from "../src/render/transformations/fit";
+import { resize } from "../src/render/transformations/resize";
+import { thumbnail } from "../src/render/transformations/thumbnail";
+import type { Transformation } from "../src/render/transformations/transformation";
+import type { FaceDetector, Size } from "../src/render/types";
 import { closeHarness, decodePixels, renderImage } from "./support/render-harness";
 
 afterAll(closeHarness);

@@ -1,13 +1,14 @@
 import { readFile } from "node:fs/promises";
 import sharp from "sharp";
 import { defaultMediaLimits } from "@media-platform/contracts";
-import type { RawImage } from "../src/pipeline/raw";
-import { render } from "../src/pipeline/render";
-import { cropRegion } from "../src/transformations/crop";
-import { sharpenOptions } from "../src/transformations/sharpen";
-import { threshold } from "../src/transformations/threshold";
-import { channelManipulation } from "../src/transformations/channel-manipulation";
-import { TransformationInputError, type StepContext } from "../src/transformations/transformation";
+import type { RawImage } from "../src/render/types";
+import { render } from "../src/render/pipeline/render";
+import { cropRegion } from "../src/render/transformations/crop";
+import { sharpenOptions } from "../src/render/transformations/sharpen";
+import { threshold } from "../src/render/transformations/threshold";
+import { channelManipulation } from "../src/render/transformations/channel-manipulation";
+import { TransformationInputError } from "../src/render/errors";
+import type { StepContext } from "../src/render/types";
 import {
   closeHarness,
   decodePixels,

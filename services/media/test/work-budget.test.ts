@@ -9,12 +9,12 @@ import { originalKey, type BlobObject } from "@media-platform/storage";
 import { loadMediaConfig, MediaConfigError } from "../src/config";
 import { RequestCancelledError } from "../src/delivery/errors";
 import { WorkGate } from "../src/delivery/limiter";
-import type { RenderFn } from "../src/delivery/rendition-service";
+import type { RenderFn } from "../src/render/pipeline/render";
 import { departureOf, SingleFlight } from "../src/delivery/single-flight";
-import { render } from "../src/pipeline/render";
-import { createPixelWorkers } from "../src/pixels/pool";
-import { transformations } from "../src/transformations";
-import type { PixelWorkers } from "../src/transformations/transformation";
+import { render } from "../src/render/pipeline/render";
+import { createPixelWorkers } from "../src/render/pixels/pool";
+import { transformations } from "../src/render/transformations";
+import type { PixelWorkers } from "../src/render/types";
 import { MemoryBlobStore } from "./support/memory-store";
 import { startTestMedia, type TestMedia } from "./support/media-server";
 

@@ -15,10 +15,10 @@ import {
   encoderNsPerPixel,
   SSIMULACRA2_NS_PER_PIXEL,
   STEP_NS_PER_PIXEL,
-} from "../src/pipeline/cost";
-import { TransformationInputError } from "../src/pipeline/errors";
-import { planRender } from "../src/pipeline/plan";
-import { transformations } from "../src/transformations";
+} from "../src/render/pipeline/cost";
+import { TransformationInputError } from "../src/render/errors";
+import { planRender } from "../src/render/pipeline/plan";
+import { transformations } from "../src/render/transformations";
 import { MemoryBlobStore } from "./support/memory-store";
 import { startTestMedia, type TestMedia } from "./support/media-server";
 

@@ -16,7 +16,7 @@ export interface MediaLimits {
   maxWorkPixels: number;
   /**
    * Work budget of one request in CPU milliseconds, estimated before decoding from the calibrated
-   * cost per pixel of each step and of the encoder (media's pipeline/cost.ts).
+   * cost per pixel of each step and of the encoder (media's render/pipeline/cost.ts).
    */
   maxWorkCost: number;
   /** Upper bound for multipliers (saturation, brightness, channelManipulation). */

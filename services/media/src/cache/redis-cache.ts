@@ -285,7 +285,7 @@ export class RedisCache {
   /**
    * Stores a result with the TTL; skipped (returns false) above maxEntryBytes or when Redis is down.
    * With `assetId` the key is also added to the asset's key set (and to those of `dependsOn`, the
- * overlays it shows), so a purge of any of them deletes it.
+   * overlays it shows), so a purge of any of them deletes it.
    */
   async set(key: string, result: StoredResult, assetId?: string, dependsOn: readonly string[] = []): Promise<boolean> {
     if (result.body.length > this.options.maxEntryBytes) return false;

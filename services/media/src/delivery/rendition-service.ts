@@ -23,33 +23,17 @@ import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache, StoredResult } from "../cache/redis-cache";
 import { isRenderTurn, SharedRender, type RenderTurn } from "../cache/shared-render";
 import type { MediaMetrics } from "../metrics";
-import { usesFocalPoint } from "../pipeline/plan";
-import type { ConvertTo, RenderOptions, RenderInput, Rendition } from "../pipeline/render";
-import { OriginalSource } from "../pipeline/original";
-import { UndecodableOriginalError } from "../pipeline/errors";
-import { overlayAssets, overlayAssetsOfKey } from "../transformations/overlay";
+import { usesFocalPoint } from "../render/pipeline/plan";
+import type { ConvertTo, RenderFn, Rendition } from "../render/pipeline/render";
+import { OriginalSource } from "../render/pipeline/original";
+import { UndecodableOriginalError } from "../render/errors";
+import { overlayAssets, overlayAssetsOfKey } from "../render/transformations/overlay";
 import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
 import { admitWork, type ClientShare } from "./client-share";
 import { ResultSizeLimit } from "./result-size";
 import type { Limiter, Slot, WorkGate } from "./limiter";
 import { SingleFlight, type Departure } from "./single-flight";
-
-/**
- * Renders one request: decode the original, apply the steps, encode. The service injects
- * pipeline/render.ts with the real pixel workers and face detector; tests inject their own.
- */
-export type RenderFn = (input: RenderInput, options: RenderCallOptions) => Promise<Rendition>;
-
-export interface RenderCallOptions {
-  /** Aborted when the request times out or every client waiting for it has gone. */
-  signal: AbortSignal;
-  deadline: number;
-  /** Called after each step with its name and duration (media_transformation_duration_seconds). */
-  onStep?: (transformation: string, seconds: number) => void;
-  /** Admission by planned work (MEDIA_MAX_INFLIGHT_PIXELS), before any pixel is decoded. */
-  admit?: RenderOptions["admit"];
-}
 
 /** The series the miss path records (metrics.ts lists what is counted where). */
 export type DeliveryMetrics = Pick<

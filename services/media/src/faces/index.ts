@@ -1,7 +1,7 @@
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import type { RawImage } from "../pipeline/raw";
-import type { FaceBox, FaceDetector } from "../transformations/transformation";
+import type { RawImage } from "../render/types";
+import type { FaceBox, FaceDetector } from "../render/types";
 
 export interface FaceDetectorOptions {
   /**

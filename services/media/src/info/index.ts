@@ -4,9 +4,9 @@ import sharp from "sharp";
 import { nativeRequire } from "@media-platform/runtime";
 import { cacheControlFor, etagOf, ifNoneMatchMatches, type CachePolicy } from "../cache/entry";
 import { ParsedMediaPaths } from "../delivery/media-paths";
-import type { MediaRouteDeps } from "../app";
+import type { MediaRouteDeps } from "../delivery/media-route";
 import { requireSignature } from "../delivery/signing";
-import { planRendition, type RenderDeps } from "../pipeline/render";
+import { planRendition, type RenderDeps } from "../render/pipeline/render";
 import { presetsOnlyGate } from "../presets";
 import { ProblemError, instanceOf } from "../problem";
 

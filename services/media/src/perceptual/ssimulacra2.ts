@@ -1,4 +1,4 @@
-import type { RawImage } from "../pipeline/raw";
+import type { RawImage } from "../render/types";
 
 /**
  * SSIMULACRA2 (Jon Sneyers, Cloudinary, 2022; revision of April 2023 as published in libjxl

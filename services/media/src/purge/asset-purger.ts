@@ -1,7 +1,7 @@
 import type { Logger } from "@media-platform/observability";
 import type { MemoryCache } from "../cache/memory-cache";
 import type { RedisCache } from "../cache/redis-cache";
-import type { DecodedImages } from "../pipeline/decoded-images";
+import type { DecodedImages } from "../render/pipeline/decoded-images";
 
 /**
  * Forgets every cached rendition of an asset whose original changed (deleted or replaced), on

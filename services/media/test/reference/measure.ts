@@ -8,9 +8,9 @@ import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath } from "@media-platform/contracts";
-import { toRaw } from "../../src/pipeline/raw";
-import { render } from "../../src/pipeline/render";
-import { createPixelWorkers } from "../../src/pixels/pool";
+import { toRaw } from "../../src/render/raw";
+import { render } from "../../src/render/pipeline/render";
+import { createPixelWorkers } from "../../src/render/pixels/pool";
 
 const ROCKET = path.join(__dirname, "..", "..", "..", "..", "fixtures", "images", "rocket.jpg");
 const ASSET = "00000000-0000-4000-8000-000000000000";

@@ -4,7 +4,7 @@ import path from "node:path";
 import sharp from "sharp";
 import { RENDERER_VERSION } from "../../src/cache/entry";
 import { Ssimulacra2Reference } from "../../src/perceptual/ssimulacra2";
-import type { RawImage } from "../../src/pipeline/raw";
+import type { RawImage } from "../../src/render/types";
 import { closeHarness, decodePixels, renderImage } from "./render-harness";
 
 /**

@@ -1,8 +1,8 @@
 import type { Logger, Metrics } from "@media-platform/observability";
 import type { MediaLimits } from "@media-platform/contracts";
 import { defaultMediaLimits } from "@media-platform/contracts";
-import { render } from "../../src/pipeline/render";
-import type { RenderFn } from "../../src/delivery/rendition-service";
+import { render } from "../../src/render/pipeline/render";
+import type { RenderFn } from "../../src/render/pipeline/render";
 import { createMediaServer, type MediaServer, type MediaServerOptions } from "../../src/server";
 import { MemoryBlobStore } from "./memory-store";
 

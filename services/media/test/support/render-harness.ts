@@ -10,9 +10,9 @@ import {
   type TransformationStep,
 } from "@media-platform/contracts";
 import { createFaceDetector, type ManagedFaceDetector } from "../../src/faces";
-import type { RawImage } from "../../src/pipeline/raw";
-import { render, type RenderDeps, type Rendition } from "../../src/pipeline/render";
-import { createPixelWorkers, type PixelWorkerPool } from "../../src/pixels/pool";
+import type { RawImage } from "../../src/render/types";
+import { render, type RenderDeps, type Rendition } from "../../src/render/pipeline/render";
+import { createPixelWorkers, type PixelWorkerPool } from "../../src/render/pixels/pool";
 
 /** The repository's fixture images (fixtures/images at the workspace root). */
 export const FIXTURES = path.join(__dirname, "..", "..", "..", "..", "fixtures", "images");
