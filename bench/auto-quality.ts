@@ -10,7 +10,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
-import { defaultMediaLimits, parseMediaPath } from "@media-platform/contracts";
+import { defaultMediaLimits, parseMediaPath, rasterMimeTypeOf } from "@media-platform/contracts";
 import { createFaceDetector } from "../services/media/src/faces";
 import { ssimulacra2 } from "../services/media/src/perceptual/ssimulacra2";
 import { DEFAULT_AUTO_QUALITY_TARGET } from "../services/media/src/pipeline/encode-search";
@@ -34,22 +34,13 @@ interface Original {
   contentType: string;
 }
 
-const CONTENT_TYPES: Record<string, string> = {
-  jpeg: "image/jpeg",
-  png: "image/png",
-  webp: "image/webp",
-  gif: "image/gif",
-  tiff: "image/tiff",
-  heif: "image/avif",
-};
-
 /** Still images the pipeline can read, at least 64 px on each side. */
 async function originals(): Promise<{ photos: Original[]; corpus: Original[] }> {
   const load = async (dir: string, name: string): Promise<Original | undefined> => {
     try {
       const bytes = readFileSync(path.join(dir, name));
       const meta = await sharp(bytes).metadata();
-      const contentType = CONTENT_TYPES[meta.format];
+      const contentType = rasterMimeTypeOf(meta.format);
       if (!contentType || (meta.pages ?? 1) > 1 || meta.width < 64 || meta.height < 64) return undefined;
       await sharp(bytes, { failOn: "error" }).resize(8).toBuffer();
       return { name, bytes, contentType };
