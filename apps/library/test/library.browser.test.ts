@@ -294,6 +294,29 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     expect(await error.textContent()).toMatch(/^"0" is below the allowed range/);
   });
 
+  await step("studio-quality-auto", async () => {
+    // A quality takes auto besides the numbers: chosen in the studio, quality=auto is in the URL.
+    await page.getByLabel("width value").fill("200");
+    await page.getByLabel("Transformation").selectOption("format");
+    await page.getByRole("button", { name: "Add step" }).click();
+    const format = page.locator('.step[data-step="format"]');
+    await format.getByLabel("type", { exact: true }).selectOption("webp");
+    await format.getByLabel("Set quality").check();
+    const kind = format.getByLabel("quality kind", { exact: true });
+    expect(await kind.locator("option").allTextContents()).toEqual(["a number", "auto"]);
+    await kind.selectOption("auto");
+    const url = page.getByTestId("media-url");
+    const chain = `${media}/resize:width=200/grayscale/format:type=webp`;
+    await expect(url).toHaveTextEventually(`${chain}:quality=auto/${harbourId}.jpg`);
+    await expect(page.getByTestId("preview-facts")).toHaveTextEventually(/^MISS · 200 × 150 px · image\/webp/);
+    expect(await format.getByLabel("quality value").isDisabled()).toBe(true);
+    // Back to a number, typed in.
+    await kind.selectOption({ label: "a number" });
+    await format.getByLabel("quality value").fill("60");
+    await expect(url).toHaveTextEventually(`${chain}:quality=60/${harbourId}.jpg`);
+    expect(await axeViolations()).toEqual([]);
+  });
+
   await step("trash-and-restore", async () => {
     await page.goto(`${management}/library#/assets/${harbourId}`);
     await page.getByRole("button", { name: "Move to trash" }).click();

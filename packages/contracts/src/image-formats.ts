@@ -39,3 +39,14 @@ export function formatOfExtension(extension: string): AssetFormat | undefined {
   const ext = extension.replace(/^\./, "").toLowerCase();
   return ASSET_FORMATS.find((f) => (IMAGE_FORMATS[f].extensions as readonly string[]).includes(ext));
 }
+
+/**
+ * The MIME type of a raster image as sharp (libvips) names its format in `metadata().format`, or
+ * undefined when it is not one the platform renders. libvips reads AVIF with its HEIF loader, so
+ * it names it "heif".
+ */
+export function rasterMimeTypeOf(decodedFormat: string): string | undefined {
+  const format = decodedFormat === "heif" ? "avif" : decodedFormat;
+  const raster = ASSET_FORMATS.find((f): f is RasterFormat => f !== "svg" && f === format);
+  return raster ? IMAGE_FORMATS[raster].mimeType : undefined;
+}

@@ -161,8 +161,8 @@ describe("quality=auto", () => {
     expect(auto.data.equals(plain.data)).toBe(true);
   });
 
-  it("MEDIA_AUTO_QUALITY_TARGET: default 75, 1-100, junk refused naming the variable", () => {
-    expect(loadMediaConfig({}).autoQualityTarget).toBe(75);
+  it("MEDIA_AUTO_QUALITY_TARGET: default 70, 1-100, junk refused naming the variable", () => {
+    expect(loadMediaConfig({}).autoQualityTarget).toBe(70);
     expect(loadMediaConfig({ MEDIA_AUTO_QUALITY_TARGET: "90" }).autoQualityTarget).toBe(90);
     expect(() => loadMediaConfig({ MEDIA_AUTO_QUALITY_TARGET: "0" })).toThrow(MediaConfigError);
     expect(() => loadMediaConfig({ MEDIA_AUTO_QUALITY_TARGET: "high" })).toThrow(/MEDIA_AUTO_QUALITY_TARGET/);

@@ -18,6 +18,8 @@ interface CatalogParam {
   max: number | null;
   values: string[] | null;
   extensionValues?: string[];
+  /** Integer parameters that also take words (quality: auto). */
+  keywords?: string[];
 }
 interface CatalogTransformation {
   name: string;
@@ -73,7 +75,8 @@ function formatStep(t: CatalogTransformation, step: Step): string {
     .filter((p) => step.values[p.name] !== undefined && step.values[p.name] !== "")
     .map((p) => {
       const raw = step.values[p.name]!;
-      const value = p.type === "integer" || p.type === "number" ? String(Number(raw)) : encodeURIComponent(raw);
+      const numeric = (p.type === "integer" || p.type === "number") && !p.keywords?.includes(raw);
+      const value = numeric ? String(Number(raw)) : encodeURIComponent(raw);
       return `${p.name}=${value}`;
     });
   return [step.name, ...parts].join(":");
@@ -133,8 +136,26 @@ function ParamControl({
     const min = param.min ?? 0;
     const max = param.max;
     const step = sliderStep(param);
+    // A word instead of a number (quality=auto): the inputs show, greyed, the number "a number" goes back to.
+    const keyword = param.keywords?.includes(shown) ? shown : undefined;
+    const number = keyword === undefined ? shown : param.default !== null ? String(param.default) : initialValue(param);
     control = (
       <span class="slider">
+        {param.keywords && (
+          <select
+            aria-label={`${param.name} kind`}
+            value={keyword ?? ""}
+            disabled={!set}
+            onChange={(e) => onChange(e.currentTarget.value || number)}
+          >
+            <option value="">a number</option>
+            {param.keywords.map((k) => (
+              <option key={k} value={k}>
+                {k}
+              </option>
+            ))}
+          </select>
+        )}
         {max !== null && (
           <input
             type="range"
@@ -142,8 +163,8 @@ function ParamControl({
             min={param.exclusiveMin ? min + step : min}
             max={max}
             step={step}
-            value={shown}
-            disabled={!set}
+            value={number}
+            disabled={!set || keyword !== undefined}
             aria-describedby={describedBy}
             onInput={(e) => onChange(e.currentTarget.value)}
           />
@@ -155,8 +176,8 @@ function ParamControl({
           min={min}
           max={max ?? undefined}
           step={step}
-          value={shown}
-          disabled={!set}
+          value={number}
+          disabled={!set || keyword !== undefined}
           aria-describedby={describedBy}
           onInput={(e) => onChange(e.currentTarget.value)}
         />

@@ -525,7 +525,7 @@ export const transformationSpecs = {
   },
   text: {
     description:
-      "Extension (not in the spec): draws a line or more of text over the image (libvips/Pango, right-to-left scripts shaped), in a bundled open-licence font (DejaVu), placed by gravity and offsets, with an optional background box. Text wider than the image wraps; what still does not fit is cut at the image edge. CJK scripts are not covered by the bundled fonts.",
+      "Extension (not in the spec): draws a line or more of text over the image (libvips/Pango, right-to-left scripts shaped), in bundled open-licence fonts (DejaVu; Chinese, Japanese and Korean characters in Noto Sans SC and KR), placed by gravity and offsets, with an optional background box. Text wider than the image wraps; what still does not fit is cut at the image edge.",
     params: {
       text: {
         type: "text",
@@ -553,7 +553,8 @@ export const transformationSpecs = {
         required: false,
         values: ["sans", "serif", "mono"],
         default: "sans",
-        description: "Typeface: sans (DejaVu Sans), serif (DejaVu Serif) or mono (DejaVu Sans Mono).",
+        description:
+          "Typeface: sans (DejaVu Sans), serif (DejaVu Serif) or mono (DejaVu Sans Mono). Chinese, Japanese and Korean characters draw in Noto Sans SC (Han, kana) and Noto Sans KR (Hangul) whatever the typeface.",
       },
       gravity: {
         type: "enum",

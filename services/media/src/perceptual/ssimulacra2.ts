@@ -1,4 +1,5 @@
 import type { RawImage } from "../render/types";
+import { RecursiveGaussian } from "./recursive-gaussian";
 
 /**
  * SSIMULACRA2 (Jon Sneyers, Cloudinary, 2022; revision of April 2023 as published in libjxl
@@ -10,16 +11,19 @@ import type { RawImage } from "../render/types";
  * - 6 scales, 1:1 to 1:32, each a 2x2 box downscale in linear RGB of the one before;
  * - per scale and XYB component three error maps: SSIM without the luma gamma term, "ringing"
  *   (the distorted image has edges where the original is smooth) and "blurring" (the reverse),
- *   each from a Gaussian blur of sigma 1.5;
+ *   each from a Gaussian blur of sigma 1.5 computed as the authors do, with the recursive
+ *   approximation of Charalampidis (2016) and zero outside the image;
  * - of each map its mean (1-norm) and 4-norm: 108 numbers, weighted, summed and mapped onto the
  *   score by the authors' polynomial and power.
- * The blur is a direct Gaussian kernel (radius 5, zero outside the image) where libjxl uses its
- * recursive approximation of the same Gaussian; scores agree to a fraction of a point.
- * Translucent pixels are blended over mid grey in both images first.
+ * Translucent pixels are blended, in sRGB, over a dark (0.1) and a light (0.9) grey, and the lower
+ * of the two scores counts, as the authors' tool does.
+ * Checked against scores of the authors' tool in test/ssimulacra2-reference.test.ts.
  */
 
 const NUM_SCALES = 6;
 const C2 = 0.0009;
+/** The backgrounds translucent pixels are blended over (sRGB-encoded grey levels). */
+const BACKGROUNDS = [0.1, 0.9] as const;
 
 /** The authors' weights of the 108 norms, in loop order: component, scale, norm, map. */
 // prettier-ignore
@@ -54,6 +58,9 @@ const M22 = 1 - M20 - M21;
 const BIAS = 0.0037930732552754493;
 const CBRT_BIAS = Math.cbrt(BIAS);
 
+/** The Gaussian of the metric: sigma 1.5, in its recursive form. */
+const BLUR = new RecursiveGaussian(1.5);
+
 /** Three planes of one size. */
 interface Planes {
   width: number;
@@ -67,22 +74,36 @@ const planes = (width: number, height: number): Planes => ({
   p: [new Float32Array(width * height), new Float32Array(width * height), new Float32Array(width * height)],
 });
 
-const SRGB_TO_LINEAR = Float32Array.from({ length: 256 }, (_, v) => {
-  const c = v / 255;
-  return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
-});
+const srgbToLinear = (c: number): number => (c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4));
 
-/** 8-bit sRGB (alpha blended over mid grey) to linear RGB planes. */
-function linearRgb(image: RawImage): Planes {
+const SRGB_TO_LINEAR = Float32Array.from({ length: 256 }, (_, v) => srgbToLinear(v / 255));
+
+/** True when some pixel of `image` is not fully opaque. */
+function translucent(image: RawImage): boolean {
+  if (image.channels !== 4) return false;
+  const { data } = image;
+  for (let i = 3; i < data.length; i += 4) if (data[i] !== 255) return true;
+  return false;
+}
+
+/** 8-bit sRGB to linear RGB planes; translucent pixels blended over the sRGB grey `background` first. */
+function linearRgb(image: RawImage, background: number): Planes {
   const { width, height, channels, data } = image;
   const out = planes(width, height);
   const [r, g, b] = out.p;
-  const grey = SRGB_TO_LINEAR[128]!;
   for (let i = 0, o = 0; o < width * height; i += channels, o++) {
-    const a = channels === 4 ? data[i + 3]! / 255 : 1;
-    r[o] = a * SRGB_TO_LINEAR[data[i]!]! + (1 - a) * grey;
-    g[o] = a * SRGB_TO_LINEAR[data[i + 1]!]! + (1 - a) * grey;
-    b[o] = a * SRGB_TO_LINEAR[data[i + 2]!]! + (1 - a) * grey;
+    const alpha = channels === 4 ? data[i + 3]! : 255;
+    if (alpha === 255) {
+      r[o] = SRGB_TO_LINEAR[data[i]!]!;
+      g[o] = SRGB_TO_LINEAR[data[i + 1]!]!;
+      b[o] = SRGB_TO_LINEAR[data[i + 2]!]!;
+    } else {
+      const a = alpha / 255;
+      const rest = (1 - a) * background;
+      r[o] = srgbToLinear((a * data[i]!) / 255 + rest);
+      g[o] = srgbToLinear((a * data[i + 1]!) / 255 + rest);
+      b[o] = srgbToLinear((a * data[i + 2]!) / 255 + rest);
+    }
   }
   return out;
 }
@@ -93,9 +114,12 @@ function positiveXyb(rgb: Planes): Planes {
   const [r, g, b] = rgb.p;
   const [x, y, z] = out.p;
   for (let i = 0; i < r.length; i++) {
-    const l = Math.cbrt(Math.max(0, M00 * r[i]! + M01 * g[i]! + M02 * b[i]! + BIAS)) - CBRT_BIAS;
-    const m = Math.cbrt(Math.max(0, M10 * r[i]! + M11 * g[i]! + M12 * b[i]! + BIAS)) - CBRT_BIAS;
-    const s = Math.cbrt(Math.max(0, M20 * r[i]! + M21 * g[i]! + M22 * b[i]! + BIAS)) - CBRT_BIAS;
+    const ri = r[i]!;
+    const gi = g[i]!;
+    const bi = b[i]!;
+    const l = Math.cbrt(Math.max(0, M00 * ri + M01 * gi + M02 * bi + BIAS)) - CBRT_BIAS;
+    const m = Math.cbrt(Math.max(0, M10 * ri + M11 * gi + M12 * bi + BIAS)) - CBRT_BIAS;
+    const s = Math.cbrt(Math.max(0, M20 * ri + M21 * gi + M22 * bi + BIAS)) - CBRT_BIAS;
     const yy = 0.5 * (l + m);
     x[i] = 0.5 * (l - m) * 14 + 0.42;
     y[i] = yy + 0.01;
@@ -113,66 +137,13 @@ function downsample(input: Planes): Planes {
     const src = input.p[c];
     const dst = out.p[c];
     for (let oy = 0; oy < height; oy++) {
-      const y0 = oy * 2;
-      const y1 = Math.min(y0 + 1, input.height - 1);
+      const r0 = oy * 2 * input.width;
+      const r1 = Math.min(oy * 2 + 1, input.height - 1) * input.width;
       for (let ox = 0; ox < width; ox++) {
         const x0 = ox * 2;
         const x1 = Math.min(x0 + 1, input.width - 1);
-        dst[oy * width + ox] =
-          (src[y0 * input.width + x0]! +
-            src[y0 * input.width + x1]! +
-            src[y1 * input.width + x0]! +
-            src[y1 * input.width + x1]!) *
-          0.25;
+        dst[oy * width + ox] = (src[r0 + x0]! + src[r0 + x1]! + src[r1 + x0]! + src[r1 + x1]!) * 0.25;
       }
-    }
-  }
-  return out;
-}
-
-const RADIUS = 5;
-const KERNEL = (() => {
-  const k = Float32Array.from({ length: 2 * RADIUS + 1 }, (_, i) => Math.exp(-((i - RADIUS) ** 2) / (2 * 1.5 * 1.5)));
-  const sum = k.reduce((a, b) => a + b, 0);
-  return k.map((v) => v / sum);
-})();
-
-const [K0, K1, K2, K3, K4, K5] = [KERNEL[5]!, KERNEL[6]!, KERNEL[7]!, KERNEL[8]!, KERNEL[9]!, KERNEL[10]!];
-
-/** Separable Gaussian blur (sigma 1.5), zero outside the image. `tmp` is scratch of the same size. */
-function blurPlane(src: Float32Array, width: number, height: number, tmp: Float32Array): Float32Array {
-  // Rows: the borders with the taps that fall inside the image, the interior unrolled.
-  const edge = Math.min(RADIUS, width);
-  for (let y = 0; y < height; y++) {
-    const row = y * width;
-    for (let x = 0; x < width; x = x === edge - 1 && width - RADIUS > edge ? width - RADIUS : x + 1) {
-      let sum = 0;
-      const lo = Math.max(0, x - RADIUS);
-      const hi = Math.min(width - 1, x + RADIUS);
-      for (let xx = lo; xx <= hi; xx++) sum += KERNEL[xx - x + RADIUS]! * src[row + xx]!;
-      tmp[row + x] = sum;
-    }
-    const end = row + width - RADIUS;
-    for (let i = row + RADIUS; i < end; i++) {
-      tmp[i] =
-        K0 * src[i]! +
-        K1 * (src[i - 1]! + src[i + 1]!) +
-        K2 * (src[i - 2]! + src[i + 2]!) +
-        K3 * (src[i - 3]! + src[i + 3]!) +
-        K4 * (src[i - 4]! + src[i + 4]!) +
-        K5 * (src[i - 5]! + src[i + 5]!);
-    }
-  }
-  // Columns: whole rows at a time (contiguous memory).
-  const out = new Float32Array(width * height);
-  for (let y = 0; y < height; y++) {
-    const lo = Math.max(0, y - RADIUS);
-    const hi = Math.min(height - 1, y + RADIUS);
-    const dst = y * width;
-    for (let yy = lo; yy <= hi; yy++) {
-      const k = KERNEL[yy - y + RADIUS]!;
-      const from = yy * width;
-      for (let x = 0; x < width; x++) out[dst + x]! += k * tmp[from + x]!;
     }
   }
   return out;
@@ -183,24 +154,54 @@ const quartic = (v: number): number => {
   return sq * sq;
 };
 
-/** The 18 norms of one scale, in the order of the weights: per component, per norm, [ssim, ringing, blurring]. */
+/** One scale of the reference: its XYB planes, their blur and the blur of their squares. */
+interface ReferenceScale {
+  img: Planes;
+  mu: Float32Array[];
+  sq: Float32Array[];
+}
+
+/** The reference's scales for one background. */
+function referenceScales(reference: RawImage, background: number): ReferenceScale[] {
+  const scales: ReferenceScale[] = [];
+  let rgb = linearRgb(reference, background);
+  for (let scale = 0; scale < NUM_SCALES; scale++) {
+    // As the authors' code: the size checked is the previous scale's, before it is halved.
+    if (rgb.width < 8 || rgb.height < 8) break;
+    if (scale) rgb = downsample(rgb);
+    const { width, height } = rgb;
+    const img = positiveXyb(rgb);
+    const square = new Float32Array(width * height);
+    const mu = img.p.map((plane) => BLUR.apply(plane, width, height));
+    const sq = img.p.map((plane) => {
+      for (let i = 0; i < plane.length; i++) square[i] = plane[i]! * plane[i]!;
+      return BLUR.apply(square, width, height);
+    });
+    scales.push({ img, mu, sq });
+  }
+  return scales;
+}
+
+/** The 18 norms of one scale, in the order of the weights: per component, [ssim, ringing, blurring] x [1-norm, 4-norm]. */
 function scaleNorms(ref: ReferenceScale, img2: Planes): number[][] {
   const { img: img1, mu: mu1s, sq: s11s } = ref;
   const { width, height } = img1;
   const n = width * height;
-  const tmp = new Float32Array(n);
   const product = new Float32Array(n);
+  const mu2 = new Float32Array(n);
+  const s22 = new Float32Array(n);
+  const s12 = new Float32Array(n);
   const perComponent: number[][] = [];
   for (let c = 0; c < 3; c++) {
     const a = img1.p[c];
     const b = img2.p[c];
     const mu1 = mu1s[c]!;
     const s11 = s11s[c]!;
-    const mu2 = blurPlane(b, width, height, tmp);
+    BLUR.apply(b, width, height, mu2);
     for (let i = 0; i < n; i++) product[i] = b[i]! * b[i]!;
-    const s22 = blurPlane(product, width, height, tmp);
+    BLUR.apply(product, width, height, s22);
     for (let i = 0; i < n; i++) product[i] = a[i]! * b[i]!;
-    const s12 = blurPlane(product, width, height, tmp);
+    BLUR.apply(product, width, height, s12);
     let ssim1 = 0;
     let ssim4 = 0;
     let ring1 = 0;
@@ -214,9 +215,11 @@ function scaleNorms(ref: ReferenceScale, img2: Planes): number[][] {
       const numM = 1 - (m1 - m2) * (m1 - m2);
       const numS = 2 * (s12[i]! - m1 * m2) + C2;
       const denS = s11[i]! - m1 * m1 + (s22[i]! - m2 * m2) + C2;
-      const d = Math.max(0, 1 - (numM * numS) / denS);
-      ssim1 += d;
-      ssim4 += quartic(d);
+      const d = 1 - (numM * numS) / denS;
+      if (d > 0) {
+        ssim1 += d;
+        ssim4 += quartic(d);
+      }
       const edge = (1 + Math.abs(b[i]! - m2)) / (1 + Math.abs(a[i]! - m1)) - 1;
       if (edge > 0) {
         ring1 += edge;
@@ -238,39 +241,29 @@ function scaleNorms(ref: ReferenceScale, img2: Planes): number[][] {
   return perComponent;
 }
 
-/** One scale of the reference: its XYB planes, their blur and the blur of their squares. */
-interface ReferenceScale {
-  img: Planes;
-  mu: Float32Array[];
-  sq: Float32Array[];
-}
-
 /**
  * The reference's side of the metric, computed once: a search that scores several encodes of one
  * image (quality=auto) pays for it once instead of once per encode.
  */
 export class Ssimulacra2Reference {
-  private readonly scales: ReferenceScale[] = [];
+  private readonly translucent: boolean;
+  /** The reference's scales per background (one set serves every background when it is opaque). */
+  private readonly scales = new Map<number, ReferenceScale[]>();
 
   constructor(readonly reference: RawImage) {
-    let rgb = linearRgb(reference);
-    for (let scale = 0; scale < NUM_SCALES; scale++) {
-      // As the authors' code: the size checked is the previous scale's, before it is halved.
-      if (rgb.width < 8 || rgb.height < 8) break;
-      if (scale) rgb = downsample(rgb);
-      const img = positiveXyb(rgb);
-      const tmp = new Float32Array(rgb.width * rgb.height);
-      const mu = img.p.map((plane) => blurPlane(plane, rgb.width, rgb.height, tmp));
-      const sq = img.p.map((plane) =>
-        blurPlane(
-          plane.map((v) => v * v),
-          rgb.width,
-          rgb.height,
-          tmp,
-        ),
-      );
-      this.scales.push({ img, mu, sq });
+    this.translucent = translucent(reference);
+    if (this.translucent) for (const background of BACKGROUNDS) this.scalesOver(background);
+    else this.scales.set(BACKGROUNDS[0], referenceScales(reference, BACKGROUNDS[0]));
+  }
+
+  private scalesOver(background: number): ReferenceScale[] {
+    if (!this.translucent) return this.scales.get(BACKGROUNDS[0])!;
+    let scales = this.scales.get(background);
+    if (!scales) {
+      scales = referenceScales(this.reference, background);
+      this.scales.set(background, scales);
     }
+    return scales;
   }
 
   /** The score of `distorted` (same size, 8-bit sRGB): 100 when identical, lower for more visible distortion. */
@@ -281,10 +274,15 @@ export class Ssimulacra2Reference {
         `SSIMULACRA2 compares images of one size (got ${reference.width}x${reference.height} and ${distorted.width}x${distorted.height})`,
       );
     }
-    let rgb2 = linearRgb(distorted);
+    const backgrounds = this.translucent || translucent(distorted) ? BACKGROUNDS : [BACKGROUNDS[0]];
+    return Math.min(...backgrounds.map((background) => this.scoreOver(distorted, background)));
+  }
+
+  private scoreOver(distorted: RawImage, background: number): number {
+    let rgb2 = linearRgb(distorted, background);
     // scales[s][c] = [ssim1, ring1, blur1, ssim4, ring4, blur4]
     const scales: number[][][] = [];
-    for (const [index, ref] of this.scales.entries()) {
+    for (const [index, ref] of this.scalesOver(background).entries()) {
       if (index) rgb2 = downsample(rgb2);
       scales.push(scaleNorms(ref, positiveXyb(rgb2)));
     }
@@ -323,6 +321,6 @@ export const SSIMULACRA2_WEIGHT_COUNT = WEIGHTS.length;
 
 /** The rescaled XYB of one 8-bit sRGB colour, as the metric computes it (for tests against the authors' ranges). */
 export function positiveXybOf(r: number, g: number, b: number): [number, number, number] {
-  const xyb = positiveXyb(linearRgb({ data: Buffer.from([r, g, b]), width: 1, height: 1, channels: 3 }));
+  const xyb = positiveXyb(linearRgb({ data: Buffer.from([r, g, b]), width: 1, height: 1, channels: 3 }, 0));
   return [xyb.p[0][0]!, xyb.p[1][0]!, xyb.p[2][0]!];
 }

@@ -5,6 +5,7 @@ import {
   defaultMediaLimits,
   formatStep,
   parseMediaPath,
+  rasterMimeTypeOf,
   type FocalPoint,
   type MediaLimits,
   type TransformationStep,
@@ -21,15 +22,6 @@ export const fixturePath = (file: string): string => path.join(FIXTURES, file);
 
 /** Asset id used when a test gives steps only. */
 export const HARNESS_ASSET_ID = "00000000-0000-4000-8000-000000000000";
-
-const CONTENT_TYPES: Record<string, string> = {
-  jpeg: "image/jpeg",
-  png: "image/png",
-  webp: "image/webp",
-  gif: "image/gif",
-  tiff: "image/tiff",
-  heif: "image/avif",
-};
 
 interface Harness {
   deps: RenderDeps;
@@ -66,7 +58,7 @@ export async function closeHarness(): Promise<void> {
 
 export async function contentTypeOf(data: Buffer): Promise<string> {
   const { format } = await sharp(data).metadata();
-  const type = CONTENT_TYPES[format];
+  const type = rasterMimeTypeOf(format);
   if (!type) throw new Error(`fixture format ${format} has no media content type`);
   return type;
 }

@@ -17,8 +17,12 @@ const LOSSY: ReadonlySet<string> = new Set(["jpeg", "webp", "avif"]);
 export const AUTO_QUALITY_RANGE = { min: 30, max: 95 } as const;
 export const AUTO_QUALITY_ENCODES = 4;
 
-/** The default SSIMULACRA2 target of quality=auto (MEDIA_AUTO_QUALITY_TARGET). */
-export const DEFAULT_AUTO_QUALITY_TARGET = 75;
+/**
+ * The default SSIMULACRA2 target of quality=auto (MEDIA_AUTO_QUALITY_TARGET): "high quality" on
+ * the metric's scale, and above the worst score a fixed quality 75 gives the benchmark's photos
+ * and corpus, in fewer bytes than q75 (bench/results/auto-quality.md).
+ */
+export const DEFAULT_AUTO_QUALITY_TARGET = 70;
 
 /**
  * Encodes max-bytes may add beyond the first: up to 3 at lower quality (lossy: a search down to

@@ -7,7 +7,7 @@ import { TransformationInputError } from "../errors";
 /**
  * The bundled typefaces (DejaVu, a free licence: see the dejavu-fonts-ttf package), by the `font`
  * parameter: the file libvips hands to fontconfig and the family Pango asks for. DejaVu covers
- * Latin, Greek, Cyrillic, Hebrew and Arabic; CJK is not in it.
+ * Latin, Greek, Cyrillic, Hebrew and Arabic.
  */
 const FONTS = {
   sans: { file: "DejaVuSans.ttf", family: "DejaVu Sans" },
@@ -17,6 +17,38 @@ const FONTS = {
 
 export const fontFile = (font: keyof typeof FONTS): string =>
   require.resolve(`dejavu-fonts-ttf/ttf/${FONTS[font].file}`);
+
+/**
+ * The CJK fallback of every `font` (Noto Sans SC and KR, SIL Open Font License, regular weight):
+ * SC draws Han characters (simplified and traditional) and Japanese kana, KR draws Hangul. Pango
+ * takes each character from the first family of the list that has it.
+ */
+export const CJK_FONTS = [
+  {
+    file: "@expo-google-fonts/noto-sans-sc/400Regular/NotoSansSC_400Regular.ttf",
+    family: "Noto Sans SC",
+    sample: "中",
+  },
+  {
+    file: "@expo-google-fonts/noto-sans-kr/400Regular/NotoSansKR_400Regular.ttf",
+    family: "Noto Sans KR",
+    sample: "한",
+  },
+] as const;
+
+/**
+ * libvips adds a text input's font file to the process' fontconfig once and keeps it: drawing
+ * one character in each fallback font makes them known before the first text that needs them.
+ */
+let cjkRegistered: Promise<unknown> | undefined;
+const registerCjkFonts = (): Promise<unknown> =>
+  (cjkRegistered ??= Promise.all(
+    CJK_FONTS.map(({ file, family, sample }) =>
+      sharp({ text: { text: sample, font: `${family} 12px`, fontfile: require.resolve(file), dpi: 72 } })
+        .raw()
+        .toBuffer(),
+    ),
+  ));
 
 /**
  * libvips reads its text input as Pango markup: the user's text is escaped to plain characters
@@ -32,11 +64,12 @@ async function coverage(
   maxWidth: number,
 ): Promise<{ data: Buffer; width: number; height: number }> {
   const align = params.gravity.endsWith("east") ? "right" : params.gravity.endsWith("west") ? "left" : "centre";
+  await registerCjkFonts();
   try {
     const { data, info } = await sharp({
       text: {
         text: asPlainText(params.text),
-        font: `${FONTS[params.font].family} ${params.size}px`,
+        font: `${[FONTS[params.font].family, ...CJK_FONTS.map((f) => f.family)].join(",")} ${params.size}px`,
         fontfile: fontFile(params.font),
         width: Math.max(1, maxWidth),
         wrap: "word-char",
