@@ -26,12 +26,16 @@ RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm install --frozen-lo
 # Compiled once here: the container runs JavaScript (dist/index.js with the workspace packages
 # bundled in, plus the worker-thread entries), nothing is transpiled at start-up.
 RUN pnpm build media
+# text: loads only the regular weight of each bundled Noto CJK font; the packages ship nine
+# weights (about 130 MB more), dropped here.
 # The root postinstall generates the Prisma client for the workspace; the media service does
 # not use it (it never touches Postgres), so it is not part of this image.
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     pnpm deploy --legacy --filter @media-platform/media --prod /out/services/media \
  && test -f /out/services/media/dist/index.js \
- && test -d /out/services/media/node_modules/sharp
+ && test -d /out/services/media/node_modules/sharp \
+ && find /out/services/media/node_modules -path '*@expo-google-fonts*' -name '*.ttf' ! -name '*_400Regular.ttf' -delete \
+ && test -n "$(find /out/services/media/node_modules -name 'NotoSansSC_400Regular.ttf')"
 
 FROM ${NODE_IMAGE} AS runtime
 # jemalloc instead of glibc malloc: glibc's per-thread arenas fragment around libvips' large,

@@ -3,7 +3,7 @@ import path from "node:path";
 import sharp from "sharp";
 import { ssimulacra2 } from "../src/perceptual/ssimulacra2";
 import { RecursiveGaussian } from "../src/perceptual/recursive-gaussian";
-import type { RawImage } from "../src/pipeline/raw";
+import type { RawImage } from "../src/render/types";
 import { decodePixels } from "./support/render-harness";
 
 /**

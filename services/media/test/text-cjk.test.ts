@@ -1,8 +1,9 @@
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath } from "@media-platform/contracts";
-import { toRaw, type RawImage } from "../src/pipeline/raw";
-import { render } from "../src/pipeline/render";
-import { CJK_FONTS, fontFile } from "../src/transformations/text";
+import { toRaw } from "../src/render/raw";
+import type { RawImage } from "../src/render/types";
+import { render } from "../src/render/pipeline/render";
+import { CJK_FONTS, fontFile } from "../src/render/transformations/text";
 
 const BASE_ID = "00000000-0000-4000-8000-000000000000";
 const WIDTH = 480;
