@@ -21,7 +21,7 @@ import { originalKey } from "@media-platform/storage";
 import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
 import { Prisma, type Asset } from "../generated/prisma/client";
-import { badRequest, notFound, parseOr400 } from "../problem";
+import { InvalidInputError, NotFoundError, zodErrors } from "../domain-errors";
 import { afterCursor, cursorValue, decodeCursor, encodeCursor, listOrder, type SortField } from "./cursor";
 import { attributesOf, focalPointOf, sameFocalPoint, storeAssetAttributes } from "./attributes";
 import { findDuplicates } from "./duplicates";
@@ -45,7 +45,8 @@ async function assertCollectionInWorkspace(ctx: AppContext, workspaceId: string,
     where: { id: collectionId, workspaceId },
     select: { id: true },
   });
-  if (!found) throw badRequest("Unknown collection", [{ path, message: "no such collection in this workspace" }]);
+  if (!found)
+    throw new InvalidInputError("Unknown collection", [{ path, message: "no such collection in this workspace" }]);
 }
 
 export interface UploadedFile extends SpooledFile {
@@ -130,7 +131,7 @@ export async function uploadAsset(
     }
     // The collection was deleted between the check and the insert.
     if (isPrismaError(err, "P2003")) {
-      throw badRequest("Unknown collection", [
+      throw new InvalidInputError("Unknown collection", [
         { path: "body.collectionId", message: "no such collection in this workspace" },
       ]);
     }
@@ -152,12 +153,16 @@ export function sanitizeFilename(name: string): string {
     if (cut.length + ch.length > MAX_FILENAME_LENGTH) break;
     cut += ch;
   }
-  return parseOr400(filenameSchema, cut, "body.file.filename") || "upload";
+  const parsed = filenameSchema.safeParse(cut);
+  if (!parsed.success) {
+    throw new InvalidInputError("Invalid body.file.filename", zodErrors(parsed.error, "body.file.filename"));
+  }
+  return parsed.data || "upload";
 }
 
 async function loadAsset(ctx: AppContext, workspaceId: string, id: string): Promise<Asset> {
   const asset = await ctx.prisma.asset.findFirst({ where: { id, workspaceId, deletedAt: null } });
-  if (!asset) throw notFound("Asset not found");
+  if (!asset) throw new NotFoundError("Asset not found");
   return asset;
 }
 
@@ -212,9 +217,9 @@ export async function patchAsset(
     }, BLOB_TX_OPTIONS);
   } catch (err) {
     if (blobWritten) await repairAttributes(ctx, id);
-    if (isPrismaError(err, "P2025")) throw notFound("Asset not found");
+    if (isPrismaError(err, "P2025")) throw new NotFoundError("Asset not found");
     if (isPrismaError(err, "P2003")) {
-      throw badRequest("Unknown collection", [
+      throw new InvalidInputError("Unknown collection", [
         { path: "body.collectionId", message: "no such collection in this workspace" },
       ]);
     }
@@ -232,7 +237,7 @@ async function lockedFocalPoint(tx: Tx, workspaceId: string, id: string): Promis
      WHERE id = ${id}::uuid AND workspace_id = ${workspaceId} AND deleted_at IS NULL
        FOR UPDATE`;
   const row = rows[0];
-  if (!row) throw notFound("Asset not found");
+  if (!row) throw new NotFoundError("Asset not found");
   return focalPointOf({ focalX: row.focal_x, focalY: row.focal_y });
 }
 

@@ -10,10 +10,18 @@ import multer from "multer";
 import sharp from "sharp";
 import phash from "sharp-phash";
 import { removePrivateMetadata, type OriginalMetadataPolicy } from "./original-privacy";
-import { IMAGE_FORMATS, originalHeaderOf, type AssetFormat, type OriginalHeader } from "@media-platform/contracts";
+import {
+  IMAGE_FORMATS,
+  ImagePixelLimitError,
+  originalHeaderOf,
+  UndecodableImageError,
+  UnsupportedImageError,
+  type AssetFormat,
+  type OriginalHeader,
+} from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ProblemError, badRequest } from "../problem";
-import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./image-errors";
+import { InvalidInputError } from "../domain-errors";
 import { displayedSize, extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
 import { isGzip, looksLikeSvg, sanitiseSvg } from "./svg-original";
 
@@ -296,7 +304,8 @@ export async function analyseImage(
   limitInputPixels: number,
   options: AnalyseOptions = { keepGps: false },
 ): Promise<AnalysedImage> {
-  if (file.size === 0) throw badRequest("The file is empty", [{ path: "body.file", message: "must not be empty" }]);
+  if (file.size === 0)
+    throw new InvalidInputError("The file is empty", [{ path: "body.file", message: "must not be empty" }]);
   // An SVG is sanitised in place before librsvg reads a byte of it (svg-original.ts).
   const svg = await sanitiseIfSvg(file);
   let meta: sharp.Metadata;
@@ -317,14 +326,15 @@ export async function analyseImage(
   if (!meta.width || !meta.height) throw new UndecodableImageError("The image has no dimensions");
   const frameHeight = meta.pageHeight ?? meta.height;
   if (meta.width * frameHeight > limitInputPixels)
-    throw new ImagePixelLimitError(limitInputPixels, meta.width, frameHeight);
+    throw new ImagePixelLimitError(limitInputPixels, { width: meta.width, height: frameHeight }, "body.file");
   let hashBits: string;
   try {
     // Decodes every pixel of the first frame: a truncated or corrupt body fails here.
     hashBits = await phash(file.path, { limitInputPixels, failOn: "error" });
   } catch (err) {
     const message = err instanceof Error ? err.message : "";
-    if (/pixel limit/i.test(message)) throw new ImagePixelLimitError(limitInputPixels, meta.width, frameHeight);
+    if (/pixel limit/i.test(message))
+      throw new ImagePixelLimitError(limitInputPixels, { width: meta.width, height: frameHeight }, "body.file");
     throw new UndecodableImageError();
   }
   let metadata: ImageMetadata | null = null;

@@ -14,7 +14,7 @@ import type { BlobMetadata } from "@media-platform/storage";
 import type { Principal } from "../auth/keys";
 import type { AppContext } from "../context";
 import { Prisma, type Asset } from "../generated/prisma/client";
-import { badRequest, ProblemError, notFound } from "../problem";
+import { ConflictError, InvalidInputError, MissingBlobError, NotFoundError } from "../domain-errors";
 import { sanitizeFilename, type UploadedFile } from "../assets/service";
 import { serializeAsset } from "../assets/serializer";
 import { imageMetadataFromBytes, metadataColumns, type ImageMetadata } from "../assets/image-metadata";
@@ -201,16 +201,16 @@ const assetData = (ctx: AppContext, asset: Asset): Record<string, unknown> =>
 /** DELETE /v1/assets/:id: a live asset to the trash; 404 when there is none (trashed included). */
 export async function trashAsset(ctx: AppContext, principal: Principal, id: string): Promise<void> {
   const result = await trashAssets(ctx, principal.workspaceId, [id]);
-  if (result.changed.length === 0) throw notFound("Asset not found");
+  if (result.changed.length === 0) throw new NotFoundError("Asset not found");
 }
 
 /** POST /v1/assets/:id/restore: 404 unknown, 409 when the asset is not in the trash. */
 export async function restoreAsset(ctx: AppContext, principal: Principal, id: string): Promise<AssetDto> {
   const result = await restoreAssets(ctx, principal.workspaceId, [id]);
-  if (result.matched.length === 0) throw notFound("Asset not found");
-  if (result.changed.length === 0) throw new ProblemError(409, "conflict", "The asset is not in the trash");
+  if (result.matched.length === 0) throw new NotFoundError("Asset not found");
+  if (result.changed.length === 0) throw new ConflictError("The asset is not in the trash");
   const asset = await ctx.prisma.asset.findFirst({ where: { id, workspaceId: principal.workspaceId } });
-  if (!asset) throw notFound("Asset not found");
+  if (!asset) throw new NotFoundError("Asset not found");
   return serializeAsset(asset, ctx.mediaPublicUrl);
 }
 
@@ -275,7 +275,7 @@ export async function deleteAssetPermanently(ctx: AppContext, principal: Princip
        WHERE id = ${id}::uuid AND workspace_id = ${principal.workspaceId}
          FOR UPDATE`,
   );
-  if (removed.length === 0) throw notFound("Asset not found");
+  if (removed.length === 0) throw new NotFoundError("Asset not found");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,12 +322,11 @@ async function swapOriginal(
         SELECT id::text AS id FROM assets
          WHERE id = ${id}::uuid AND workspace_id = ${workspaceId} AND deleted_at IS NULL
            FOR UPDATE`;
-      if (locked.length === 0) throw notFound("Asset not found");
+      if (locked.length === 0) throw new NotFoundError("Asset not found");
       const current = await tx.asset.findUniqueOrThrow({ where: { id } });
       const next = await load(tx, current);
       const blob = await ctx.blobStore.get(originalKey(id));
-      if (!blob)
-        throw new ProblemError(503, "service-unavailable", "The original of this asset is missing from the blob store");
+      if (!blob) throw new MissingBlobError("The original of this asset is missing from the blob store");
       previous = { bytes: await buffer(blob.body), mimeType: blob.contentType, metadata: blob.metadata };
       await ctx.blobStore.put(versionKey(id, current.version), previous.bytes, current.mimeType, previous.metadata);
       const lastVersion = await tx.assetVersion.findFirst({
@@ -417,7 +416,7 @@ export async function replaceOriginal(
 ): Promise<AssetDto> {
   // Refuse a foreign/unknown/trashed id before decoding a large file.
   const exists = await ctx.prisma.asset.count({ where: { id, workspaceId: principal.workspaceId, deletedAt: null } });
-  if (exists === 0) throw notFound("Asset not found");
+  if (exists === 0) throw new NotFoundError("Asset not found");
   const image = await analyseImage(file, ctx.limitInputPixels, {
     keepGps: ctx.keepGps ?? false,
     originalMetadata: ctx.originalMetadata ?? "private",
@@ -454,14 +453,9 @@ export async function restoreVersion(
     id,
     async (tx) => {
       const v = await tx.assetVersion.findUnique({ where: { assetId_version: { assetId: id, version } } });
-      if (!v) throw notFound(`Asset version ${version} not found`);
+      if (!v) throw new NotFoundError(`Asset version ${version} not found`);
       const blob = await ctx.blobStore.get(versionKey(id, version));
-      if (!blob)
-        throw new ProblemError(
-          503,
-          "service-unavailable",
-          `The stored bytes of version ${version} are missing from the blob store`,
-        );
+      if (!blob) throw new MissingBlobError(`The stored bytes of version ${version} are missing from the blob store`);
       const bytes = await buffer(blob.body);
       // asset_versions keeps no metadata columns: it is recomputed from the restored bytes.
       const metadata = await imageMetadataFromBytes(bytes, ctx.limitInputPixels, { keepGps: ctx.keepGps ?? false });
@@ -492,7 +486,7 @@ export async function listVersions(
     where: { id, workspaceId: principal.workspaceId, deletedAt: null },
     select: { version: true, versions: { orderBy: { version: "desc" } } },
   });
-  if (!asset) throw notFound("Asset not found");
+  if (!asset) throw new NotFoundError("Asset not found");
   const versions = asset.versions.map((v): AssetVersionDto => ({
     version: v.version,
     originalFilename: v.originalFilename,
@@ -553,9 +547,10 @@ async function updateLiveAssets(
                AND cardinality(user_tags) + (SELECT count(*) FROM unnest(${tags}::text[]) t WHERE NOT t = ANY(user_tags)) > ${MAX_TAGS}
              LIMIT 1`;
           if (over.length > 0) {
-            throw badRequest(`Adding these tags would give asset ${over[0]!.id} more than ${MAX_TAGS} tags`, [
-              { path: "body.value", message: `an asset may carry at most ${MAX_TAGS} tags` },
-            ]);
+            throw new InvalidInputError(
+              `Adding these tags would give asset ${over[0]!.id} more than ${MAX_TAGS} tags`,
+              [{ path: "body.value", message: `an asset may carry at most ${MAX_TAGS} tags` }],
+            );
           }
           changed = await tx.$queryRaw`
             UPDATE assets
@@ -582,7 +577,7 @@ async function updateLiveAssets(
           if (collectionId !== null) {
             const found = await tx.collection.count({ where: { id: collectionId, workspaceId } });
             if (found === 0) {
-              throw badRequest("Unknown collection", [
+              throw new InvalidInputError("Unknown collection", [
                 { path: "body.value", message: "no such collection in this workspace" },
               ]);
             }
