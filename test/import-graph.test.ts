@@ -91,6 +91,28 @@ describe("import graph", () => {
     expect(upwardImports(graph, MEDIA_LAYERS)).toEqual([]);
   }, 120_000);
 
+  it("loads neither sharp nor multer for `pnpm run token` (cli/token.ts), as the server does", async () => {
+    const npmOf = async (entry: string) => {
+      const graph = await madge(path.join(ROOT, entry), {
+        fileExtensions: ["ts"],
+        tsConfig: path.join(ROOT, "tsconfig.json"),
+        excludeRegExp: [/generated[\\/]/],
+        includeNpm: true,
+      });
+      const packages = Object.values(graph.obj())
+        .flat()
+        .filter((file) => file.includes("node_modules/"))
+        .map((file) => file.replace(/.*node_modules\//, "").replace(/^@types\//, "").split("/")[0]!);
+      return new Set(packages);
+    };
+    const image = ["sharp", "sharp-phash", "multer"];
+    const token = await npmOf("services/management/src/cli/token.ts");
+    expect(image.filter((name) => token.has(name))).toEqual([]);
+    // The same question of the server's entry finds all three: the check sees them.
+    const server = await npmOf("services/management/src/index.ts");
+    expect(image.filter((name) => server.has(name))).toEqual(image);
+  }, 120_000);
+
   it("finds an upward import when there is one (the check itself)", () => {
     const graph = {
       "render/types.ts": ["render/pipeline/render.ts"],

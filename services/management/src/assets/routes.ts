@@ -15,7 +15,8 @@ import type { AppContext } from "../context";
 import { requireJson } from "../http";
 import { badRequest, notFound, parseOr400 } from "../problem";
 import { getAsset, listAssets, patchAsset, searchAssetsFullText, uploadAsset } from "./service";
-import { defaultUploadSettings, uploadMiddleware } from "./upload";
+import { defaultUploadSettings } from "../config/uploads";
+import { uploadMiddleware } from "./upload";
 import {
   deleteAssetPermanently,
   listVersions,

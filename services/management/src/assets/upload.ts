@@ -1,7 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -21,6 +20,7 @@ import {
 } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { ProblemError, badRequest } from "../problem";
+import type { UploadSettings } from "../config/uploads";
 import { InvalidInputError } from "../domain-errors";
 import { displayedSize, extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
 import { isGzip, looksLikeSvg, sanitiseSvg } from "./svg-original";
@@ -35,26 +35,6 @@ const tooLarge = (max: number) =>
   new ProblemError(413, "payload-too-large", `The file exceeds the upload limit of ${max} bytes`, {
     headers: { Connection: "close" },
   });
-
-export interface UploadSettings {
-  /** Folder upload bodies are streamed to while they are checked (one file per upload, removed after). */
-  spoolDir: string;
-  /** An upload body that sends nothing for this long is answered 408 and its connection closed. */
-  bodyIdleTimeoutMs: number;
-  /** Uploads received or processed at once by this process; beyond it 503 + Retry-After. */
-  maxConcurrentUploads: number;
-  /**
-   * Of those, the most one workspace may hold at once (default: half, at least 1), so one
-   * workspace cannot take every slot; beyond it that workspace gets 503 + Retry-After.
-   */
-  maxConcurrentUploadsPerWorkspace?: number;
-}
-
-export const defaultUploadSettings = (): UploadSettings => ({
-  spoolDir: path.join(os.tmpdir(), "media-platform-uploads"),
-  bodyIdleTimeoutMs: 30_000,
-  maxConcurrentUploads: 8,
-});
 
 /** The spooled upload, hashed and measured while it streamed to disk. */
 export interface SpooledFile {

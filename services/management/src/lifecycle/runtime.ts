@@ -6,7 +6,7 @@ import type { PrismaClient } from "../generated/prisma/client";
 import { trashRetentionJob } from "../jobs/trash-retention";
 import type { ManagementMetrics } from "../metrics";
 import { WebhookDispatcher } from "../webhooks/dispatcher";
-import type { LifecycleConfig } from "./config";
+import type { LifecycleConfig } from "../config/lifecycle";
 import { ChangePropagator } from "./propagation";
 
 /** Embedded mode: both services find the same generated secret in the shared DATA_DIR. */

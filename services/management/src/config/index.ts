@@ -10,11 +10,15 @@ import {
   positiveIntField as positiveInt,
 } from "@media-platform/runtime";
 import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
-import { defaultUploadSettings, type UploadSettings } from "./assets/upload";
-import { DEFAULT_STATEMENT_CACHE } from "./db/client";
-import { lifecycleEnvShape, lifecycleConfigFrom, type LifecycleConfig } from "./lifecycle/config";
+import { lifecycleEnvShape, lifecycleConfigFrom, type LifecycleConfig } from "./lifecycle";
+import { defaultUploadSettings, type UploadSettings } from "./uploads";
 
 export { ConfigError };
+export { defaultUploadSettings, type UploadSettings } from "./uploads";
+export { purgeUrlsDefault, type LifecycleConfig } from "./lifecycle";
+
+/** DATABASE_STATEMENT_CACHE's default: prepared statements kept per Postgres connection. */
+export const DEFAULT_STATEMENT_CACHE = 256;
 
 /**
  * Every environment variable of the management service (storage variables come from
@@ -188,7 +192,7 @@ export interface ManagementConfig {
   logLevel: ManagementEnv["LOG_LEVEL"];
   /** Blob storage settings (STORAGE_DIR defaults to <DATA_DIR>/blobs). */
   storage: StorageEnv;
-  /** Trash, versions, webhooks and change propagation (lifecycle/config.ts). */
+  /** Trash, versions, webhooks and change propagation (config/lifecycle.ts). */
   lifecycle: LifecycleConfig;
 }
 
