@@ -4,7 +4,7 @@ import { originalKey, type BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { PrismaClient } from "../generated/prisma/client";
 import { trashKey } from "../lifecycle/blobs";
-import { SPOOL_PREFIX } from "./upload";
+import { SPOOL_PREFIX } from "../config/uploads";
 
 /**
  * "No blob without an asset", also after a crash. An upload writes `originals/<id>` and then

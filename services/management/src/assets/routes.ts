@@ -16,7 +16,7 @@ import { requireJson } from "../http";
 import { badRequest, notFound, parseOr400 } from "../problem";
 import { getAsset, listAssets, patchAsset, searchAssetsFullText, uploadAsset } from "./service";
 import { defaultUploadSettings } from "../config/uploads";
-import { uploadMiddleware } from "./upload";
+import { uploadMiddleware } from "./upload-intake";
 import {
   deleteAssetPermanently,
   listVersions,

@@ -31,7 +31,7 @@ import { rankFullText } from "./search";
 import { ASSET_COLUMNS, liveAssetsByIds } from "./rows";
 import { serializeAsset, serializeListedAsset } from "./serializer";
 import { metadataColumns } from "./image-metadata";
-import { analyseImage, type SpooledFile } from "./upload";
+import { analyseImage, type SpooledFile } from "./image-analysis";
 import { recordEagerRenders, recordEvents, type Tx } from "../webhooks/outbox";
 
 /** A PATCH that writes the attributes blob holds its transaction across a blob store call. */

@@ -1,6 +1,9 @@
 import os from "node:os";
 import path from "node:path";
 
+/** Spool files are named `<prefix><uuid>` so a start-up sweep can recognise them. */
+export const SPOOL_PREFIX = "upload-";
+
 /** How uploads are received: UPLOAD_SPOOL_DIR, UPLOAD_IDLE_TIMEOUT_MS, MAX_CONCURRENT_UPLOADS(_PER_WORKSPACE). */
 export interface UploadSettings {
   /** Folder upload bodies are streamed to while they are checked (one file per upload, removed after). */

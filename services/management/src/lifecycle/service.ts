@@ -18,7 +18,7 @@ import { ConflictError, InvalidInputError, MissingBlobError, NotFoundError } fro
 import { sanitizeFilename, type UploadedFile } from "../assets/service";
 import { serializeAsset } from "../assets/serializer";
 import { imageMetadataFromBytes, metadataColumns, type ImageMetadata } from "../assets/image-metadata";
-import { analyseImage } from "../assets/upload";
+import { analyseImage } from "../assets/image-analysis";
 import { recordEagerRenders, recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
 import { attributesKey, forEachLimited, originalKey, trashKey, versionKey } from "./blobs";
 
