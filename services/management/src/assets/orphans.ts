@@ -3,7 +3,7 @@ import path from "node:path";
 import { originalKey, type BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { PrismaClient } from "../generated/prisma/client";
-import { trashKey } from "../lifecycle/blobs";
+import { trashKey } from "./blobs";
 import { SPOOL_PREFIX } from "../config/uploads";
 
 /**

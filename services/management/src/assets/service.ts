@@ -14,7 +14,6 @@ import {
   filenameSchema,
   LIST_EXACT_COUNT_LIMIT,
   MAX_FILENAME_LENGTH,
-  originalBlobMetadata,
   type FocalPoint,
 } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
@@ -30,9 +29,9 @@ import { countFacets } from "./facets";
 import { rankFullText } from "./search";
 import { ASSET_COLUMNS, liveAssetsByIds } from "./rows";
 import { serializeAsset, serializeListedAsset } from "./serializer";
-import { metadataColumns } from "./image-metadata";
 import { analyseImage, type SpooledFile } from "./image-analysis";
-import { recordEagerRenders, recordEvents, type Tx } from "../webhooks/outbox";
+import { recordEvents, type Tx } from "../webhooks/outbox";
+import { analysedOriginal, putOriginal, recordOriginal } from "./original-write";
 
 /** A PATCH that writes the attributes blob holds its transaction across a blob store call. */
 const BLOB_TX_OPTIONS = { timeout: 30_000, maxWait: 10_000 };
@@ -79,40 +78,33 @@ export async function uploadAsset(
 
   const id = randomUUID();
   const key = originalKey(id);
+  const original = analysedOriginal(image, originalFilename, workspaceId);
   // Streamed from the spool file (S3: multipart above the part size), never whole in memory.
-  await ctx.blobStore.put(
-    key,
-    fs.createReadStream(file.path),
-    image.mimeType,
-    originalBlobMetadata(image.header, workspaceId),
-  );
+  await putOriginal(ctx, id, fs.createReadStream(file.path), original);
   let asset: Asset;
   try {
     // The asset.created webhook event is written in the same transaction (outbox).
-    asset = await ctx.prisma.$transaction(async (tx) => {
-      const row = await tx.asset.create({
-        data: {
-          id,
+    asset = await ctx.prisma.$transaction((tx) =>
+      recordOriginal(tx, ctx, {
+        workspaceId,
+        original,
+        row: (columns) =>
+          tx.asset.create({
+            data: {
+              id,
+              workspaceId,
+              collectionId: fields.collectionId ?? null,
+              ...columns,
+              createdBy: principal.userId,
+            },
+          }),
+        event: (row) => ({
+          type: "asset.created",
           workspaceId,
-          collectionId: fields.collectionId ?? null,
-          originalFilename,
-          mimeType: image.mimeType,
-          format: image.format,
-          width: image.width,
-          height: image.height,
-          bytes: BigInt(image.bytes),
-          sha256: image.sha256,
-          phash: image.phash,
-          ...(image.metadata ? metadataColumns(image.metadata) : {}),
-          createdBy: principal.userId,
-        },
-      });
-      await recordEvents(tx, ctx.webhookUrls ?? [], [
-        { type: "asset.created", workspaceId, data: { ...serializeAsset(row, ctx.mediaPublicUrl) } },
-      ]);
-      await recordEagerRenders(tx, ctx.eagerRenders?.mediaUrls ?? [], workspaceId, row, false);
-      return row;
-    });
+          data: { ...serializeAsset(row, ctx.mediaPublicUrl) },
+        }),
+      }),
+    );
     // Sent now rather than at the next poll; the row stays due if this replica stops first.
     ctx.eagerRenders?.wake();
   } catch (err) {

@@ -2,7 +2,6 @@ import { readFile } from "node:fs/promises";
 import { buffer } from "node:stream/consumers";
 import {
   MAX_TAGS,
-  originalBlobMetadata,
   type AssetDto,
   type AssetVersionDto,
   type AssetFormat,
@@ -17,10 +16,11 @@ import { Prisma, type Asset } from "../generated/prisma/client";
 import { ConflictError, InvalidInputError, MissingBlobError, NotFoundError } from "../domain-errors";
 import { sanitizeFilename, type UploadedFile } from "../assets/service";
 import { serializeAsset } from "../assets/serializer";
-import { imageMetadataFromBytes, metadataColumns, type ImageMetadata } from "../assets/image-metadata";
+import { imageMetadataFromBytes } from "../assets/image-metadata";
+import { analysedOriginal, putOriginal, recordOriginal, type NewOriginal } from "../assets/original-write";
 import { analyseImage } from "../assets/image-analysis";
-import { recordEagerRenders, recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
-import { attributesKey, forEachLimited, originalKey, trashKey, versionKey } from "./blobs";
+import { recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
+import { attributesKey, forEachLimited, originalKey, trashKey, versionKey } from "../assets/blobs";
 
 /**
  * Interactive transactions that also write or move blobs get more than Prisma's 5 s default.
@@ -281,19 +281,10 @@ export async function deleteAssetPermanently(ctx: AppContext, principal: Princip
 // ---------------------------------------------------------------------------------------------
 // Replace and versions
 
-interface NewOriginal {
+/** The next original of a replace or a version restore, with its bytes. */
+interface NextOriginal {
   bytes: Buffer;
-  mimeType: string;
-  format: string;
-  width: number;
-  height: number;
-  sha256: string;
-  phash: bigint;
-  originalFilename: string;
-  /** Placeholder and metadata of the new original (image-metadata.ts). */
-  metadata: ImageMetadata;
-  /** Blob metadata to store with it (the media service's header facts), when known. */
-  blobMetadata: BlobMetadata | undefined;
+  original: NewOriginal;
 }
 
 /**
@@ -309,7 +300,7 @@ async function swapOriginal(
   ctx: AppContext,
   workspaceId: string,
   id: string,
-  load: (tx: Tx, current: Asset) => Promise<NewOriginal>,
+  load: (tx: Tx, current: Asset) => Promise<NextOriginal>,
   extra: Record<string, unknown> = {},
 ): Promise<AssetDto> {
   let previous: { bytes: Buffer; mimeType: string; metadata: BlobMetadata | undefined } | undefined;
@@ -351,43 +342,21 @@ async function swapOriginal(
         },
       });
       overwritten = true;
-      await ctx.blobStore.put(originalKey(id), next.bytes, next.mimeType, next.blobMetadata);
-      const row = await tx.asset.update({
-        where: { id },
-        data: {
-          originalFilename: next.originalFilename,
-          mimeType: next.mimeType,
-          format: next.format,
-          width: next.width,
-          height: next.height,
-          bytes: BigInt(next.bytes.length),
-          sha256: next.sha256,
-          phash: next.phash,
-          ...metadataColumns(next.metadata),
-          version: { increment: 1 },
+      await putOriginal(ctx, id, next.bytes, next.original);
+      return recordOriginal(tx, ctx, {
+        workspaceId,
+        original: next.original,
+        row: async (columns) => {
+          const row = await tx.asset.update({ where: { id }, data: { ...columns, version: { increment: 1 } } });
+          pruned = await pruneVersions(ctx, tx, id);
+          return row;
         },
-      });
-      const kept = ctx.assetVersionsKept ?? DEFAULT_VERSIONS_KEPT;
-      const old = await tx.assetVersion.findMany({
-        where: { assetId: id },
-        orderBy: { version: "desc" },
-        skip: kept,
-        select: { version: true },
-      });
-      if (old.length > 0) {
-        await tx.assetVersion.deleteMany({ where: { assetId: id, version: { in: old.map((v) => v.version) } } });
-        pruned = old.map((v) => versionKey(id, v.version));
-      }
-      await recordEvents(tx, urls(ctx), [
-        {
+        event: (row) => ({
           type: "asset.replaced",
           workspaceId,
           data: { ...assetData(ctx, row), previousVersion: current.version, ...extra },
-        },
-      ]);
-      // `replaced`: media purges the asset before rendering, whichever of this and the purge comes first.
-      await recordEagerRenders(tx, ctx.eagerRenders?.mediaUrls ?? [], workspaceId, row, true);
-      return row;
+        }),
+      });
     }, TX_OPTIONS);
   } catch (err) {
     if (overwritten && previous) {
@@ -407,6 +376,20 @@ async function swapOriginal(
   return serializeAsset(updated, ctx.mediaPublicUrl);
 }
 
+/** Drops the versions of `id` beyond ASSET_VERSIONS_KEPT; returns the keys of their blobs. */
+async function pruneVersions(ctx: AppContext, tx: Tx, id: string): Promise<string[]> {
+  const kept = ctx.assetVersionsKept ?? DEFAULT_VERSIONS_KEPT;
+  const old = await tx.assetVersion.findMany({
+    where: { assetId: id },
+    orderBy: { version: "desc" },
+    skip: kept,
+    select: { version: true },
+  });
+  if (old.length === 0) return [];
+  await tx.assetVersion.deleteMany({ where: { assetId: id, version: { in: old.map((v) => v.version) } } });
+  return old.map((v) => versionKey(id, v.version));
+}
+
 /** PUT /v1/assets/:id/original: validated exactly like an upload (analyseImage), before anything changes. */
 export async function replaceOriginal(
   ctx: AppContext,
@@ -421,22 +404,15 @@ export async function replaceOriginal(
     keepGps: ctx.keepGps ?? false,
     originalMetadata: ctx.originalMetadata ?? "private",
   });
-  const { metadata } = image;
-  if (!metadata) throw new Error("analyseImage returned no metadata");
+  if (!image.metadata) throw new Error("analyseImage returned no metadata");
   // The replaced original is swapped inside the row lock, and the previous one must be restorable
   // if the transaction fails, so both are held as buffers here (at most MAX_UPLOAD_BYTES each).
   const bytes = await readFile(file.path);
+  const original = analysedOriginal(image, sanitizeFilename(file.originalname), principal.workspaceId);
+  // The row's size is that of the bytes stored (as analysed: the spool file is what is stored).
   return swapOriginal(ctx, principal.workspaceId, id, async () => ({
     bytes,
-    mimeType: image.mimeType,
-    format: image.format,
-    width: image.width,
-    height: image.height,
-    sha256: image.sha256,
-    phash: image.phash,
-    originalFilename: sanitizeFilename(file.originalname),
-    metadata,
-    blobMetadata: originalBlobMetadata(image.header, principal.workspaceId),
+    original: { ...original, bytes: bytes.length },
   }));
 }
 
@@ -461,16 +437,19 @@ export async function restoreVersion(
       const metadata = await imageMetadataFromBytes(bytes, ctx.limitInputPixels, { keepGps: ctx.keepGps ?? false });
       return {
         bytes,
-        metadata,
-        // The version's blob kept the header facts it was stored with.
-        blobMetadata: blob.metadata,
-        mimeType: v.mimeType,
-        format: v.format,
-        width: v.width,
-        height: v.height,
-        sha256: v.sha256,
-        phash: v.phash,
-        originalFilename: v.originalFilename,
+        original: {
+          originalFilename: v.originalFilename,
+          mimeType: v.mimeType,
+          format: v.format,
+          width: v.width,
+          height: v.height,
+          bytes: bytes.length,
+          sha256: v.sha256,
+          phash: v.phash,
+          metadata,
+          // The version's blob kept the header facts it was stored with.
+          blobMetadata: blob.metadata,
+        },
       };
     },
     { restoredFromVersion: version },
