@@ -16,7 +16,7 @@ import { StorageUnavailableError } from "@media-platform/storage";
 import { isDatabaseUnavailable } from "./db/availability";
 import { zodErrors, type ManagementErrorCode } from "./domain-errors";
 
-export { ProblemError, zodErrors, type FieldError };
+export { ProblemError, type FieldError };
 
 /**
  * What each domain error of the service (domain-errors.ts, auth/keys.ts' AuthError and the shared
