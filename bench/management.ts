@@ -808,10 +808,10 @@ async function benchSearchOn(
       const tries: Try[] = [];
       for (const perResult of CANDIDATES_PER_RESULT) {
         if (plan !== null) {
-          const c = await rankConjunction(rp, WORKSPACE, tsq, plan, LIMIT, perResult);
+          const c = await rankConjunction(rp, WORKSPACE, tsq, plan, { limit: LIMIT, perResult });
           tries.push({ hits: c.hits, bounded: true, proved: conjunctionIsExact(c, plan, LIMIT) });
         } else {
-          const c = await rankCandidates(rp, WORKSPACE, tsq, LIMIT, perResult);
+          const c = await rankCandidates(rp, WORKSPACE, tsq, { limit: LIMIT, perResult });
           tries.push({ hits: c.hits, bounded: c.disjunction, proved: c.disjunction && candidatesAreExact(c, LIMIT) });
         }
       }

@@ -54,6 +54,71 @@ const MEDIA_LAYERS: Layers = [
   { name: "HTTP and process", paths: ["app.ts", "server.ts", "index.ts"] },
 ];
 
+const MANAGEMENT_LAYERS: Layers = [
+  // Leaves: configuration with its defaults, what a request's services are handed (context), the
+  // domain errors and the table that answers them, the database client, metrics, logging.
+  {
+    name: "foundation",
+    paths: [
+      "native-require.ts",
+      "logger.ts",
+      "metrics.ts",
+      "config/",
+      "db/",
+      "domain-errors.ts",
+      "problem.ts",
+      "http.ts",
+      "context.ts",
+      "jobs/periodic.ts",
+    ],
+  },
+  // What every domain service writes through or names: the outbox, an asset's blob layout, the caller.
+  { name: "domain vocabulary", paths: ["webhooks/outbox.ts", "assets/blobs.ts", "auth/keys.ts"] },
+  // Assets: analysis of an upload, the one write of an original, listing, search, sweeps.
+  {
+    name: "assets",
+    paths: [
+      "assets/attributes.ts",
+      "assets/backfill.ts",
+      "assets/cursor.ts",
+      "assets/duplicates.ts",
+      "assets/facets.ts",
+      "assets/image-analysis.ts",
+      "assets/image-metadata.ts",
+      "assets/original-privacy.ts",
+      "assets/original-write.ts",
+      "assets/orphans.ts",
+      "assets/rows.ts",
+      "assets/search.ts",
+      "assets/serializer.ts",
+      "assets/service.ts",
+      "assets/svg-original.ts",
+    ],
+  },
+  // The lifecycle of assets (trash, restore, replace, versions, batch) and telling caches about it.
+  { name: "lifecycle", paths: ["lifecycle/service.ts", "lifecycle/propagation.ts"] },
+  // Services built on the lifecycle, and the background work.
+  {
+    name: "collections, media URLs and jobs",
+    paths: ["collections/service.ts", "media-urls/service.ts", "jobs/trash-retention.ts", "webhooks/dispatcher.ts"],
+  },
+  // HTTP: routers, the upload intake, authentication, the library and API docs.
+  {
+    name: "HTTP",
+    paths: [
+      "auth/middleware.ts",
+      "assets/upload-intake.ts",
+      "assets/routes.ts",
+      "lifecycle/routes.ts",
+      "collections/routes.ts",
+      "media-urls/routes.ts",
+      "library/",
+      "docs/",
+    ],
+  },
+  { name: "app, process and CLIs", paths: ["app.ts", "server.ts", "index.ts", "cli/"] },
+];
+
 function layerOf(layers: Layers, file: string): number {
   const index = layers.findIndex((layer) => layer.paths.some((p) => file === p || file.startsWith(p)));
   if (index < 0) throw new Error(`${file} belongs to no layer: add it to the layer table`);
@@ -89,6 +154,40 @@ describe("import graph", () => {
     const graph = await graphOf(["services/media/src"]);
     expect(Object.keys(graph).filter((f) => f.startsWith("render/")).length).toBeGreaterThan(40);
     expect(upwardImports(graph, MEDIA_LAYERS)).toEqual([]);
+  }, 120_000);
+
+  it("runs one way through the management service's layers, configuration and errors at the bottom", async () => {
+    const graph = await graphOf(["services/management/src"]);
+    expect(Object.keys(graph).filter((f) => f.startsWith("assets/")).length).toBeGreaterThan(15);
+    expect(upwardImports(graph, MANAGEMENT_LAYERS)).toEqual([]);
+  }, 120_000);
+
+  it("loads neither sharp nor multer for `pnpm run token` (cli/token.ts), as the server does", async () => {
+    const npmOf = async (entry: string) => {
+      const graph = await madge(path.join(ROOT, entry), {
+        fileExtensions: ["ts"],
+        tsConfig: path.join(ROOT, "tsconfig.json"),
+        excludeRegExp: [/generated[\\/]/],
+        includeNpm: true,
+      });
+      const packages = Object.values(graph.obj())
+        .flat()
+        .filter((file) => file.includes("node_modules/"))
+        .map(
+          (file) =>
+            file
+              .replace(/.*node_modules\//, "")
+              .replace(/^@types\//, "")
+              .split("/")[0]!,
+        );
+      return new Set(packages);
+    };
+    const image = ["sharp", "sharp-phash", "multer"];
+    const token = await npmOf("services/management/src/cli/token.ts");
+    expect(image.filter((name) => token.has(name))).toEqual([]);
+    // The same question of the server's entry finds all three: the check sees them.
+    const server = await npmOf("services/management/src/index.ts");
+    expect(image.filter((name) => server.has(name))).toEqual(image);
   }, 120_000);
 
   it("finds an upward import when there is one (the check itself)", () => {

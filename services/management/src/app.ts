@@ -1,12 +1,13 @@
 import express, { type Express } from "express";
 import { healthRouter, metricsRouter, requestContext } from "@media-platform/observability";
-import { assetsRouter } from "./assets/routes";
+import { assetsRouter, uploadIntake } from "./assets/routes";
 import type { TokenVerifier } from "./auth/keys";
 import { requireAuth } from "./auth/middleware";
 import { collectionsRouter } from "./collections/routes";
 import type { AppContext } from "./context";
 import { docsRouter } from "./docs";
 import { libraryRouter, type DevSignIn } from "./library/router";
+import { lifecycleRouter } from "./lifecycle/routes";
 import { mediaUrlsRouter } from "./media-urls/routes";
 import { createManagementMetrics, type ManagementMetrics } from "./metrics";
 import { errorHandler, notFoundHandler } from "./problem";
@@ -84,7 +85,9 @@ export function createApp(deps: AppDeps): Express {
   app.use("/v1", v1);
   // Registered with their full paths (not mounted under a prefix) so every request, failed ones
   // included, is labelled with its documented route pattern in the access log and the metrics.
-  app.use(assetsRouter(ctx));
+  const upload = uploadIntake(ctx);
+  app.use(assetsRouter(ctx, upload));
+  app.use(lifecycleRouter(ctx, upload));
   app.use(collectionsRouter(ctx));
   app.use(mediaUrlsRouter(ctx));
 

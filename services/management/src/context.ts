@@ -1,8 +1,7 @@
 import type { BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
-import type { UploadSettings } from "./assets/upload";
+import type { UploadSettings } from "./config/uploads";
 import type { PrismaClient } from "./generated/prisma/client";
-import type { ChangePropagator } from "./lifecycle/propagation";
 import type { ManagementMetrics } from "./metrics";
 
 /** What the route handlers and services need; built by startManagement or by a test. */
@@ -35,5 +34,11 @@ export interface AppContext {
    */
   eagerRenders?: { mediaUrls: readonly string[]; wake(): void };
   /** Purges media caches and the CDN after a delete or replace; none = nothing to tell (tests). */
-  propagator?: ChangePropagator;
+  propagator?: ChangePropagation;
+}
+
+/** Tells media and the CDN that assets' originals changed (lifecycle/propagation.ts' ChangePropagator). */
+export interface ChangePropagation {
+  /** Resolves once every cache tier was told (or gave up after its retries): it never rejects. */
+  assetsChanged(assetIds: readonly string[]): Promise<void>;
 }

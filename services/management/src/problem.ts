@@ -2,32 +2,48 @@ import type { ErrorRequestHandler, RequestHandler, Response } from "express";
 import type { Metrics } from "@media-platform/observability";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { PROBLEM_CONTENT_TYPE, PROBLEM_TITLES, ProblemError, type FieldError } from "@media-platform/contracts";
+import {
+  DomainError,
+  IMAGE_PROBLEMS,
+  PROBLEM_CONTENT_TYPE,
+  PROBLEM_TITLES,
+  problemOf,
+  ProblemError,
+  type FieldError,
+  type ProblemTable,
+} from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
-import { ImagePixelLimitError, UndecodableImageError, UnsupportedImageError } from "./assets/image-errors";
 import { isDatabaseUnavailable } from "./db/availability";
+import { zodErrors, type ManagementErrorCode } from "./domain-errors";
 
 export { ProblemError, type FieldError };
+
+/**
+ * What each domain error of the service (domain-errors.ts, auth/keys.ts' AuthError and the shared
+ * image errors) is answered with. The detail and `errors` come from the error itself.
+ */
+export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementErrorCode> = {
+  ...IMAGE_PROBLEMS,
+  // Status and type as shared with media; the title stays the status's own, as the OpenAPI
+  // document of the management API gives it for every 422.
+  "undecodable-image": { ...IMAGE_PROBLEMS["undecodable-image"], title: PROBLEM_TITLES[422]! },
+  "image-too-large": { ...IMAGE_PROBLEMS["image-too-large"], title: PROBLEM_TITLES[422]! },
+  "not-found": { status: 404, type: "not-found", title: PROBLEM_TITLES[404]! },
+  "invalid-input": { status: 400, type: "validation-error", title: PROBLEM_TITLES[400]! },
+  conflict: { status: 409, type: "conflict", title: PROBLEM_TITLES[409]! },
+  "blob-missing": { status: 503, type: "service-unavailable", title: PROBLEM_TITLES[503]! },
+  "invalid-token": {
+    status: 401,
+    type: "unauthorized",
+    title: PROBLEM_TITLES[401]!,
+    headers: { "WWW-Authenticate": 'Bearer realm="media-platform", error="invalid_token"' },
+  },
+};
 
 export const badRequest = (detail: string, errors?: FieldError[]) =>
   new ProblemError(400, "validation-error", detail, { errors });
 export const notFound = (detail = "The requested resource does not exist") =>
   new ProblemError(404, "not-found", detail);
-
-/** zod issues -> `errors: [{ path, message }]`, paths prefixed with where the value came from. */
-export function zodErrors(error: z.ZodError, prefix: string): FieldError[] {
-  const out: FieldError[] = [];
-  for (const issue of error.issues) {
-    const base = [prefix, ...issue.path.map(String)];
-    // "unrecognized_keys" names the keys in the issue, not in its path: one entry per key.
-    if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys) out.push({ path: [...base, key].join("."), message: "unknown field" });
-    } else {
-      out.push({ path: base.join("."), message: issue.message });
-    }
-  }
-  return out;
-}
 
 /** Validates `value` with `schema`, throwing a 400 problem listing every issue. */
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
@@ -71,19 +87,14 @@ export interface ErrorHandlerOptions {
 }
 
 /**
- * Maps every error to a problem, without side effects: the domain errors of the service layers,
+ * Maps every error to a problem, without side effects: a domain error by MANAGEMENT_PROBLEMS,
  * an unavailable dependency (503, retry), body-parser's 4xx, anything else a bare 500. Never
  * leaks stack traces or internal messages.
  */
 export function toProblem(err: unknown): ProblemError {
   if (err instanceof ProblemError) return err;
-  if (err instanceof UnsupportedImageError) return new ProblemError(415, "unsupported-media-type", err.message);
-  if (err instanceof UndecodableImageError) return new ProblemError(422, "undecodable-image", err.message);
-  if (err instanceof ImagePixelLimitError) {
-    return new ProblemError(422, "image-too-large", err.message, {
-      errors: [{ path: "body.file", message: `must have at most ${err.limitInputPixels} pixels (LIMIT_INPUT_PIXELS)` }],
-    });
-  }
+  const domain = err instanceof DomainError ? problemOf(err, MANAGEMENT_PROBLEMS) : undefined;
+  if (domain) return domain;
   if (unavailableDependency(err)) {
     return new ProblemError(
       503,

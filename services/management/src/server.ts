@@ -10,8 +10,10 @@ import { openDatabase, type Database } from "./db/client";
 import { migrate } from "./db/migrate";
 import { createLogger } from "./logger";
 import { findLibraryDir } from "./library/router";
-import { createPropagator, startBackgroundJobs } from "./lifecycle/runtime";
+import { trashRetentionJob } from "./jobs/trash-retention";
+import { createPropagator, mediaPurgeSecret } from "./lifecycle/propagation";
 import { createManagementMetrics, type ManagementMetrics } from "./metrics";
+import { startDispatcher } from "./webhooks/dispatcher";
 
 export interface RunningManagement {
   /** Base URL, e.g. http://127.0.0.1:3000 */
@@ -83,10 +85,10 @@ export async function startManagement(
       uploads: config.uploads,
       duplicateHammingThreshold: config.duplicateHammingThreshold,
       assetVersionsKept: config.lifecycle.assetVersionsKept,
-      webhookUrls: config.lifecycle.webhookUrls,
+      webhookUrls: config.webhooks.urls,
       eagerRenders:
         config.lifecycle.mediaEagerUrls.length > 0
-          ? { mediaUrls: config.lifecycle.mediaEagerUrls, wake: () => undefined }
+          ? { mediaUrls: config.lifecycle.mediaEagerUrls, wake: (): void => undefined }
           : undefined,
       propagator,
     };
@@ -134,9 +136,23 @@ export async function startManagement(
     const closeDatabase = (): Promise<void> =>
       (dbClosed ??= stopSweep().then(() => (overrides.database ? undefined : db.close())));
     // Trash retention and webhook delivery run on every replica (row locks keep them exclusive).
-    const jobs = startBackgroundJobs(ctx, config.lifecycle, config.dataDir, metrics);
+    const trash = trashRetentionJob(ctx, config.lifecycle.trashRetentionDays, config.lifecycle.trashSweepIntervalMs);
+    trash.start();
+    // The outbox also carries the eager-render requests to media (MEDIA_EAGER_RENDERS).
+    const eager = config.lifecycle.mediaEagerUrls.length > 0;
+    const dispatcher = startDispatcher({
+      prisma: db.prisma,
+      log,
+      webhooks: config.webhooks,
+      eagerSecret: eager ? mediaPurgeSecret(config.lifecycle, config.dataDir) : undefined,
+      onOutcome: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+    });
+    if (dispatcher && ctx.eagerRenders) ctx.eagerRenders.wake = () => dispatcher.wake();
+    const stopJobs = async (): Promise<void> => {
+      await Promise.all([trash.stop(), dispatcher?.stop()]);
+    };
     const closeHooks: CloseHook[] = [
-      { name: "background jobs", close: () => jobs.stop() },
+      { name: "background jobs", close: stopJobs },
       { name: "database", close: closeDatabase },
     ];
     let closed = false;
@@ -150,7 +166,7 @@ export async function startManagement(
       async close() {
         if (closed) return;
         closed = true;
-        await jobs.stop();
+        await stopJobs();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();

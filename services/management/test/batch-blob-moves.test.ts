@@ -2,7 +2,7 @@ import request from "supertest";
 import sharp from "sharp";
 import { originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
 import { createApp } from "../src/app";
-import { trashKey } from "../src/lifecycle/blobs";
+import { trashKey } from "../src/assets/blobs";
 import { createTestApp, upload, type TestApp } from "./helpers";
 
 /**

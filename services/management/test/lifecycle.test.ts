@@ -5,7 +5,7 @@ import sharp from "sharp";
 import { ORIGINAL_WORKSPACE_METADATA, storedOriginalHeader } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import { sweepTrash } from "../src/jobs/trash-retention";
-import { trashKey, versionKey } from "../src/lifecycle/blobs";
+import { trashKey, versionKey } from "../src/assets/blobs";
 import { createTestApp, expectProblem, upload, type TestApp } from "./helpers";
 
 const WS = "ws-life";

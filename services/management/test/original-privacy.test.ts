@@ -2,7 +2,7 @@ import { buffer } from "node:stream/consumers";
 import exifReader from "exif-reader";
 import sharp from "sharp";
 import { backfillPrivacy } from "../src/assets/backfill";
-import { originalKey } from "../src/lifecycle/blobs";
+import { originalKey } from "../src/assets/blobs";
 import { createTestApp, upload, type TestApp } from "./helpers";
 
 /**

@@ -5,7 +5,7 @@ import request from "supertest";
 import sharp from "sharp";
 import { sweepOrphans } from "../src/assets/orphans";
 import { originalKey } from "@media-platform/storage";
-import { trashKey, versionKey } from "../src/lifecycle/blobs";
+import { trashKey, versionKey } from "../src/assets/blobs";
 import { createTestApp, upload, type TestApp } from "./helpers";
 
 /**

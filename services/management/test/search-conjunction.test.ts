@@ -116,7 +116,7 @@ describe("several words and phrases", () => {
       const plan = (await conjunctionPlan(t.db.prisma, parseQuery(q)))!;
       for (const limit of [1, 3, 10]) {
         for (const perResult of CANDIDATES_PER_RESULT) {
-          const c = await rankConjunction(t.db.prisma, WS, queryTsquery(parseQuery(q)), plan, limit, perResult);
+          const c = await rankConjunction(t.db.prisma, WS, queryTsquery(parseQuery(q)), plan, { limit, perResult });
           if (!conjunctionIsExact(c, plan, limit)) continue;
           proven += 1;
           expect(c.hits.slice(0, limit).map((h) => ({ id: h.id, score: h.score }))).toEqual(
@@ -163,7 +163,10 @@ describe("several words and phrases", () => {
     // word matches, so the lists are cut and the bound decides.
     const q = "mountain lake";
     const plan = (await conjunctionPlan(t.db.prisma, parseQuery(q)))!;
-    const c = await rankConjunction(t.db.prisma, WS, queryTsquery(parseQuery(q)), plan, 1, CANDIDATES_PER_RESULT[1]);
+    const c = await rankConjunction(t.db.prisma, WS, queryTsquery(parseQuery(q)), plan, {
+      limit: 1,
+      perResult: CANDIDATES_PER_RESULT[1],
+    });
     expect(c.completeRole).toBe(false);
     expect(c.bound).not.toBeNull();
     expect(conjunctionIsExact(c, plan, 1)).toBe(true);
@@ -174,7 +177,7 @@ describe("several words and phrases", () => {
   it("takes every match of a rare word as candidates (its list is complete)", async () => {
     const q = "mountain zeppelin";
     const plan = (await conjunctionPlan(t.db.prisma, parseQuery(q)))!;
-    const c = await rankConjunction(t.db.prisma, WS, queryTsquery(parseQuery(q)), plan, 25);
+    const c = await rankConjunction(t.db.prisma, WS, queryTsquery(parseQuery(q)), plan, { limit: 25 });
     expect(c.completeRole).toBe(true);
     expect(conjunctionIsExact(c, plan, 25)).toBe(true);
     expect(c.hits.map((h) => ({ id: h.id, score: h.score }))).toEqual(

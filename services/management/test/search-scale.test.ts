@@ -203,7 +203,7 @@ describe("bounded ranking", () => {
   });
 
   it("answers a broad word from the candidates alone, proved exact", async () => {
-    const c = await rankCandidates(t.db.prisma, RANKED, queryTsquery(parseQuery("mountain")), LIMIT);
+    const c = await rankCandidates(t.db.prisma, RANKED, queryTsquery(parseQuery("mountain")), { limit: LIMIT });
     expect(c.disjunction).toBe(true);
     expect(c.truncatedLists).toBeGreaterThanOrEqual(1);
     expect(candidatesAreExact(c, LIMIT)).toBe(true);
@@ -212,7 +212,7 @@ describe("bounded ranking", () => {
   });
 
   it("takes every match as a candidate when no list is cut (rare words)", async () => {
-    const c = await rankCandidates(t.db.prisma, RANKED, queryTsquery(parseQuery("travel")), 100);
+    const c = await rankCandidates(t.db.prisma, RANKED, queryTsquery(parseQuery("travel")), { limit: 100 });
     expect(c.truncatedLists).toBe(0);
     expect(candidatesAreExact(c, 100)).toBe(true);
     const [{ n }] = await t.db.prisma.$queryRawUnsafe<Array<{ n: number }>>(
@@ -225,7 +225,7 @@ describe("bounded ranking", () => {
 
   it("leaves AND, phrases and -words to the exact ranking", async () => {
     for (const q of ["mountain lake", '"mountain lake"', "lake -mountain"]) {
-      const c = await rankCandidates(t.db.prisma, RANKED, queryTsquery(parseQuery(q)), LIMIT);
+      const c = await rankCandidates(t.db.prisma, RANKED, queryTsquery(parseQuery(q)), { limit: LIMIT });
       expect(c.disjunction).toBe(false);
       expect(c.hits).toEqual([]);
     }

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import type { AddressInfo } from "node:net";
 import { createApp } from "../src/app";
-import type { UploadSettings } from "../src/assets/upload";
+import type { UploadSettings } from "../src/config/uploads";
 import { loadConfig } from "../src/config";
 import { startManagement } from "../src/server";
 import { createTestApp, fixture, type TestApp } from "./helpers";

@@ -4,7 +4,7 @@ import { buffer } from "node:stream/consumers";
 import { gzipSync } from "node:zlib";
 import sharp from "sharp";
 import { MAX_SVG_BYTES, MAX_SVG_ELEMENTS } from "../src/assets/svg-original";
-import { originalKey } from "../src/lifecycle/blobs";
+import { originalKey } from "../src/assets/blobs";
 import { createTestApp, expectProblem, upload, type TestApp } from "./helpers";
 import { startRecordingListener } from "../../../test/support/net";
 

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import express from "express";
 import request from "supertest";
-import { uploadMiddleware } from "../src/assets/upload";
+import { uploadMiddleware } from "../src/assets/upload-intake";
 
 const mode = (p: string) => fs.statSync(p).mode & 0o777;
 

@@ -2,7 +2,7 @@ import { buffer } from "node:stream/consumers";
 import sharp from "sharp";
 import type { BlobStore } from "@media-platform/storage";
 import type { PrismaClient } from "../generated/prisma/client";
-import { originalKey, trashKey, versionKey } from "../lifecycle/blobs";
+import { originalKey, trashKey, versionKey } from "./blobs";
 import { formatOfMimeType, IMAGE_FORMATS } from "@media-platform/contracts";
 import { displayedSize, extractImageMetadata, metadataColumns } from "./image-metadata";
 import { withoutPrivateMetadata, type OriginalPrivacyOptions } from "./original-privacy";

@@ -4,7 +4,7 @@
  */
 import { MAX_TITLE_LENGTH, type AssetSort } from "@media-platform/contracts";
 import { Prisma, type Asset } from "../generated/prisma/client";
-import { badRequest } from "../problem";
+import { InvalidInputError } from "../domain-errors";
 
 export type SortField = "createdAt" | "updatedAt" | "userTitle" | "bytes";
 export interface Cursor {
@@ -37,7 +37,7 @@ function validCursorValue(field: SortField, v: string): boolean {
 
 export function decodeCursor(raw: string, sort: AssetSort): Cursor {
   const invalid = () =>
-    badRequest("Invalid cursor", [{ path: "query.cursor", message: "not a cursor of this listing" }]);
+    new InvalidInputError("Invalid cursor", [{ path: "query.cursor", message: "not a cursor of this listing" }]);
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));

@@ -3,8 +3,8 @@ import path from "node:path";
 import { originalKey, type BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { PrismaClient } from "../generated/prisma/client";
-import { trashKey } from "../lifecycle/blobs";
-import { SPOOL_PREFIX } from "./upload";
+import { trashKey } from "./blobs";
+import { SPOOL_PREFIX } from "../config/uploads";
 
 /**
  * "No blob without an asset", also after a crash. An upload writes `originals/<id>` and then

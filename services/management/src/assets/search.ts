@@ -131,7 +131,7 @@ export async function rankFullText(
     // One try only: the bound of an AND sums every list's last score, and going ten times deeper
     // lowers it little (a word's best assets are mostly not the conjunction's), so a second try
     // mostly adds its cost to the exact ranking's.
-    const c = await rankConjunction(prisma, workspaceId, tsquery, plan, limit);
+    const c = await rankConjunction(prisma, workspaceId, tsquery, plan, { limit });
     // An empty page goes on to the exact ranking below, which also tries spelling corrections.
     if (conjunctionIsExact(c, plan, limit) && c.hits.length > 0) {
       return { hits: c.hits.map((h) => ({ id: h.id, score: h.score })), tsquery };
@@ -215,7 +215,13 @@ async function rankedSearch(
 ): Promise<{ hits: ScoredId[]; corrections: Correction[] | null }> {
   let corrections: Correction[] | null = null;
   for (const [index, perResult] of CANDIDATES_PER_RESULT.entries()) {
-    const c = await rankCandidates(prisma, workspaceId, tsquery, limit, perResult, index === 0 ? correct : undefined);
+    const c = await rankCandidates(
+      prisma,
+      workspaceId,
+      tsquery,
+      { limit, perResult },
+      index === 0 ? correct : undefined,
+    );
     corrections ??= c.corrections;
     if (!c.disjunction) break;
     if (candidatesAreExact(c, limit)) return { hits: c.hits.map((h) => ({ id: h.id, score: h.score })), corrections };
@@ -243,13 +249,21 @@ export function candidatesAreExact(c: CandidateRanking, limit: number): boolean 
   );
 }
 
+/**
+ * How deep a bounded ranking looks: `perResult` candidates per lexeme and result of a page of
+ * `limit` (default CANDIDATES_PER_RESULT[0]).
+ */
+export interface CandidateDepth {
+  limit: number;
+  perResult?: number;
+}
+
 /** The bounded ranking alone (exported for the bench's recall measurement and the tests). */
 export async function rankCandidates(
   prisma: PrismaClient,
   workspaceId: string,
   tsquery: Prisma.Sql,
-  limit: number,
-  perResult: number = CANDIDATES_PER_RESULT[0],
+  { limit, perResult = CANDIDATES_PER_RESULT[0] }: CandidateDepth,
   correct?: string,
 ): Promise<CandidateRanking> {
   const candidates = perResult * limit;
@@ -517,8 +531,7 @@ export async function rankConjunction(
   workspaceId: string,
   tsquery: Prisma.Sql,
   plan: ConjunctionPlan,
-  limit: number,
-  perResult: number = CANDIDATES_PER_RESULT[0],
+  { limit, perResult = CANDIDATES_PER_RESULT[0] }: CandidateDepth,
 ): Promise<ConjunctionRanking> {
   const candidates = perResult * limit;
   const items = JSON.stringify(

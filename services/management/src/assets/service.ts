@@ -14,14 +14,13 @@ import {
   filenameSchema,
   LIST_EXACT_COUNT_LIMIT,
   MAX_FILENAME_LENGTH,
-  originalBlobMetadata,
   type FocalPoint,
 } from "@media-platform/contracts";
 import { originalKey } from "@media-platform/storage";
 import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
 import { Prisma, type Asset } from "../generated/prisma/client";
-import { badRequest, notFound, parseOr400 } from "../problem";
+import { InvalidInputError, NotFoundError, zodErrors } from "../domain-errors";
 import { afterCursor, cursorValue, decodeCursor, encodeCursor, listOrder, type SortField } from "./cursor";
 import { attributesOf, focalPointOf, sameFocalPoint, storeAssetAttributes } from "./attributes";
 import { findDuplicates } from "./duplicates";
@@ -30,9 +29,9 @@ import { countFacets } from "./facets";
 import { rankFullText } from "./search";
 import { ASSET_COLUMNS, liveAssetsByIds } from "./rows";
 import { serializeAsset, serializeListedAsset } from "./serializer";
-import { metadataColumns } from "./image-metadata";
-import { analyseImage, type SpooledFile } from "./upload";
-import { recordEagerRenders, recordEvents, type Tx } from "../webhooks/outbox";
+import { analyseImage, type SpooledFile } from "./image-analysis";
+import { recordEvents, type Tx } from "../webhooks/outbox";
+import { analysedOriginal, putOriginal, recordOriginal } from "./original-write";
 
 /** A PATCH that writes the attributes blob holds its transaction across a blob store call. */
 const BLOB_TX_OPTIONS = { timeout: 30_000, maxWait: 10_000 };
@@ -45,7 +44,8 @@ async function assertCollectionInWorkspace(ctx: AppContext, workspaceId: string,
     where: { id: collectionId, workspaceId },
     select: { id: true },
   });
-  if (!found) throw badRequest("Unknown collection", [{ path, message: "no such collection in this workspace" }]);
+  if (!found)
+    throw new InvalidInputError("Unknown collection", [{ path, message: "no such collection in this workspace" }]);
 }
 
 export interface UploadedFile extends SpooledFile {
@@ -78,40 +78,33 @@ export async function uploadAsset(
 
   const id = randomUUID();
   const key = originalKey(id);
+  const original = analysedOriginal(image, originalFilename, workspaceId);
   // Streamed from the spool file (S3: multipart above the part size), never whole in memory.
-  await ctx.blobStore.put(
-    key,
-    fs.createReadStream(file.path),
-    image.mimeType,
-    originalBlobMetadata(image.header, workspaceId),
-  );
+  await putOriginal(ctx, id, fs.createReadStream(file.path), original);
   let asset: Asset;
   try {
     // The asset.created webhook event is written in the same transaction (outbox).
-    asset = await ctx.prisma.$transaction(async (tx) => {
-      const row = await tx.asset.create({
-        data: {
-          id,
+    asset = await ctx.prisma.$transaction((tx) =>
+      recordOriginal(tx, ctx, {
+        workspaceId,
+        original,
+        row: (columns) =>
+          tx.asset.create({
+            data: {
+              id,
+              workspaceId,
+              collectionId: fields.collectionId ?? null,
+              ...columns,
+              createdBy: principal.userId,
+            },
+          }),
+        event: (row) => ({
+          type: "asset.created",
           workspaceId,
-          collectionId: fields.collectionId ?? null,
-          originalFilename,
-          mimeType: image.mimeType,
-          format: image.format,
-          width: image.width,
-          height: image.height,
-          bytes: BigInt(image.bytes),
-          sha256: image.sha256,
-          phash: image.phash,
-          ...(image.metadata ? metadataColumns(image.metadata) : {}),
-          createdBy: principal.userId,
-        },
-      });
-      await recordEvents(tx, ctx.webhookUrls ?? [], [
-        { type: "asset.created", workspaceId, data: { ...serializeAsset(row, ctx.mediaPublicUrl) } },
-      ]);
-      await recordEagerRenders(tx, ctx.eagerRenders?.mediaUrls ?? [], workspaceId, row, false);
-      return row;
-    });
+          data: { ...serializeAsset(row, ctx.mediaPublicUrl) },
+        }),
+      }),
+    );
     // Sent now rather than at the next poll; the row stays due if this replica stops first.
     ctx.eagerRenders?.wake();
   } catch (err) {
@@ -130,7 +123,7 @@ export async function uploadAsset(
     }
     // The collection was deleted between the check and the insert.
     if (isPrismaError(err, "P2003")) {
-      throw badRequest("Unknown collection", [
+      throw new InvalidInputError("Unknown collection", [
         { path: "body.collectionId", message: "no such collection in this workspace" },
       ]);
     }
@@ -152,12 +145,16 @@ export function sanitizeFilename(name: string): string {
     if (cut.length + ch.length > MAX_FILENAME_LENGTH) break;
     cut += ch;
   }
-  return parseOr400(filenameSchema, cut, "body.file.filename") || "upload";
+  const parsed = filenameSchema.safeParse(cut);
+  if (!parsed.success) {
+    throw new InvalidInputError("Invalid body.file.filename", zodErrors(parsed.error, "body.file.filename"));
+  }
+  return parsed.data || "upload";
 }
 
 async function loadAsset(ctx: AppContext, workspaceId: string, id: string): Promise<Asset> {
   const asset = await ctx.prisma.asset.findFirst({ where: { id, workspaceId, deletedAt: null } });
-  if (!asset) throw notFound("Asset not found");
+  if (!asset) throw new NotFoundError("Asset not found");
   return asset;
 }
 
@@ -212,9 +209,9 @@ export async function patchAsset(
     }, BLOB_TX_OPTIONS);
   } catch (err) {
     if (blobWritten) await repairAttributes(ctx, id);
-    if (isPrismaError(err, "P2025")) throw notFound("Asset not found");
+    if (isPrismaError(err, "P2025")) throw new NotFoundError("Asset not found");
     if (isPrismaError(err, "P2003")) {
-      throw badRequest("Unknown collection", [
+      throw new InvalidInputError("Unknown collection", [
         { path: "body.collectionId", message: "no such collection in this workspace" },
       ]);
     }
@@ -232,7 +229,7 @@ async function lockedFocalPoint(tx: Tx, workspaceId: string, id: string): Promis
      WHERE id = ${id}::uuid AND workspace_id = ${workspaceId} AND deleted_at IS NULL
        FOR UPDATE`;
   const row = rows[0];
-  if (!row) throw notFound("Asset not found");
+  if (!row) throw new NotFoundError("Asset not found");
   return focalPointOf({ focalX: row.focal_x, focalY: row.focal_y });
 }
 

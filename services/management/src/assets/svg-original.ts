@@ -1,6 +1,6 @@
 import createPurify, { type DOMPurify as Purifier } from "dompurify";
 import { nativeRequire } from "../native-require";
-import { UndecodableImageError, UnsupportedImageError } from "./image-errors";
+import { UndecodableImageError, UnsupportedImageError } from "@media-platform/contracts";
 
 /**
  * SVG originals are stored sanitised, and only the sanitised bytes ever reach librsvg (upload

@@ -5,6 +5,8 @@ import type JwksRsa from "jwks-rsa";
 import { embeddedSharedSecret, MIN_SECRET_BYTES, readSecretFile } from "@media-platform/storage";
 import { DEFAULT_CLOCK_SKEW_SECONDS, DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, type ManagementConfig } from "../config";
 import { nativeRequire } from "../native-require";
+import type { ManagementErrorCode } from "../domain-errors";
+import { DomainError } from "@media-platform/contracts";
 
 export const EMBEDDED_SECRET_FILE = "auth-secret";
 
@@ -46,7 +48,9 @@ export interface Principal {
   userId: string | null;
 }
 
-export class AuthError extends Error {
+/** A token that does not prove who calls (answered 401 by the auth middleware). */
+export class AuthError extends DomainError<ManagementErrorCode> {
+  readonly code = "invalid-token";
   constructor(message: string) {
     super(message);
     this.name = "AuthError";
@@ -56,7 +60,6 @@ export class AuthError extends Error {
 export interface TokenVerifier {
   verify(token: string): Promise<Principal>;
 }
-
 
 export interface VerifierOptions {
   issuer?: string;

@@ -8,7 +8,7 @@ import type {
 import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
 import { Prisma, type Collection } from "../generated/prisma/client";
-import { ProblemError, notFound } from "../problem";
+import { ConflictError, NotFoundError } from "../domain-errors";
 import { trashAssets } from "../lifecycle/service";
 import { recordEvents, type Tx } from "../webhooks/outbox";
 
@@ -49,14 +49,9 @@ export async function createCollection(
     });
   } catch (err) {
     if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
-      throw new ProblemError(
-        409,
-        "conflict",
-        `A collection named ${JSON.stringify(input.name)} already exists in this workspace`,
-        {
-          errors: [{ path: "body.name", message: "must be unique within the workspace" }],
-        },
-      );
+      throw new ConflictError(`A collection named ${JSON.stringify(input.name)} already exists in this workspace`, [
+        { path: "body.name", message: "must be unique within the workspace" },
+      ]);
     }
     throw err;
   }
@@ -101,5 +96,5 @@ export async function deleteCollection(
   } else {
     deleted = await ctx.prisma.$transaction(remove);
   }
-  if (!deleted) throw notFound("Collection not found");
+  if (!deleted) throw new NotFoundError("Collection not found");
 }

@@ -4,6 +4,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import type { PrismaPGlite as PrismaPGliteType } from "pglite-prisma-adapter";
 import pg from "pg";
 import { PrismaClient } from "../generated/prisma/client";
+import { DEFAULT_STATEMENT_CACHE } from "../config";
 import { nativeRequire } from "../native-require";
 import type { MigrationConnection } from "./migrate";
 
@@ -33,9 +34,6 @@ export type DatabaseOptions =
   | { databaseUrl: string; /** See statementNames; default DEFAULT_STATEMENT_CACHE. */ statementCache?: number }
   | { pgliteDir: string }
   | { pglite: PGlite };
-
-/** DATABASE_STATEMENT_CACHE's default. */
-export const DEFAULT_STATEMENT_CACHE = 256;
 
 /**
  * Names for Prisma's Postgres statements, so node-postgres prepares each distinct SQL text once per

@@ -1,6 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { PURGE_PATH, MAX_PURGE_ASSETS } from "@media-platform/contracts";
+import { PURGE_PATH, MAX_PURGE_ASSETS, PURGE_SECRET_FILE } from "@media-platform/contracts";
+import { embeddedSharedSecret } from "@media-platform/storage";
 import type { Logger } from "pino";
+import type { LifecycleConfig } from "../config/lifecycle";
+import type { ChangePropagation } from "../context";
+import type { ManagementMetrics } from "../metrics";
 
 export interface PropagationOptions {
   /** Internal base URLs of the media service (MEDIA_PURGE_URLS, default MEDIA_PUBLIC_URL). */
@@ -26,7 +30,7 @@ export interface PropagationOptions {
  * the new truth. Each call is retried with backoff; a target still failing is logged and counted,
  * never turned into an error of the request (the change itself is committed).
  */
-export class ChangePropagator {
+export class ChangePropagator implements ChangePropagation {
   private readonly attempts: number;
   private readonly timeoutMs: number;
 
@@ -81,4 +85,23 @@ export class ChangePropagator {
     // The URL only (never the secret, which travels in a header).
     this.options.log.error({ target, url, error: lastError }, "cache purge failed; cached renditions may be stale");
   }
+}
+
+/** MEDIA_PURGE_SECRET, or in embedded mode the generated one both services find in the shared DATA_DIR. */
+export const mediaPurgeSecret = (config: LifecycleConfig, dataDir: string): string =>
+  config.mediaPurgeSecret ?? embeddedSharedSecret(dataDir, PURGE_SECRET_FILE);
+
+export function createPropagator(
+  config: LifecycleConfig,
+  dataDir: string,
+  log: Logger,
+  metrics: Pick<ManagementMetrics, "purgeFailures">,
+): ChangePropagator {
+  return new ChangePropagator({
+    mediaPurgeUrls: config.mediaPurgeUrls,
+    mediaPurgeSecret: mediaPurgeSecret(config, dataDir),
+    cdnPurgeUrl: config.cdnPurgeUrl,
+    log,
+    onFailure: (target) => metrics.purgeFailures.inc({ target }),
+  });
 }

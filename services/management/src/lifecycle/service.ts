@@ -2,7 +2,6 @@ import { readFile } from "node:fs/promises";
 import { buffer } from "node:stream/consumers";
 import {
   MAX_TAGS,
-  originalBlobMetadata,
   type AssetDto,
   type AssetVersionDto,
   type AssetFormat,
@@ -14,13 +13,14 @@ import type { BlobMetadata } from "@media-platform/storage";
 import type { Principal } from "../auth/keys";
 import type { AppContext } from "../context";
 import { Prisma, type Asset } from "../generated/prisma/client";
-import { badRequest, ProblemError, notFound } from "../problem";
+import { ConflictError, InvalidInputError, MissingBlobError, NotFoundError } from "../domain-errors";
 import { sanitizeFilename, type UploadedFile } from "../assets/service";
 import { serializeAsset } from "../assets/serializer";
-import { imageMetadataFromBytes, metadataColumns, type ImageMetadata } from "../assets/image-metadata";
-import { analyseImage } from "../assets/upload";
-import { recordEagerRenders, recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
-import { attributesKey, forEachLimited, originalKey, trashKey, versionKey } from "./blobs";
+import { imageMetadataFromBytes } from "../assets/image-metadata";
+import { analysedOriginal, putOriginal, recordOriginal, type NewOriginal } from "../assets/original-write";
+import { analyseImage } from "../assets/image-analysis";
+import { recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
+import { attributesKey, forEachLimited, originalKey, trashKey, versionKey } from "../assets/blobs";
 
 /**
  * Interactive transactions that also write or move blobs get more than Prisma's 5 s default.
@@ -201,16 +201,16 @@ const assetData = (ctx: AppContext, asset: Asset): Record<string, unknown> =>
 /** DELETE /v1/assets/:id: a live asset to the trash; 404 when there is none (trashed included). */
 export async function trashAsset(ctx: AppContext, principal: Principal, id: string): Promise<void> {
   const result = await trashAssets(ctx, principal.workspaceId, [id]);
-  if (result.changed.length === 0) throw notFound("Asset not found");
+  if (result.changed.length === 0) throw new NotFoundError("Asset not found");
 }
 
 /** POST /v1/assets/:id/restore: 404 unknown, 409 when the asset is not in the trash. */
 export async function restoreAsset(ctx: AppContext, principal: Principal, id: string): Promise<AssetDto> {
   const result = await restoreAssets(ctx, principal.workspaceId, [id]);
-  if (result.matched.length === 0) throw notFound("Asset not found");
-  if (result.changed.length === 0) throw new ProblemError(409, "conflict", "The asset is not in the trash");
+  if (result.matched.length === 0) throw new NotFoundError("Asset not found");
+  if (result.changed.length === 0) throw new ConflictError("The asset is not in the trash");
   const asset = await ctx.prisma.asset.findFirst({ where: { id, workspaceId: principal.workspaceId } });
-  if (!asset) throw notFound("Asset not found");
+  if (!asset) throw new NotFoundError("Asset not found");
   return serializeAsset(asset, ctx.mediaPublicUrl);
 }
 
@@ -275,25 +275,16 @@ export async function deleteAssetPermanently(ctx: AppContext, principal: Princip
        WHERE id = ${id}::uuid AND workspace_id = ${principal.workspaceId}
          FOR UPDATE`,
   );
-  if (removed.length === 0) throw notFound("Asset not found");
+  if (removed.length === 0) throw new NotFoundError("Asset not found");
 }
 
 // ---------------------------------------------------------------------------------------------
 // Replace and versions
 
-interface NewOriginal {
+/** The next original of a replace or a version restore, with its bytes. */
+interface NextOriginal {
   bytes: Buffer;
-  mimeType: string;
-  format: string;
-  width: number;
-  height: number;
-  sha256: string;
-  phash: bigint;
-  originalFilename: string;
-  /** Placeholder and metadata of the new original (image-metadata.ts). */
-  metadata: ImageMetadata;
-  /** Blob metadata to store with it (the media service's header facts), when known. */
-  blobMetadata: BlobMetadata | undefined;
+  original: NewOriginal;
 }
 
 /**
@@ -309,7 +300,7 @@ async function swapOriginal(
   ctx: AppContext,
   workspaceId: string,
   id: string,
-  load: (tx: Tx, current: Asset) => Promise<NewOriginal>,
+  load: (tx: Tx, current: Asset) => Promise<NextOriginal>,
   extra: Record<string, unknown> = {},
 ): Promise<AssetDto> {
   let previous: { bytes: Buffer; mimeType: string; metadata: BlobMetadata | undefined } | undefined;
@@ -322,12 +313,11 @@ async function swapOriginal(
         SELECT id::text AS id FROM assets
          WHERE id = ${id}::uuid AND workspace_id = ${workspaceId} AND deleted_at IS NULL
            FOR UPDATE`;
-      if (locked.length === 0) throw notFound("Asset not found");
+      if (locked.length === 0) throw new NotFoundError("Asset not found");
       const current = await tx.asset.findUniqueOrThrow({ where: { id } });
       const next = await load(tx, current);
       const blob = await ctx.blobStore.get(originalKey(id));
-      if (!blob)
-        throw new ProblemError(503, "service-unavailable", "The original of this asset is missing from the blob store");
+      if (!blob) throw new MissingBlobError("The original of this asset is missing from the blob store");
       previous = { bytes: await buffer(blob.body), mimeType: blob.contentType, metadata: blob.metadata };
       await ctx.blobStore.put(versionKey(id, current.version), previous.bytes, current.mimeType, previous.metadata);
       const lastVersion = await tx.assetVersion.findFirst({
@@ -352,43 +342,21 @@ async function swapOriginal(
         },
       });
       overwritten = true;
-      await ctx.blobStore.put(originalKey(id), next.bytes, next.mimeType, next.blobMetadata);
-      const row = await tx.asset.update({
-        where: { id },
-        data: {
-          originalFilename: next.originalFilename,
-          mimeType: next.mimeType,
-          format: next.format,
-          width: next.width,
-          height: next.height,
-          bytes: BigInt(next.bytes.length),
-          sha256: next.sha256,
-          phash: next.phash,
-          ...metadataColumns(next.metadata),
-          version: { increment: 1 },
+      await putOriginal(ctx, id, next.bytes, next.original);
+      return recordOriginal(tx, ctx, {
+        workspaceId,
+        original: next.original,
+        row: async (columns) => {
+          const row = await tx.asset.update({ where: { id }, data: { ...columns, version: { increment: 1 } } });
+          pruned = await pruneVersions(ctx, tx, id);
+          return row;
         },
-      });
-      const kept = ctx.assetVersionsKept ?? DEFAULT_VERSIONS_KEPT;
-      const old = await tx.assetVersion.findMany({
-        where: { assetId: id },
-        orderBy: { version: "desc" },
-        skip: kept,
-        select: { version: true },
-      });
-      if (old.length > 0) {
-        await tx.assetVersion.deleteMany({ where: { assetId: id, version: { in: old.map((v) => v.version) } } });
-        pruned = old.map((v) => versionKey(id, v.version));
-      }
-      await recordEvents(tx, urls(ctx), [
-        {
+        event: (row) => ({
           type: "asset.replaced",
           workspaceId,
           data: { ...assetData(ctx, row), previousVersion: current.version, ...extra },
-        },
-      ]);
-      // `replaced`: media purges the asset before rendering, whichever of this and the purge comes first.
-      await recordEagerRenders(tx, ctx.eagerRenders?.mediaUrls ?? [], workspaceId, row, true);
-      return row;
+        }),
+      });
     }, TX_OPTIONS);
   } catch (err) {
     if (overwritten && previous) {
@@ -408,6 +376,20 @@ async function swapOriginal(
   return serializeAsset(updated, ctx.mediaPublicUrl);
 }
 
+/** Drops the versions of `id` beyond ASSET_VERSIONS_KEPT; returns the keys of their blobs. */
+async function pruneVersions(ctx: AppContext, tx: Tx, id: string): Promise<string[]> {
+  const kept = ctx.assetVersionsKept ?? DEFAULT_VERSIONS_KEPT;
+  const old = await tx.assetVersion.findMany({
+    where: { assetId: id },
+    orderBy: { version: "desc" },
+    skip: kept,
+    select: { version: true },
+  });
+  if (old.length === 0) return [];
+  await tx.assetVersion.deleteMany({ where: { assetId: id, version: { in: old.map((v) => v.version) } } });
+  return old.map((v) => versionKey(id, v.version));
+}
+
 /** PUT /v1/assets/:id/original: validated exactly like an upload (analyseImage), before anything changes. */
 export async function replaceOriginal(
   ctx: AppContext,
@@ -417,27 +399,20 @@ export async function replaceOriginal(
 ): Promise<AssetDto> {
   // Refuse a foreign/unknown/trashed id before decoding a large file.
   const exists = await ctx.prisma.asset.count({ where: { id, workspaceId: principal.workspaceId, deletedAt: null } });
-  if (exists === 0) throw notFound("Asset not found");
+  if (exists === 0) throw new NotFoundError("Asset not found");
   const image = await analyseImage(file, ctx.limitInputPixels, {
     keepGps: ctx.keepGps ?? false,
     originalMetadata: ctx.originalMetadata ?? "private",
   });
-  const { metadata } = image;
-  if (!metadata) throw new Error("analyseImage returned no metadata");
+  if (!image.metadata) throw new Error("analyseImage returned no metadata");
   // The replaced original is swapped inside the row lock, and the previous one must be restorable
   // if the transaction fails, so both are held as buffers here (at most MAX_UPLOAD_BYTES each).
   const bytes = await readFile(file.path);
+  const original = analysedOriginal(image, sanitizeFilename(file.originalname), principal.workspaceId);
+  // The row's size is that of the bytes stored (as analysed: the spool file is what is stored).
   return swapOriginal(ctx, principal.workspaceId, id, async () => ({
     bytes,
-    mimeType: image.mimeType,
-    format: image.format,
-    width: image.width,
-    height: image.height,
-    sha256: image.sha256,
-    phash: image.phash,
-    originalFilename: sanitizeFilename(file.originalname),
-    metadata,
-    blobMetadata: originalBlobMetadata(image.header, principal.workspaceId),
+    original: { ...original, bytes: bytes.length },
   }));
 }
 
@@ -454,29 +429,27 @@ export async function restoreVersion(
     id,
     async (tx) => {
       const v = await tx.assetVersion.findUnique({ where: { assetId_version: { assetId: id, version } } });
-      if (!v) throw notFound(`Asset version ${version} not found`);
+      if (!v) throw new NotFoundError(`Asset version ${version} not found`);
       const blob = await ctx.blobStore.get(versionKey(id, version));
-      if (!blob)
-        throw new ProblemError(
-          503,
-          "service-unavailable",
-          `The stored bytes of version ${version} are missing from the blob store`,
-        );
+      if (!blob) throw new MissingBlobError(`The stored bytes of version ${version} are missing from the blob store`);
       const bytes = await buffer(blob.body);
       // asset_versions keeps no metadata columns: it is recomputed from the restored bytes.
       const metadata = await imageMetadataFromBytes(bytes, ctx.limitInputPixels, { keepGps: ctx.keepGps ?? false });
       return {
         bytes,
-        metadata,
-        // The version's blob kept the header facts it was stored with.
-        blobMetadata: blob.metadata,
-        mimeType: v.mimeType,
-        format: v.format,
-        width: v.width,
-        height: v.height,
-        sha256: v.sha256,
-        phash: v.phash,
-        originalFilename: v.originalFilename,
+        original: {
+          originalFilename: v.originalFilename,
+          mimeType: v.mimeType,
+          format: v.format,
+          width: v.width,
+          height: v.height,
+          bytes: bytes.length,
+          sha256: v.sha256,
+          phash: v.phash,
+          metadata,
+          // The version's blob kept the header facts it was stored with.
+          blobMetadata: blob.metadata,
+        },
       };
     },
     { restoredFromVersion: version },
@@ -492,7 +465,7 @@ export async function listVersions(
     where: { id, workspaceId: principal.workspaceId, deletedAt: null },
     select: { version: true, versions: { orderBy: { version: "desc" } } },
   });
-  if (!asset) throw notFound("Asset not found");
+  if (!asset) throw new NotFoundError("Asset not found");
   const versions = asset.versions.map((v): AssetVersionDto => ({
     version: v.version,
     originalFilename: v.originalFilename,
@@ -553,9 +526,10 @@ async function updateLiveAssets(
                AND cardinality(user_tags) + (SELECT count(*) FROM unnest(${tags}::text[]) t WHERE NOT t = ANY(user_tags)) > ${MAX_TAGS}
              LIMIT 1`;
           if (over.length > 0) {
-            throw badRequest(`Adding these tags would give asset ${over[0]!.id} more than ${MAX_TAGS} tags`, [
-              { path: "body.value", message: `an asset may carry at most ${MAX_TAGS} tags` },
-            ]);
+            throw new InvalidInputError(
+              `Adding these tags would give asset ${over[0]!.id} more than ${MAX_TAGS} tags`,
+              [{ path: "body.value", message: `an asset may carry at most ${MAX_TAGS} tags` }],
+            );
           }
           changed = await tx.$queryRaw`
             UPDATE assets
@@ -582,7 +556,7 @@ async function updateLiveAssets(
           if (collectionId !== null) {
             const found = await tx.collection.count({ where: { id: collectionId, workspaceId } });
             if (found === 0) {
-              throw badRequest("Unknown collection", [
+              throw new InvalidInputError("Unknown collection", [
                 { path: "body.value", message: "no such collection in this workspace" },
               ]);
             }

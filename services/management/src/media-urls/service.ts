@@ -6,7 +6,7 @@ import {
 } from "@media-platform/contracts";
 import type { Principal } from "../auth/keys";
 import type { AppContext } from "../context";
-import { notFound } from "../problem";
+import { NotFoundError } from "../domain-errors";
 
 /**
  * The absolute media URL of `path`, signed with MEDIA_SIGNING_KEY when the server holds one.
@@ -20,12 +20,12 @@ export async function signMediaUrl(
 ): Promise<SignMediaUrlResponse> {
   const assetId = mediaAssetIdOf(input.path);
   // Same answer for a path without an id as for another workspace's id: nothing to sign.
-  if (!assetId) throw notFound("The path names no asset (expected /<steps>/<assetId>.<ext>)");
+  if (!assetId) throw new NotFoundError("The path names no asset (expected /<steps>/<assetId>.<ext>)");
   const asset = await ctx.prisma.asset.findFirst({
     where: { id: assetId, workspaceId: principal.workspaceId, deletedAt: null },
     select: { id: true },
   });
-  if (!asset) throw notFound("Asset not found");
+  if (!asset) throw new NotFoundError("Asset not found");
   const key = ctx.mediaSigningKey;
   if (!key) return { url: `${ctx.mediaPublicUrl}${input.path}`, signed: false };
   return {

@@ -1,5 +1,6 @@
 import { Webhook } from "standardwebhooks";
 import type { Logger } from "pino";
+import type { WebhookConfig } from "../config/webhooks";
 import type { PrismaClient } from "../generated/prisma/client";
 import { Periodic } from "../jobs/periodic";
 import { EAGER_EVENT_TYPE } from "./outbox";
@@ -198,4 +199,37 @@ export class WebhookDispatcher {
       );
     }
   }
+}
+
+export interface OutboxDelivery {
+  prisma: PrismaClient;
+  log: Logger;
+  webhooks: WebhookConfig;
+  /**
+   * The media purge secret when the outbox also carries eager-render requests to media
+   * (MEDIA_EAGER_RENDERS); undefined = none.
+   */
+  eagerSecret: string | undefined;
+  onOutcome?: DispatcherOptions["onOutcome"];
+}
+
+/**
+ * Starts the dispatcher when the outbox has anything to send: webhooks (WEBHOOK_URLS with a
+ * secret) or eager-render requests. Undefined when it has nothing.
+ */
+export function startDispatcher(delivery: OutboxDelivery): WebhookDispatcher | undefined {
+  const { webhooks, eagerSecret } = delivery;
+  if (!(webhooks.urls.length > 0 && webhooks.secret) && eagerSecret === undefined) return undefined;
+  const dispatcher = new WebhookDispatcher({
+    prisma: delivery.prisma,
+    log: delivery.log,
+    secret: webhooks.secret,
+    internalSecret: eagerSecret,
+    retryMs: webhooks.retryMs,
+    backoffBaseMs: webhooks.backoffBaseMs,
+    pollIntervalMs: webhooks.pollIntervalMs,
+    onOutcome: delivery.onOutcome,
+  });
+  dispatcher.start();
+  return dispatcher;
 }

@@ -1,20 +1,10 @@
 import { z } from "zod";
 import { PURGE_SECRET_MIN_LENGTH } from "@media-platform/contracts";
-
-const blankToUndefined = (v: string | undefined) => (v === undefined || v.trim() === "" ? undefined : v);
-const urlList = z
-  .string()
-  .optional()
-  .transform(blankToUndefined)
-  .transform((v) => (v ? v.split(",").map((u) => u.trim().replace(/\/+$/, "")) : []))
-  .refine(
-    (urls) => urls.every((u) => /^https?:\/\/[^\s]+$/.test(u) && URL.canParse(u)),
-    "must be http(s) URLs, comma-separated",
-  );
+import { blankToUndefined, urlList } from "./env-fields";
 
 /**
- * Environment of the asset lifecycle (trash, versions, webhooks, change propagation); merged into the
- * management service's env schema, so it is validated and documented with the rest.
+ * Environment of the asset lifecycle (trash and versions); merged into the management service's
+ * env schema, so it is validated and documented with the rest.
  */
 export const lifecycleEnvShape = {
   TRASH_RETENTION_DAYS: z.coerce
@@ -35,34 +25,10 @@ export const lifecycleEnvShape = {
     .max(1000)
     .default(10)
     .describe("Previous originals kept per asset after replaces (oldest removed first)"),
-  WEBHOOK_URLS: urlList.describe("Comma-separated endpoints that receive every webhook event; unset = no webhooks"),
-  WEBHOOK_SECRET: z
-    .string()
-    .optional()
-    .transform(blankToUndefined)
-    .refine(
-      (v) => v === undefined || /^(whsec_)?[A-Za-z0-9+/]{24,}={0,2}$/.test(v),
-      "must be a base64 secret (whsec_...) of at least 18 bytes",
-    )
-    .describe("Standard Webhooks signing secret (whsec_<base64>); required with WEBHOOK_URLS"),
-  WEBHOOK_RETRY_HOURS: z.coerce
-    .number()
-    .positive()
-    .max(24 * 7)
-    .default(24)
-    .describe("A delivery that keeps failing is retried with exponential backoff for this long, then marked dead"),
-  WEBHOOK_BACKOFF_BASE_MS: z.coerce
-    .number()
-    .int()
-    .min(10)
-    .default(5000)
-    .describe("First retry delay; doubled after each failure (capped at 1 h)"),
-  WEBHOOK_POLL_INTERVAL_MS: z.coerce
-    .number()
-    .int()
-    .min(10)
-    .default(1000)
-    .describe("How often each replica looks for due webhook deliveries"),
+};
+
+/** Environment of change propagation: media purges, eager renders, the CDN. */
+export const propagationEnvShape = {
   MEDIA_PURGE_URLS: urlList.describe(
     "Internal base URLs of the media service told to purge an asset after a delete or replace (one replica is enough with Redis; every replica without). Unset = MEDIA_PUBLIC_URL only when it is a loopback address (one host, embedded); else none, since the purge secret must not go to a CDN",
   ),
@@ -99,11 +65,6 @@ export interface LifecycleConfig {
   trashRetentionDays: number;
   trashSweepIntervalMs: number;
   assetVersionsKept: number;
-  webhookUrls: string[];
-  webhookSecret: string | undefined;
-  webhookRetryMs: number;
-  webhookBackoffBaseMs: number;
-  webhookPollIntervalMs: number;
   /** Unset: MEDIA_PUBLIC_URL when it is a loopback address, else none (see purgeUrlsDefault). */
   mediaPurgeUrls: string[];
   /** Unset = the embedded shared secret file (resolved at start-up, see server.ts). */
@@ -113,24 +74,15 @@ export interface LifecycleConfig {
   mediaEagerUrls: string[];
 }
 
-type LifecycleEnv = { [K in keyof typeof lifecycleEnvShape]: z.output<(typeof lifecycleEnvShape)[K]> } & {
-  MEDIA_PUBLIC_URL: string;
-};
+type Shape = typeof lifecycleEnvShape & typeof propagationEnvShape;
+type LifecycleEnv = { [K in keyof Shape]: z.output<Shape[K]> } & { MEDIA_PUBLIC_URL: string };
 
 export function lifecycleConfigFrom(e: LifecycleEnv): LifecycleConfig {
-  if (e.WEBHOOK_URLS.length > 0 && !e.WEBHOOK_SECRET) {
-    throw new Error("invalid configuration: WEBHOOK_SECRET is required when WEBHOOK_URLS is set");
-  }
   const mediaPurgeUrls = e.MEDIA_PURGE_URLS.length > 0 ? e.MEDIA_PURGE_URLS : purgeUrlsDefault(e.MEDIA_PUBLIC_URL);
   return {
     trashRetentionDays: e.TRASH_RETENTION_DAYS,
     trashSweepIntervalMs: e.TRASH_SWEEP_INTERVAL_MS,
     assetVersionsKept: e.ASSET_VERSIONS_KEPT,
-    webhookUrls: e.WEBHOOK_URLS,
-    webhookSecret: e.WEBHOOK_SECRET,
-    webhookRetryMs: e.WEBHOOK_RETRY_HOURS * 3600_000,
-    webhookBackoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
-    webhookPollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
     mediaPurgeUrls,
     mediaPurgeSecret: e.MEDIA_PURGE_SECRET,
     cdnPurgeUrl: e.CDN_PURGE_URL,

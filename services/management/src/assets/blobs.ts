@@ -1,7 +1,7 @@
 import { attributesKey, originalKey } from "@media-platform/storage";
 
 /**
- * Blob layout of the lifecycle. The media service reads `originals/<assetId>` (the current
+ * Blob layout of an asset. The media service reads `originals/<assetId>` (the current
  * original of a live asset) and `attributes/<assetId>` (its focal point), so it needs no database
  * to know what exists:
  *  - trash moves the original to `trash/<assetId>` (media answers 404), restore moves it back;

@@ -10,11 +10,17 @@ import {
   positiveIntField as positiveInt,
 } from "@media-platform/runtime";
 import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
-import { defaultUploadSettings, type UploadSettings } from "./assets/upload";
-import { DEFAULT_STATEMENT_CACHE } from "./db/client";
-import { lifecycleEnvShape, lifecycleConfigFrom, type LifecycleConfig } from "./lifecycle/config";
+import { lifecycleConfigFrom, lifecycleEnvShape, propagationEnvShape, type LifecycleConfig } from "./lifecycle";
+import { defaultUploadSettings, type UploadSettings } from "./uploads";
+import { webhookConfigFrom, webhookEnvShape, type WebhookConfig } from "./webhooks";
 
 export { ConfigError };
+export { defaultUploadSettings, type UploadSettings } from "./uploads";
+export { purgeUrlsDefault, type LifecycleConfig } from "./lifecycle";
+export type { WebhookConfig } from "./webhooks";
+
+/** DATABASE_STATEMENT_CACHE's default: prepared statements kept per Postgres connection. */
+export const DEFAULT_STATEMENT_CACHE = 256;
 
 /**
  * Every environment variable of the management service (storage variables come from
@@ -143,6 +149,8 @@ const ownEnvSchema = z.object({
     .default("info")
     .describe("pino log level"),
   ...lifecycleEnvShape,
+  ...webhookEnvShape,
+  ...propagationEnvShape,
 });
 
 /** All variables: the service's own plus the storage driver's (STORAGE_DRIVER, STORAGE_DIR, S3_*). */
@@ -188,16 +196,17 @@ export interface ManagementConfig {
   logLevel: ManagementEnv["LOG_LEVEL"];
   /** Blob storage settings (STORAGE_DIR defaults to <DATA_DIR>/blobs). */
   storage: StorageEnv;
-  /** Trash, versions, webhooks and change propagation (lifecycle/config.ts). */
+  /** Trash, versions and change propagation (config/lifecycle.ts). */
   lifecycle: LifecycleConfig;
+  /** Webhook delivery (config/webhooks.ts). */
+  webhooks: WebhookConfig;
 }
 
-function lifecycleFrom(e: ManagementEnv): LifecycleConfig {
+function webhooksFrom(e: ManagementEnv): WebhookConfig {
   try {
-    return lifecycleConfigFrom(e);
+    return webhookConfigFrom(e);
   } catch (err) {
-    const message = (err instanceof Error ? err.message : String(err)).replace(/^invalid configuration: /, "");
-    throw new ConfigError([{ variable: "WEBHOOK_SECRET", message }]);
+    throw new ConfigError([{ variable: "WEBHOOK_SECRET", message: err instanceof Error ? err.message : String(err) }]);
   }
 }
 
@@ -269,6 +278,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     duplicateHammingThreshold: e.DUPLICATE_HAMMING_THRESHOLD,
     logLevel: e.LOG_LEVEL,
     storage,
-    lifecycle: lifecycleFrom(e),
+    lifecycle: lifecycleConfigFrom(e),
+    webhooks: webhooksFrom(e),
   };
 }
