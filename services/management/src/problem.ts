@@ -23,11 +23,8 @@ export { ProblemError, type FieldError };
  * image errors) is answered with. The detail and `errors` come from the error itself.
  */
 export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementErrorCode> = {
+  // Status, type and title as media answers them: one problem type, one title (RFC 9457).
   ...IMAGE_PROBLEMS,
-  // Status and type as shared with media; the title stays the status's own, as the OpenAPI
-  // document of the management API gives it for every 422.
-  "undecodable-image": { ...IMAGE_PROBLEMS["undecodable-image"], title: PROBLEM_TITLES[422]! },
-  "image-too-large": { ...IMAGE_PROBLEMS["image-too-large"], title: PROBLEM_TITLES[422]! },
   "not-found": { status: 404, type: "not-found", title: PROBLEM_TITLES[404]! },
   "invalid-input": { status: 400, type: "validation-error", title: PROBLEM_TITLES[400]! },
   conflict: { status: 409, type: "conflict", title: PROBLEM_TITLES[409]! },

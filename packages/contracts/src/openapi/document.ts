@@ -125,7 +125,7 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
       "A recognised image format whose bytes cannot be decoded (truncated or corrupt, an SVG that is not well-formed UTF-8 XML: `undecodable-image`), or with more pixels than LIMIT_INPUT_PIXELS (`image-too-large`; an SVG counts its width x height at 72 dpi)",
     example: {
       slug: "undecodable-image",
-      title: "Unprocessable Content",
+      title: "Image cannot be decoded",
       detail: "The image could not be decoded (truncated or corrupt)",
     },
   },
