@@ -11,13 +11,16 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath } from "@media-platform/contracts";
-import { createFaceDetector } from "../services/media/src/faces";
-import { ssimulacra2 } from "../services/media/src/perceptual/ssimulacra2";
-import { DEFAULT_AUTO_QUALITY_TARGET } from "../services/media/src/render/pipeline/encode-search";
-import { ByteBudgetError } from "../services/media/src/render/errors";
-import { toRaw } from "../services/media/src/render/raw";
-import { render, type RenderDeps } from "../services/media/src/render/pipeline/render";
-import { createPixelWorkers } from "../services/media/src/render/pixels/pool";
+import {
+  ByteBudgetError,
+  createFaceDetector,
+  createPixelWorkers,
+  DEFAULT_AUTO_QUALITY_TARGET,
+  render,
+  ssimulacra2,
+  toRaw,
+  type RenderDeps,
+} from "@media-platform/media/render";
 
 const ROOT = path.resolve(__dirname, "..");
 const FIXTURES = path.join(ROOT, "fixtures/images");
