@@ -12,14 +12,17 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath, rasterMimeTypeOf } from "@media-platform/contracts";
-import { createFaceDetector } from "../services/media/src/faces";
-import { Ssimulacra2Reference } from "../services/media/src/perceptual/ssimulacra2";
-import { DEFAULT_AUTO_QUALITY_TARGET } from "../services/media/src/render/pipeline/encode-search";
-import { ByteBudgetError } from "../services/media/src/render/errors";
-import { toRaw } from "../services/media/src/render/raw";
-import type { RawImage } from "../services/media/src/render/types";
-import { render, type RenderDeps } from "../services/media/src/render/pipeline/render";
-import { createPixelWorkers } from "../services/media/src/render/pixels/pool";
+import {
+  ByteBudgetError,
+  createFaceDetector,
+  createPixelWorkers,
+  DEFAULT_AUTO_QUALITY_TARGET,
+  render,
+  Ssimulacra2Reference,
+  toRaw,
+  type RawImage,
+  type RenderDeps,
+} from "@media-platform/media/render";
 
 const ROOT = path.resolve(__dirname, "..");
 const FIXTURES = path.join(ROOT, "fixtures/images");

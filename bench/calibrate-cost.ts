@@ -16,9 +16,7 @@ import {
   type RasterFormat,
   type TransformationName,
 } from "@media-platform/contracts";
-import { createFaceDetector } from "../services/media/src/faces";
-import { render, type RenderDeps } from "../services/media/src/render/pipeline/render";
-import { createPixelWorkers } from "../services/media/src/render/pixels/pool";
+import { createFaceDetector, createPixelWorkers, render, type RenderDeps } from "@media-platform/media/render";
 
 const ROOT = path.resolve(__dirname, "..");
 const COST_FILE = path.join(ROOT, "services/media/src/render/pipeline/cost.ts");

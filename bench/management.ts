@@ -24,24 +24,23 @@ import sharp from "sharp";
 import phash from "sharp-phash";
 import { LIST_EXACT_COUNT_LIMIT } from "@media-platform/contracts";
 import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
-import { createPGlite, openDatabase, type PrismaClient } from "../services/management/src/db/client";
-import { migrate } from "../services/management/src/db/migrate";
-import { ASSET_COLUMNS, liveAssetsByIds } from "../services/management/src/assets/rows";
-import { Prisma } from "../services/management/src/generated/prisma/client";
+import { createPGlite, migrate, openDatabase, Prisma, type PrismaClient } from "@media-platform/management/database";
 import {
+  ASSET_COLUMNS,
   CANDIDATES_PER_RESULT,
   candidatesAreExact,
   conjunctionIsExact,
   conjunctionPlan,
+  countFacets,
   fullTextSearch,
+  liveAssetsByIds,
   parseQuery,
   queryTsquery,
   rankCandidates,
   rankConjunction,
   rankExact,
   rankFullText,
-} from "../services/management/src/assets/search";
-import { countFacets } from "../services/management/src/assets/facets";
+} from "@media-platform/management/assets";
 import { freePort, median, startProcess, table, type LoadResult } from "./harness";
 import { seedCorpus, WORKSPACE } from "./search-corpus";
 

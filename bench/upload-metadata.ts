@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
-import { analyseImage, type SpooledFile } from "../services/management/src/assets/image-analysis";
+import { analyseImage, type SpooledFile } from "@media-platform/management/assets";
 
 const FIXTURES = path.join(__dirname, "..", "fixtures", "images");
 const RUNS = Number(process.env.BENCH_RUNS ?? 9);

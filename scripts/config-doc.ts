@@ -6,8 +6,8 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
 import { storageEnvSchema } from "@media-platform/storage";
-import { managementEnvSchema } from "../services/management/src/config";
-import { mediaEnvSchema } from "../services/media/src/config";
+import { managementEnvSchema } from "@media-platform/management";
+import { mediaEnvSchema } from "@media-platform/media";
 
 export const CONFIG_DOC = path.resolve(__dirname, "../docs/configuration.md");
 

@@ -8,9 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath, type FocalPoint } from "@media-platform/contracts";
-import { createFaceDetector } from "../services/media/src/faces";
-import { render } from "../services/media/src/render/pipeline/render";
-import { createPixelWorkers } from "../services/media/src/render/pixels/pool";
+import { createFaceDetector, createPixelWorkers, render } from "@media-platform/media/render";
 
 export const PICTURES_DIR = path.resolve(__dirname, "../docs/images/transformations");
 /** The sample: a portrait (so `avatar` finds a face), stored as a JPEG like a typical upload. */

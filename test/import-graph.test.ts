@@ -52,6 +52,8 @@ const MEDIA_LAYERS: Layers = [
     ],
   },
   { name: "HTTP and process", paths: ["app.ts", "server.ts", "index.ts"] },
+  // The package's declared entry points (package.json "exports"): re-exports only.
+  { name: "public surface", paths: ["public/"] },
 ];
 
 const MANAGEMENT_LAYERS: Layers = [
@@ -117,6 +119,8 @@ const MANAGEMENT_LAYERS: Layers = [
     ],
   },
   { name: "app, process and CLIs", paths: ["app.ts", "server.ts", "index.ts", "cli/"] },
+  // The package's declared entry points (package.json "exports"): re-exports only.
+  { name: "public surface", paths: ["public/"] },
 ];
 
 function layerOf(layers: Layers, file: string): number {

@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath, type FocalPoint } from "@media-platform/contracts";
-import { render, type RenderDeps } from "../../services/media/src/render/pipeline/render";
+import { render, type RenderDeps } from "@media-platform/media/render";
 import { benchImages } from "../media-cases";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 9);
