@@ -12,18 +12,17 @@ import { MediaUrlError, type MediaLimits, type PresetTable } from "@media-platfo
 import { StorageUnavailableError } from "@media-platform/storage";
 import { CORS_HEADER_LIST, ifNoneMatchMatches, responseHeaders } from "./cache/entry";
 import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
-import { queryRefused } from "./delivery/query-policy";
 import { QueueFullError } from "./delivery/limiter";
 import { ResultTooLargeError } from "./delivery/result-size";
 import { CLIENT_SHARE_RETRY_AFTER_SECONDS, ClientShareExceededError } from "./delivery/client-share";
 import { AssetNotFoundError } from "./delivery/asset-not-found";
-import type { SharedMiss } from "./delivery/rendition-service";
+import type { Delivery, SharedMiss } from "./delivery/rendition-service";
 import type { Departure } from "./delivery/single-flight";
-import { ParsedMediaPaths, type ParsedMediaPath } from "./delivery/media-paths";
-import { requireSignature } from "./delivery/signing";
+import type { ParsedMediaPath } from "./delivery/media-paths";
+import type { AdmittedRequest } from "./delivery/admission";
 import { catalogRouter } from "./catalog";
 import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
-import { presetsOnlyGate, presetsRouter } from "./presets";
+import { presetsRouter } from "./presets";
 import { FaceDetectionError } from "./faces";
 import type { MediaMetrics } from "./metrics";
 import { ProblemError, instanceOf, writeProblem } from "./problem";
@@ -218,7 +217,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
       );
     }
     try {
-      await route.serve(req, res, req.log);
+      await route.serve(req, res, { track: () => req.log });
     } catch (err) {
       next(err);
     }
@@ -240,31 +239,36 @@ export function createMediaApp(deps: MediaAppDeps): Express {
 /** The media URL space: GET/HEAD of `/<step>[/<step>...]/<assetId>.<ext>`. */
 export interface MediaRoute {
   /**
-   * The parsed request when `req` is a GET or HEAD of a valid media URL, else undefined. Only
+   * The parsed path when `req` is a GET or HEAD of a valid media URL, else undefined. Only
    * these take the direct entry (server.ts): every other request, an invalid media URL included,
    * goes through the Express app, whose routes (`/original/...`, `/internal/...`) and problem
    * answers come first.
    */
   match(req: IncomingMessage): ParsedMediaPath | undefined;
   /**
-   * Answers a media URL: presets-only gate, signature, parse (unless `parsed` is given), canonical
-   * spelling, then the rendition (cache tiers, single-flight, render) or 304. Throws what it
-   * refuses; answerFailure turns that into the problem.
+   * Answers a media URL (the stages of a media request, in order; see serve's body). Throws what
+   * it refuses; answerFailure turns that into the problem.
    */
-  serve(
-    req: IncomingMessage,
-    res: ServerResponse,
-    log: Logger,
-    parsed?: ParsedMediaPath,
-    sharedMiss?: SharedMiss,
-  ): Promise<void>;
+  serve(req: IncomingMessage, res: ServerResponse, via: MediaEntry): Promise<void>;
+}
+
+/** How a media request reached the route. */
+export interface MediaEntry {
+  /** The path as the direct entry parsed it (MediaRoute.match); unset: admission parses it. */
+  parsed?: ParsedMediaPath;
+  /** The key the hot path looked up in the memory tier and missed; unset: not looked up. */
+  memoryKey?: string;
+  /** performance.now() when the hot path took the request. */
+  start?: number;
+  /**
+   * The request's logger, tracking the request from the first call on (the direct entry tracks
+   * it after the Redis tier, whose hits are the hot path's; the Express app already did).
+   */
+  track: () => Logger;
 }
 
 export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
-  const { service, signer, limits, negotiator } = deps;
-  const presets = deps.presets ?? {};
-  const allowQuery = deps.allowQuery ?? true;
-  const paths = new ParsedMediaPaths(presets, limits);
+  const { service, admission, negotiator, hotPath } = deps;
   return {
     match(req) {
       const method = req.method;
@@ -272,61 +276,72 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       const path = instanceOf(req.url);
       if (!looksLikeMediaPath(path)) return undefined;
       try {
-        return paths.parse(path);
+        return admission.paths.parse(path);
       } catch {
         return undefined;
       }
     },
-    async serve(req, res, log, parsed, sharedMiss) {
-      const target = req.url ?? "/";
-      const path = instanceOf(target);
+    async serve(req, res, via) {
       // First, so that every answer for the URL, problems included, says it depends on Accept.
       if (negotiator) res.setHeader("Vary", "Accept");
-      const refused = deps.presetsOnly ? presetsOnlyGate(target, signer !== undefined) : undefined;
-      if (refused) throw refused;
-      const cacheControl = signer ? requireSignature(signer, target) : undefined;
-      const { request, canonical } = parsed ?? paths.parse(path);
-      const query = target.length > path.length ? target.slice(path.length) : "";
-      refuseQuery(path, query, signer !== undefined, allowQuery);
-      // Another spelling of a valid path is served from the canonical spelling's entry, so one
-      // rendition has one entry whatever the client typed; the Link names that spelling.
-      const key = canonical === path ? target : canonical + query;
-      const link = canonical === path ? undefined : canonicalLink(canonical, query, signer !== undefined);
-      const bucket = negotiator?.bucket(req.headers.accept);
+      // 1. The memory tier: the hot path (delivery/hot-path.ts) looked `via.memoryKey` up.
+      // 2. Admission: presets gate, signature, parse, query policy, cache key; each once.
+      const admitted = admission.admit(req.url ?? "/", {
+        accept: req.headers.accept,
+        client: deps.clientOf?.(req),
+        parsed: via.parsed,
+      });
+      const memoryMissed = via.memoryKey === admitted.key;
+      // 3. The Redis tier, for the canonical spelling the hot path missed (another spelling is
+      //    answered with its Link, by the flight's own lookup); a hit is answered as the hot path's.
+      let sharedMiss: SharedMiss | undefined;
+      if (memoryMissed && admitted.link === undefined && hotPath && service.sharedReady) {
+        const found = await service.lookupShared(admitted).catch(() => undefined);
+        if (found && "entry" in found) {
+          const start = via.start ?? performance.now();
+          return hotPath.answerShared({ req, res, entry: found.entry, cacheControl: admitted.cacheControl, start });
+        }
+        sharedMiss = found?.miss;
+      }
+      // 4. The flight: single-flight, Redis claim, render in a slot, store (RenditionService).
+      const log = via.track();
       // A client that disconnects leaves its wait; the render stops when no other client waits.
       const departure: Departure = (leave) =>
         res.once("close", () => {
           if (!res.writableFinished) leave(new RequestCancelledError());
         });
-      const client = deps.clientOf?.(req);
-      const { entry, xCache } = await service.deliver(
-        bucket ? `${key}#${bucket}` : key,
-        bucket || client !== undefined
-          ? { ...request, client, ...(bucket && { convertTo: { format: bucket, avifEffort: deps.avifEffort } }) }
-          : request,
-        log,
-        departure,
-        // The hot path looked the target as sent up in Redis; another spelling's key is not that one.
-        link === undefined ? sharedMiss : undefined,
-      );
-      if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
-        res.writeHead(304, {
-          ...entry.notModifiedHeaders,
-          "X-Cache": xCache,
-          ...(cacheControl && { "Cache-Control": cacheControl }),
-          ...(link && { Link: link }),
-        });
-        res.end();
-        return;
-      }
-      const headers = responseHeaders(entry, xCache);
-      if (cacheControl) headers["Cache-Control"] = cacheControl;
-      if (link) headers.Link = link;
-      res.writeHead(200, headers);
-      res.end(req.method === "HEAD" ? undefined : entry.body);
-      deps.guardSend?.(res);
+      const delivery = await service.deliver(admitted, { log, departure, memoryMissed, sharedMiss });
+      // 5. The answer.
+      answerRendition(req, res, admitted, delivery, deps.guardSend);
     },
   };
+}
+
+/** Writes a delivered rendition (or its 304) with the admitted request's own headers. */
+function answerRendition(
+  req: IncomingMessage,
+  res: ServerResponse,
+  admitted: AdmittedRequest,
+  { entry, xCache }: Delivery,
+  guardSend: ((res: ServerResponse) => void) | undefined,
+): void {
+  const { cacheControl, link } = admitted;
+  if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
+    res.writeHead(304, {
+      ...entry.notModifiedHeaders,
+      "X-Cache": xCache,
+      ...(cacheControl && { "Cache-Control": cacheControl }),
+      ...(link && { Link: link }),
+    });
+    res.end();
+    return;
+  }
+  const headers = responseHeaders(entry, xCache);
+  if (cacheControl) headers["Cache-Control"] = cacheControl;
+  if (link) headers.Link = link;
+  res.writeHead(200, headers);
+  res.end(req.method === "HEAD" ? undefined : entry.body);
+  guardSend?.(res);
 }
 
 /**
@@ -350,30 +365,6 @@ export function answerFailure(
   const path = instanceOf(req.url);
   if (problem.slug === "internal-error") log.error({ err, method: req.method, path }, "unhandled error");
   writeProblem(res, problem, path, req.method === "HEAD");
-}
-
-/**
- * `Link: <canonical>; rel="canonical"` for another spelling of a valid path. The query string
- * stays, except on a signing deployment: its signature covers the path as sent, not the
- * canonical one, so the client signs that path itself.
- */
-function canonicalLink(canonical: string, query: string, signing: boolean): string {
-  return `<${signing ? canonical : canonical + query}>; rel="canonical"`;
-}
-
-/**
- * With MEDIA_ALLOW_QUERY off, a query string (a cache buster) is refused, except the signature
- * on a signing deployment.
- */
-function refuseQuery(path: string, query: string, signing: boolean, allowQuery: boolean): void {
-  if (queryRefused(query !== "", allowQuery, signing)) {
-    throw new ProblemError(
-      400,
-      "query-not-allowed",
-      `This deployment refuses query strings on media URLs (MEDIA_ALLOW_QUERY=false); request ${path} instead`,
-      { title: "Query string not allowed", errors: [{ path: "query", message: "no query string is allowed" }] },
-    );
-  }
 }
 
 /** Counts the failures that have their own series (rejections at the queue, timeouts). */

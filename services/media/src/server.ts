@@ -13,7 +13,7 @@ import { ClientShare, clientIdentity } from "./delivery/client-share";
 import { sendTimeout } from "./delivery/send-timeout";
 import { createHotPath, type HotPathNext } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
-import { ParsedMediaPaths } from "./delivery/media-paths";
+import { MediaAdmission } from "./delivery/admission";
 import { RenditionService } from "./delivery/rendition-service";
 import type { RenderFn } from "./render/pipeline/render";
 import { UrlSigner } from "./delivery/signing";
@@ -24,7 +24,6 @@ import { instanceOf } from "./problem";
 import { AssetPurger } from "./purge/asset-purger";
 import { bearerAuthorization, purgeRouter } from "./purge/router";
 import { infoRouter } from "./info";
-import { overlayAssets, overlayAssetsOfKey } from "./render/transformations/overlay";
 import { EagerRenderer } from "./eager/eager-renders";
 import { eagerRouter } from "./eager/router";
 import { DecodedImages } from "./render/pipeline/decoded-images";
@@ -156,29 +155,31 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     requestTimeoutMs: options.requestTimeoutMs,
     maxResultBytes: options.maxResultBytes,
     redactFacesAlways: options.redactFacesAlways,
-    overlaysOfKey: overlaysOfKeyWith(new ParsedMediaPaths(options.presets, options.limits)),
+  });
+  // The rules a media URL is admitted by: the image URL and its GET /info twin share them.
+  const admission = new MediaAdmission({
+    presets: options.presets,
+    presetsOnly: options.presetsOnly,
+    signer,
+    allowQuery: options.allowQuery,
+    negotiator,
+    avifEffort: options.avifEffort,
+    limits: options.limits,
   });
   const eager = new EagerRenderer({
     service,
-    paths: new ParsedMediaPaths(options.presets, options.limits),
+    admission,
     presets: options.eagerPresets,
     purger,
     metrics,
     logger,
   });
-  // The rules a media URL is read by: the image URL and its GET /info twin share them.
-  const urlRules = {
-    service,
-    presets: options.presets,
-    presetsOnly: options.presetsOnly,
-    negotiator,
-    avifEffort: options.avifEffort,
-    signer,
-    limits: options.limits,
-  };
+  const hotPath = createHotPath({ guardSend, memory, signer, metrics, negotiator });
   const route = createMediaRoute({
-    ...urlRules,
-    allowQuery: options.allowQuery,
+    service,
+    admission,
+    negotiator,
+    hotPath: redis ? hotPath : undefined,
     clientOf: options.clientShare < 1 ? clientIdentity(options.trustedProxies) : undefined,
     guardSend,
   });
@@ -214,20 +215,17 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
         )
       : undefined,
     infoRouter: infoRouter({
-      ...urlRules,
+      service,
+      admission,
+      negotiator,
       cachePolicy: options.cachePolicy,
-      plan: { limitInputPixels: options.limitInputPixels, maxAnimationFrames: options.maxAnimationFrames },
+      plan: {
+        limitInputPixels: options.limitInputPixels,
+        maxAnimationFrames: options.maxAnimationFrames,
+        limits: options.limits,
+        avifEffort: options.avifEffort,
+      },
     }),
-  });
-  const hotPath = createHotPath({
-    guardSend,
-    memory,
-    signer,
-    metrics,
-    negotiator,
-    shared: redis
-      ? { service, ready: () => redis.ready, presetsOnly: options.presetsOnly, allowQuery: options.allowQuery }
-      : undefined,
   });
   const operationOf = (req: http.IncomingMessage) => {
     if (req.method !== "GET" && req.method !== "HEAD") return undefined;
@@ -236,7 +234,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     return handler && { path, handler };
   };
   const failureDeps = { metrics, limitInputPixels: options.limitInputPixels };
-  const afterHotPath: HotPathNext = (req, res, sharedMiss) => {
+  const afterHotPath: HotPathNext = (req, res, memoryKey, start) => {
     // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
     // so even its final error handler's answer has it.
     res.setHeader(NOSNIFF_HEADER, NOSNIFF);
@@ -252,12 +250,13 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
       operation.handler(req, res).catch((err: unknown) => answerFailure(err, req, res, tracked.log, failureDeps));
       return;
     }
-    const { log } = trackRequest(req, res, { logger, metrics, route: () => ROUTE_MEDIA });
+    let log: Logger | undefined;
+    const track = () => (log ??= trackRequest(req, res, { logger, metrics, route: () => ROUTE_MEDIA }).log);
     route
-      .serve(req, res, log, parsed, sharedMiss)
-      .catch((err: unknown) => answerFailure(err, req, res, log, failureDeps));
+      .serve(req, res, { parsed, memoryKey, start, track })
+      .catch((err: unknown) => answerFailure(err, req, res, track(), failureDeps));
   };
-  const server = http.createServer((req, res) => hotPath(req, res, afterHotPath));
+  const server = http.createServer((req, res) => hotPath.handle(req, res, afterHotPath));
 
   const closeHooks: CloseHook[] = [
     ...(redis ? [{ name: "redis", close: () => redis.close() }] : []),
@@ -385,19 +384,4 @@ export async function startMedia(
     "media service listening",
   );
   return { url, media, logger, closeHooks: media.closeHooks, close: () => media.close() };
-}
-
-/**
- * The overlay asset ids of a cache key (a stored request-target, maybe with its `#<format>` bucket),
- * presets expanded: only keys that name an overlay or a preset are parsed.
- */
-function overlaysOfKeyWith(paths: ParsedMediaPaths): (key: string) => readonly string[] {
-  return (key) => {
-    if (!/(?:^|\/)preset:/i.test(key)) return overlayAssetsOfKey(key);
-    try {
-      return overlayAssets(paths.parse(key.replace(/#.*$/, "")).request.steps);
-    } catch {
-      return overlayAssetsOfKey(key);
-    }
-  };
 }

@@ -246,7 +246,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       overlays: input.overlays,
       limitInputPixels: deps.limitInputPixels,
     };
-    if (animation.frames > 1) return await renderAnimation(bytes, sharpOptions, plan, ctx, deadline, options);
+    if (animation.frames > 1) return await renderAnimation({ bytes, sharpOptions }, plan, ctx, deadline, options);
     const original = sharp(bytes, sharpOptions);
     const srgb = meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3;
     const first = await sharedFirstStep({
@@ -516,8 +516,7 @@ function animationOf(
 
 /** Every frame of the original through the planned steps, encoded as an animation. */
 async function renderAnimation(
-  bytes: Buffer,
-  sharpOptions: sharp.SharpOptions,
+  original: { bytes: Buffer; sharpOptions: sharp.SharpOptions },
   plan: RenderPlan,
   ctx: StepContext,
   deadline: number | undefined,
@@ -527,7 +526,7 @@ async function renderAnimation(
   const seconds = plan.steps.map(() => 0);
   let start = performance.now();
   // sharp holds limitInputPixels to the whole strip: animationOf checked it against the frames.
-  const decoder = sharp(bytes, { ...sharpOptions, pages: -1 });
+  const decoder = sharp(original.bytes, { ...original.sharpOptions, pages: -1 });
   // Delays and loop count are not among the stored header facts: read here, on this path only.
   const header = await decoder.metadata();
   const strip = await toRaw(withTimeout(decoder, deadline));
@@ -550,7 +549,7 @@ async function renderAnimation(
     };
     // Each frame starts from the same context (focal point, encoder settings a step may set).
     const frameCtx: StepContext = { ...ctx, output: { ...ctx.output } };
-    frames.push(await renderFrame(frame, plan, frameCtx, deadline, signal, seconds));
+    frames.push(await renderFrame(frame, plan, frameCtx, { deadline, signal }, seconds));
     if (index === 0) output = frameCtx.output;
   }
   signal?.throwIfAborted();
@@ -578,10 +577,10 @@ async function renderFrame(
   frame: RawImage,
   plan: RenderPlan,
   ctx: StepContext,
-  deadline: number | undefined,
-  signal: AbortSignal | undefined,
+  run: { deadline: number | undefined; signal: AbortSignal | undefined },
   seconds: number[],
 ): Promise<RawImage> {
+  const { deadline, signal } = run;
   let current: Pixels = { raw: frame };
   for (const [index, step] of plan.steps.entries()) {
     signal?.throwIfAborted();
