@@ -8,14 +8,11 @@ import {
   type Logger,
   type OperationHandler,
 } from "@media-platform/observability";
-import { MediaUrlError, type MediaLimits, type PresetTable } from "@media-platform/contracts";
+import { DomainError, MediaUrlError, problemOf, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { CORS_HEADER_LIST, ifNoneMatchMatches, responseHeaders } from "./cache/entry";
-import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
+import { InvalidMediaUrlError, RequestCancelledError, RequestTimeoutError, StorageDownError } from "./delivery/errors";
 import { QueueFullError } from "./delivery/limiter";
-import { ResultTooLargeError } from "./delivery/result-size";
-import { CLIENT_SHARE_RETRY_AFTER_SECONDS, ClientShareExceededError } from "./delivery/client-share";
-import { AssetNotFoundError } from "./delivery/asset-not-found";
 import type { Delivery, SharedMiss } from "./delivery/rendition-service";
 import type { Departure } from "./delivery/single-flight";
 import type { ParsedMediaPath } from "./delivery/media-paths";
@@ -23,17 +20,9 @@ import type { AdmittedRequest } from "./delivery/admission";
 import { catalogRouter } from "./catalog";
 import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
 import { presetsRouter } from "./presets";
-import { FaceDetectionError } from "./faces";
 import type { MediaMetrics } from "./metrics";
-import { ProblemError, instanceOf, writeProblem } from "./problem";
+import { MEDIA_PROBLEMS, ProblemError, instanceOf, writeProblem } from "./problem";
 import type { MediaRouteDeps } from "./delivery/media-route";
-import {
-  ByteBudgetError,
-  InputPixelLimitError,
-  TransformationInputError,
-  UndecodableOriginalError,
-  UnsupportedOriginalError,
-} from "./render/errors";
 
 /*
  * HTTP contract of the media service (docs/media-urls.md), for the docs:
@@ -66,19 +55,21 @@ import {
  * 404  asset-not-found (no originals/<assetId>, or an id that is not a UUID while the rest of
  *      the URL is valid), not-found (other routes)
  * 405  method-not-allowed on a media URL (Allow: GET, HEAD)
- * 413  input-pixel-limit: the original has more pixels than LIMIT_INPUT_PIXELS; 413 because
- *      the content the URL names is larger than this deployment processes (errors[0].path
- *      is "LIMIT_INPUT_PIXELS"); result-too-large: the result is larger than
- *      MEDIA_MAX_RESULT_BYTES (remembered, so asking again renders nothing)
- * 422  undecodable-original: the stored original is corrupt or not a supported image;
- *      max-bytes-unreachable: no encode within the max-bytes budget (lower quality, then smaller sizes)
+ * 413  result-too-large: the result is larger than MEDIA_MAX_RESULT_BYTES (remembered, so asking
+ *      again renders nothing)
+ * 422  undecodable-image: the stored original is corrupt or not a supported image;
+ *      image-too-large: the original has more pixels than LIMIT_INPUT_PIXELS (errors[0].path is
+ *      "LIMIT_INPUT_PIXELS"); both are contracts' shared image problems, as management answers
+ *      them for an upload; max-bytes-unreachable: no encode within the max-bytes budget (lower
+ *      quality, then smaller sizes)
  * 429  client-share-exceeded: this client holds its MEDIA_CLIENT_SHARE of the render capacity
  *      (Retry-After: 1); cache hits are never refused
  * 503  overloaded (queue full, Retry-After: 1), timeout (MEDIA_REQUEST_TIMEOUT_MS,
  *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5),
  *      face-detection-unavailable (avatar's detector failed, Retry-After: 2)
  * 499  request-cancelled: the client disconnected (logged only; nobody receives it)
- * Every error is application/problem+json with Cache-Control: no-store and is never cached.
+ * Every error is application/problem+json with Cache-Control: no-store and is never cached. Each
+ * domain error carries a code; MEDIA_PROBLEMS (problem.ts) gives its status, type, title, headers.
  *
  * GET|HEAD /info/<steps>/<assetId>.<ext>[?render=1]: the rendition's facts as JSON (info/index.ts).
  *
@@ -98,14 +89,8 @@ import {
 /** Route label of media URLs in `http_request_duration_seconds` (never the raw path: no asset ids in labels). */
 export const ROUTE_MEDIA = "/:steps/:assetId.:ext";
 
-/** Retry-After (seconds) of the 503s. */
-export const RETRY_AFTER = {
-  queueFull: 1,
-  timeout: 2,
-  storage: 5,
-  faceDetection: 2,
-  clientShare: CLIENT_SHARE_RETRY_AFTER_SECONDS,
-} as const;
+/** Retry-After (seconds) of the answers a client may retry (problem.ts, with the problem table). */
+export { RETRY_AFTER } from "./problem";
 
 export interface MediaAppDeps {
   /** The media URL space (createMediaRoute); the app answers what the direct entry does not take. */
@@ -117,7 +102,6 @@ export interface MediaAppDeps {
   /** MEDIA_PRESETS_ONLY: 403 for every media URL that is not made of presets. */
   presetsOnly?: boolean;
   limits: MediaLimits;
-  limitInputPixels: number;
   metrics: MediaMetrics;
   logger: Logger;
   /** GET /healthz, /readyz and /metrics (createOperationRoutes), mounted first. */
@@ -354,14 +338,14 @@ export function answerFailure(
   req: IncomingMessage,
   res: ServerResponse,
   log: Logger,
-  deps: Pick<MediaAppDeps, "metrics" | "limitInputPixels">,
+  deps: Pick<MediaAppDeps, "metrics">,
 ): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   countFailure(err, deps);
-  const problem = toProblem(err, deps);
+  const problem = toProblem(err);
   const path = instanceOf(req.url);
   if (problem.slug === "internal-error") log.error({ err, method: req.method, path }, "unhandled error");
   writeProblem(res, problem, path, req.method === "HEAD");
@@ -375,93 +359,18 @@ function countFailure(err: unknown, deps: { metrics: Pick<MediaMetrics, "queueRe
 
 /**
  * Maps every failure to a problem, without side effects (counting is countFailure's, logging
- * the error handler's). Never leaks stack traces or internal messages.
+ * the error handler's): a domain error by its code in MEDIA_PROBLEMS (problem.ts); the errors of
+ * contracts' grammar and of the blob store first become the service's own. Never leaks stack
+ * traces or internal messages.
  */
-export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixels">): ProblemError {
+export function toProblem(err: unknown): ProblemError {
   if (err instanceof ProblemError) return err;
-  if (err instanceof AssetNotFoundError) {
-    return new ProblemError(404, "asset-not-found", err.message, { title: "Asset not found" });
-  }
-  if (err instanceof MediaUrlError) {
-    // A well-formed transformation on an id that cannot exist (not a UUID) names no asset: 404,
-    // as the management API answers for malformed ids. Any other issue is the caller's URL: 400.
-    if (err.issues.every((issue) => issue.path === "assetId")) {
-      return new ProblemError(404, "asset-not-found", "No asset has this id (asset ids are UUIDs)", {
-        title: "Asset not found",
-        errors: err.issues,
-      });
-    }
-    return new ProblemError(400, "invalid-media-url", err.message, { title: "Invalid media URL", errors: err.issues });
-  }
-  if (err instanceof TransformationInputError) {
-    return new ProblemError(400, "invalid-media-url", `${err.path}: ${err.message}`, {
-      title: "Transformation cannot apply to this image",
-      errors: [{ path: err.path, message: err.message }],
-    });
-  }
-  if (err instanceof InputPixelLimitError) {
-    return new ProblemError(
-      413,
-      "input-pixel-limit",
-      `The stored original has more pixels than this deployment processes (LIMIT_INPUT_PIXELS = ${deps.limitInputPixels})`,
-      {
-        title: "Original too large to process",
-        errors: [{ path: "LIMIT_INPUT_PIXELS", message: `at most ${deps.limitInputPixels} pixels` }],
-      },
-    );
-  }
-  if (err instanceof ByteBudgetError) {
-    return new ProblemError(422, "max-bytes-unreachable", err.message, {
-      title: "Result does not fit the byte budget",
-      errors: [
-        { path: "max-bytes.value", message: `no encode within ${err.budget} bytes (smallest: ${err.smallest})` },
-      ],
-    });
-  }
-  if (err instanceof UndecodableOriginalError || err instanceof UnsupportedOriginalError) {
-    return new ProblemError(422, "undecodable-original", err.message, { title: "Stored original cannot be processed" });
-  }
-  if (err instanceof QueueFullError) {
-    return new ProblemError(503, "overloaded", "Too many transformations are running or waiting; retry shortly", {
-      title: "Service overloaded",
-      headers: { "Retry-After": String(RETRY_AFTER.queueFull) },
-    });
-  }
-  if (err instanceof ResultTooLargeError) {
-    return new ProblemError(413, "result-too-large", err.message, {
-      title: "Result too large",
-      errors: [{ path: "MEDIA_MAX_RESULT_BYTES", message: `at most ${err.limit} bytes` }],
-    });
-  }
-  if (err instanceof ClientShareExceededError) {
-    return new ProblemError(429, "client-share-exceeded", `${err.message}; retry shortly`, {
-      title: "Too much render work from this client",
-      headers: { "Retry-After": String(RETRY_AFTER.clientShare) },
-    });
-  }
-  if (err instanceof RequestCancelledError) {
-    // Nobody reads this answer (the client has gone); it only keeps the access log truthful.
-    return new ProblemError(499, "request-cancelled", err.message, { title: "Client closed request" });
-  }
-  if (err instanceof RequestTimeoutError) {
-    return new ProblemError(503, "timeout", `${err.message} (MEDIA_REQUEST_TIMEOUT_MS); retry shortly`, {
-      title: "Transformation timed out",
-      headers: { "Retry-After": String(RETRY_AFTER.timeout) },
-    });
-  }
-  if (err instanceof FaceDetectionError) {
-    // The detector worker failed (crash, model load): transient, and nothing was cached.
-    return new ProblemError(503, "face-detection-unavailable", "Face detection is unavailable; retry shortly", {
-      title: "Face detection unavailable",
-      headers: { "Retry-After": String(RETRY_AFTER.faceDetection) },
-    });
-  }
-  if (err instanceof StorageUnavailableError) {
-    // Counted as dependency_errors_total{dependency="storage"} where the store failed (RenditionService).
-    return new ProblemError(503, "storage-unavailable", "The blob store is unavailable; retry shortly", {
-      title: "Storage unavailable",
-      headers: { "Retry-After": String(RETRY_AFTER.storage) },
-    });
-  }
-  return new ProblemError(500, "internal-error", "An unexpected error occurred");
+  const domain =
+    err instanceof MediaUrlError
+      ? InvalidMediaUrlError.of(err)
+      : err instanceof StorageUnavailableError
+        ? new StorageDownError({ cause: err })
+        : err;
+  const problem = domain instanceof DomainError ? problemOf(domain, MEDIA_PROBLEMS) : undefined;
+  return problem ?? new ProblemError(500, "internal-error", "An unexpected error occurred");
 }

@@ -204,7 +204,6 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     presets: options.presets,
     presetsOnly: options.presetsOnly,
     limits: options.limits,
-    limitInputPixels: options.limitInputPixels,
     metrics,
     logger,
     operations,
@@ -233,7 +232,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     const handler = operations.get(path);
     return handler && { path, handler };
   };
-  const failureDeps = { metrics, limitInputPixels: options.limitInputPixels };
+  const failureDeps = { metrics };
   const afterHotPath: HotPathNext = (req, res, memoryKey, start) => {
     // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
     // so even its final error handler's answer has it.

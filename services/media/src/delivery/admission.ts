@@ -1,9 +1,9 @@
 import type { MediaLimits, PresetTable, TransformationStep } from "@media-platform/contracts";
 import type { FormatNegotiator } from "../negotiation";
 import { presetsOnlyGate } from "../presets";
-import { ProblemError, instanceOf } from "../problem";
 import type { ConvertTo } from "../render/pipeline/render";
-import { ParsedMediaPaths, type ParsedMediaPath } from "./media-paths";
+import { InvalidMediaUrlError, QueryNotAllowedError } from "./errors";
+import { ParsedMediaPaths, pathOf, type ParsedMediaPath } from "./media-paths";
 import { queryRefused } from "./query-policy";
 import { requireSignature, type UrlSigner } from "./signing";
 
@@ -83,7 +83,7 @@ export class MediaAdmission {
   /** An image URL's request-target (`req.url`). */
   admit(target: string, context: AdmissionContext): AdmittedRequest {
     const { signer, presetsOnly } = this.rules;
-    const path = instanceOf(target);
+    const path = pathOf(target);
     const refused = presetsOnly ? presetsOnlyGate(target, signer !== undefined) : undefined;
     if (refused) throw refused;
     const cacheControl = signer ? requireSignature(signer, target) : undefined;
@@ -113,7 +113,7 @@ export class MediaAdmission {
    */
   admitInfo(target: string, accept: string | undefined, prefix: string): { request: AdmittedRequest; render: boolean } {
     const { signer, presetsOnly } = this.rules;
-    const mediaPath = instanceOf(target).slice(prefix.length);
+    const mediaPath = pathOf(target).slice(prefix.length);
     const refused = presetsOnly ? presetsOnlyGate(mediaPath) : undefined;
     if (refused) throw refused;
     const cacheControl = signer ? requireSignature(signer, target) : undefined;
@@ -168,12 +168,7 @@ function canonicalLink(canonical: string, query: string, signing: boolean): stri
  */
 function refuseQuery(path: string, query: string, signing: boolean, allowQuery: boolean): void {
   if (queryRefused(query !== "", allowQuery, signing)) {
-    throw new ProblemError(
-      400,
-      "query-not-allowed",
-      `This deployment refuses query strings on media URLs (MEDIA_ALLOW_QUERY=false); request ${path} instead`,
-      { title: "Query string not allowed", errors: [{ path: "query", message: "no query string is allowed" }] },
-    );
+    throw new QueryNotAllowedError(path);
   }
 }
 
@@ -184,19 +179,15 @@ function wantsRender(target: string): boolean {
   const query = new URLSearchParams(target.slice(q + 1));
   for (const name of query.keys()) {
     if (!["render", "sig", "exp", "v"].includes(name)) {
-      throw new ProblemError(400, "invalid-media-url", `unknown query parameter ${JSON.stringify(name)} on an info URL`, {
-        title: "Invalid media URL",
-        errors: [{ path: "query", message: "an info URL takes render=1 (and, signed, exp, v and sig)" }],
-      });
+      throw new InvalidMediaUrlError(`unknown query parameter ${JSON.stringify(name)} on an info URL`, [
+        { path: "query", message: "an info URL takes render=1 (and, signed, exp, v and sig)" },
+      ]);
     }
   }
   const render = query.get("render");
   if (render === null) return false;
   if (render !== "1") {
-    throw new ProblemError(400, "invalid-media-url", "render must be 1", {
-      title: "Invalid media URL",
-      errors: [{ path: "render", message: "render must be 1 (or left out)" }],
-    });
+    throw new InvalidMediaUrlError("render must be 1", [{ path: "render", message: "render must be 1 (or left out)" }]);
   }
   return true;
 }

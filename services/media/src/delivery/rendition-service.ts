@@ -25,7 +25,7 @@ import type { MediaMetrics } from "../metrics";
 import { usesFocalPoint } from "../render/pipeline/plan";
 import type { RenderFn, Rendition } from "../render/pipeline/render";
 import { OriginalSource } from "../render/pipeline/original";
-import { UndecodableOriginalError } from "../render/errors";
+import { UndecodableImageError, undecodableOriginal } from "../render/errors";
 import { overlayAssets } from "../render/transformations/overlay";
 import type { AdmittedRequest } from "./admission";
 import { AssetNotFoundError } from "./asset-not-found";
@@ -240,7 +240,9 @@ export class RenditionService {
         return { header: originalHeaderFields(meta) as OriginalHeader, contentType: blob.contentType };
       } catch (err) {
         if (err instanceof StorageUnavailableError) throw err;
-        throw new UndecodableOriginalError(err instanceof Error ? err.message.split("\n", 1)[0]! : String(err));
+        throw new UndecodableImageError(
+          undecodableOriginal(err instanceof Error ? err.message.split("\n", 1)[0]! : String(err)),
+        );
       } finally {
         await source.close();
       }

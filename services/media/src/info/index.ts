@@ -87,10 +87,7 @@ export function infoRouter(deps: InfoDeps): Router {
       const { request, render } = deps.admission.admitInfo(target, req.headers.accept, INFO_PREFIX);
       const { cacheControl, convertTo } = request;
       const { header, contentType } = await deps.service.originalHeader(request.assetId);
-      const planned = planRendition(
-        { header, contentType, steps: [...request.steps], convertTo },
-        deps.plan,
-      );
+      const planned = planRendition({ header, contentType, steps: [...request.steps], convertTo }, deps.plan);
       const body: Record<string, unknown> = {
         assetId: request.assetId,
         url: request.canonical,

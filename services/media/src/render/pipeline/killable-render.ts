@@ -5,12 +5,7 @@ import path from "node:path";
 import { FaceDetectionError } from "../../faces";
 import { PixelKernelError } from "../pixels/pool";
 import type { RenderCallOptions, RenderFn } from "./render";
-import {
-  InputPixelLimitError,
-  TransformationInputError,
-  UndecodableOriginalError,
-  UnsupportedOriginalError,
-} from "../errors";
+import { ImagePixelLimitError, TransformationInputError, UndecodableImageError } from "../errors";
 import { OriginalSource } from "./original";
 import type { RenderPlan } from "./plan";
 import type { RenderInput, Rendition } from "./render";
@@ -21,17 +16,16 @@ function reviveError(error: { name: string; message: string; [field: string]: un
   let revived: Error;
   switch (error.name) {
     case "TransformationInputError":
-      return new TransformationInputError(String(error.path), error.message);
-    case "InputPixelLimitError":
-      return new InputPixelLimitError(Number(error.limitInputPixels));
-    case "UnsupportedOriginalError":
-      return new UnsupportedOriginalError(String(error.contentType));
+      return new TransformationInputError(String(error.path), String(error.reason));
+    case "ImagePixelLimitError":
+      revived = new ImagePixelLimitError(Number(error.limitInputPixels), undefined, String(error.path));
+      break;
     case "FaceDetectionError":
-      return new FaceDetectionError(error.message);
+      return new FaceDetectionError(String(error.reason));
     case "PixelKernelError":
       return new PixelKernelError(String(error.kernel), error.message, error.causeName as string | undefined);
-    case "UndecodableOriginalError":
-      revived = new UndecodableOriginalError("");
+    case "UndecodableImageError":
+      revived = new UndecodableImageError("");
       break;
     default:
       revived = new Error();

@@ -16,10 +16,11 @@ import { keepFocalPointWhenSameSize } from "../transformations/transformation";
 import type { FaceDetector, OutputFormat, PixelWorkers, StepContext } from "../types";
 import {
   ByteBudgetError,
-  InputPixelLimitError,
+  ImagePixelLimitError,
   TransformationInputError,
-  UndecodableOriginalError,
-  UnsupportedOriginalError,
+  UndecodableImageError,
+  undecodableOriginal,
+  unsupportedOriginal,
 } from "../errors";
 import { isConvertible, type AutoFormat } from "../../negotiation";
 import { planRender, type PlannedStep, type RenderPlan } from "./plan";
@@ -120,7 +121,7 @@ export interface Rendition {
 /** The stored format's, but PNG for an SVG original (a pixel transformation has no SVG result). */
 export function outputFormatFor(contentType: string): OutputFormat {
   const format = formatOfMimeType(contentType);
-  if (!format) throw new UnsupportedOriginalError(contentType);
+  if (!format) throw new UndecodableImageError(unsupportedOriginal(contentType));
   return renditionFormatOf(format);
 }
 
@@ -143,9 +144,10 @@ const DECODE_ERROR =
 
 function mapSharpError(err: unknown, limitInputPixels: number): unknown {
   if (!(err instanceof Error) || err instanceof TransformationInputError) return err;
-  if (/exceeds pixel limit/i.test(err.message)) return new InputPixelLimitError(limitInputPixels, { cause: err });
+  if (/exceeds pixel limit/i.test(err.message))
+    return new ImagePixelLimitError(limitInputPixels, undefined, undefined, { cause: err });
   if (DECODE_ERROR.test(err.message))
-    return new UndecodableOriginalError(err.message.split("\n", 1)[0]!, { cause: err });
+    return new UndecodableImageError(undecodableOriginal(err.message.split("\n", 1)[0]!), { cause: err });
   return err;
 }
 
@@ -167,7 +169,7 @@ function withTimeout(image: sharp.Sharp, deadline: number | undefined): sharp.Sh
  * Decodes the original (EXIF orientation applied), applies the steps left to right and encodes
  * in the original's format, sRGB, metadata stripped. An animation is processed frame by frame
  * and stays animated, or gives one frame (see the Animations section below).
- * Errors: UnsupportedOriginalError / UndecodableOriginalError / InputPixelLimitError for a
+ * Errors: UndecodableImageError (unsupported or corrupt) / ImagePixelLimitError for a
  * bad original, TransformationInputError for parameters that cannot apply to this image,
  * the signal's reason when aborted.
  */
@@ -477,7 +479,9 @@ function framingOf(
   deps: Pick<RenderDeps, "maxAnimationFrames" | "limitInputPixels">,
 ): { oriented: { width: number; height: number }; animation: AnimationChoice } {
   const oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
-  if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
+  if (oriented.width * oriented.height > deps.limitInputPixels) {
+    throw new ImagePixelLimitError(deps.limitInputPixels, oriented);
+  }
   const animation =
     meta.pages > 1 || steps.some((step) => step.name === "frame")
       ? animationOf(meta.pages, oriented, steps, stored, deps)
@@ -510,7 +514,9 @@ function animationOf(
     );
   }
   // sharp's decompression-bomb guard holds for the whole strip of frames it decodes.
-  if (pages * frame.width * frame.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
+  if (pages * frame.width * frame.height > deps.limitInputPixels) {
+    throw new ImagePixelLimitError(deps.limitInputPixels, { width: frame.width, height: frame.height * pages });
+  }
   return { frames: pages };
 }
 
@@ -533,7 +539,9 @@ async function renderAnimation(
   const pages = header.pages ?? 1;
   const frameHeight = strip.height / pages;
   if (!Number.isInteger(frameHeight)) {
-    throw new UndecodableOriginalError(`${pages} frames do not divide the image height ${strip.height}`);
+    throw new UndecodableImageError(
+      undecodableOriginal(`${pages} frames do not divide the image height ${strip.height}`),
+    );
   }
   seconds[0]! += (performance.now() - start) / 1000;
   const frameBytes = strip.width * frameHeight * strip.channels;

@@ -215,12 +215,7 @@ interface SparseGrid {
  * (batch per bin, residual bins every `step`), and computes the cumulative count at a level
  * v as: clipped counts of levels <= v + batch * (v + 1) + min(residual, floor(v / step) + 1).
  */
-function sparseInterpolation(
-  src: Uint8Array,
-  dst: Uint8Array,
-  grid: SparseGrid,
-  n: Neighbours,
-): void {
+function sparseInterpolation(src: Uint8Array, dst: Uint8Array, grid: SparseGrid, n: Neighbours): void {
   const { width, height, extWidth, tilesX, tileW, tileH, colSrc, clip, lutScale } = grid;
   const { ind1, ind2, xa, xa1 } = n;
   const area = tileW * tileH;
