@@ -4,13 +4,15 @@ import {
   healthHandlers,
   metricsHandler,
   requestContext,
+  trackRequest,
   type HealthCheck,
   type Logger,
   type OperationHandler,
 } from "@media-platform/observability";
 import { DomainError, MediaUrlError, problemOf, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
-import { CORS_HEADER_LIST, ifNoneMatchMatches, responseHeaders } from "./cache/entry";
+import { CORS_HEADER_LIST, ifNoneMatchMatches, NOSNIFF, NOSNIFF_HEADER, responseHeaders } from "./cache/entry";
+import type { HotPathNext } from "./delivery/hot-path";
 import { InvalidMediaUrlError, RequestCancelledError, RequestTimeoutError, StorageDownError } from "./delivery/errors";
 import { QueueFullError } from "./delivery/limiter";
 import type { Delivery, SharedMiss } from "./delivery/rendition-service";
@@ -326,6 +328,42 @@ function answerRendition(
   res.writeHead(200, headers);
   res.end(req.method === "HEAD" ? undefined : entry.body);
   guardSend?.(res);
+}
+
+/**
+ * What the hot path does not answer (server.ts): a GET/HEAD of a valid media URL (a MISS,
+ * mostly) goes to the media route without Express, whose middleware stack was about a third of
+ * the main-thread time a MISS spent above a bare node:http server: same request context, same
+ * handler, same failure answer as inside the app. Probes and scrapes skip Express too
+ * (createOperationRoutes says why). Everything else, an invalid media URL included, is the app's.
+ */
+export function createDirectEntry(deps: {
+  route: MediaRoute;
+  operations: OperationRoutes;
+  app: Express;
+  logger: Logger;
+  metrics: MediaMetrics;
+}): HotPathNext {
+  const { route, operations, app, logger, metrics } = deps;
+  return (req, res, memoryKey, start) => {
+    // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
+    // so even its final error handler's answer has it.
+    res.setHeader(NOSNIFF_HEADER, NOSNIFF);
+    const parsed = route.match(req);
+    if (parsed === undefined) {
+      const path = req.method === "GET" || req.method === "HEAD" ? instanceOf(req.url) : undefined;
+      const operation = path === undefined ? undefined : operations.get(path);
+      if (operation === undefined || path === undefined) return app(req, res);
+      const tracked = trackRequest(req, res, { logger, metrics, route: () => path, quiet: true });
+      operation(req, res).catch((err: unknown) => answerFailure(err, req, res, tracked.log, deps));
+      return;
+    }
+    let log: Logger | undefined;
+    const track = () => (log ??= trackRequest(req, res, { logger, metrics, route: () => ROUTE_MEDIA }).log);
+    route
+      .serve(req, res, { parsed, memoryKey, start, track })
+      .catch((err: unknown) => answerFailure(err, req, res, track(), deps));
+  };
 }
 
 /**

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { FaceDetectionError } from "../../faces";
 import { PixelKernelError } from "../pixels/pool";
-import type { RenderCallOptions, RenderFn } from "./render";
+import { render, type RenderCallOptions, type RenderDeps, type RenderFn } from "./render";
 import { ImagePixelLimitError, TransformationInputError, UndecodableImageError } from "../errors";
 import { OriginalSource } from "./original";
 import type { RenderPlan } from "./plan";
@@ -232,7 +232,8 @@ class RenderDiverted extends Error {
  * same call as without isolation (no extra hop for the small renders that make most MISSes).
  * The plan comes from the original's stored header: an original without one stays in process.
  */
-export function isolatingRender(inProcess: RenderFn, pool: RenderProcessPool, minCost: number): RenderFn {
+export function isolatingRender(deps: RenderDeps, pool: RenderProcessPool, minCost: number): RenderFn {
+  const inProcess: RenderFn = (input, options) => render(input, deps, options);
   return async (input, options) => {
     if (!input.header) return inProcess(input, options);
     // The in-process render plans from the header (reading no byte of the original) and asks to be
