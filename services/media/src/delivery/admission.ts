@@ -4,7 +4,6 @@ import { presetsOnlyGate } from "../presets";
 import type { ConvertTo } from "../render/pipeline/render";
 import { InvalidMediaUrlError, QueryNotAllowedError } from "./errors";
 import { ParsedMediaPaths, pathOf, type ParsedMediaPath } from "./media-paths";
-import { queryRefused } from "./query-policy";
 import { requireSignature, type UrlSigner } from "./signing";
 
 /**
@@ -163,13 +162,13 @@ function canonicalLink(canonical: string, query: string, signing: boolean): stri
 }
 
 /**
- * With MEDIA_ALLOW_QUERY off, a query string (a cache buster) is refused, except the signature
- * on a signing deployment.
+ * MEDIA_ALLOW_QUERY=false refuses a media URL with a query string (a cache buster), except on a
+ * signing deployment: there the signature check has already limited the query to the signed
+ * parameters (exp, download) and sig, all covered by the signature. Without signing, `exp` is
+ * refused too (unsigned, it would mean nothing).
  */
 function refuseQuery(path: string, query: string, signing: boolean, allowQuery: boolean): void {
-  if (queryRefused(query !== "", allowQuery, signing)) {
-    throw new QueryNotAllowedError(path);
-  }
+  if (query !== "" && !allowQuery && !signing) throw new QueryNotAllowedError(path);
 }
 
 /** The query an info URL may carry besides the signature: `render=1`. */
