@@ -158,6 +158,13 @@ describe("import graph", () => {
     const graph = await graphOf(["services/media/src"]);
     expect(Object.keys(graph).filter((f) => f.startsWith("render/")).length).toBeGreaterThan(40);
     expect(upwardImports(graph, MEDIA_LAYERS)).toEqual([]);
+    // The domain's errors are data (a code): only the HTTP side maps them to problems (problem.ts).
+    const domain = /^(delivery|render|cache|eager|faces)\//;
+    const http = new Set(["problem.ts", "app.ts", "server.ts"]);
+    const domainToHttp = Object.entries(graph).flatMap(([from, imports]) =>
+      domain.test(from) ? imports.filter((to) => http.has(to)).map((to) => `${from} -> ${to}`) : [],
+    );
+    expect(domainToHttp).toEqual([]);
   }, 120_000);
 
   it("runs one way through the management service's layers, configuration and errors at the bottom", async () => {

@@ -4,37 +4,27 @@ import {
   healthHandlers,
   metricsHandler,
   requestContext,
+  trackRequest,
   type HealthCheck,
   type Logger,
   type OperationHandler,
 } from "@media-platform/observability";
-import { MediaUrlError, type MediaLimits, type PresetTable } from "@media-platform/contracts";
+import { DomainError, MediaUrlError, problemOf, type MediaLimits, type PresetTable } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
-import { CORS_HEADER_LIST, ifNoneMatchMatches, responseHeaders } from "./cache/entry";
-import { RequestCancelledError, RequestTimeoutError } from "./delivery/errors";
-import { queryRefused } from "./delivery/query-policy";
+import { CORS_HEADER_LIST, ifNoneMatchMatches, NOSNIFF, NOSNIFF_HEADER, responseHeaders } from "./cache/entry";
+import type { HotPathNext } from "./delivery/hot-path";
+import { InvalidMediaUrlError, RequestCancelledError, RequestTimeoutError, StorageDownError } from "./delivery/errors";
 import { QueueFullError } from "./delivery/limiter";
-import { ResultTooLargeError } from "./delivery/result-size";
-import { CLIENT_SHARE_RETRY_AFTER_SECONDS, ClientShareExceededError } from "./delivery/client-share";
-import { AssetNotFoundError } from "./delivery/asset-not-found";
-import type { SharedMiss } from "./delivery/rendition-service";
+import type { Delivery, SharedMiss } from "./delivery/rendition-service";
 import type { Departure } from "./delivery/single-flight";
-import { ParsedMediaPaths, type ParsedMediaPath } from "./delivery/media-paths";
-import { requireSignature } from "./delivery/signing";
+import type { ParsedMediaPath } from "./delivery/media-paths";
+import type { AdmittedRequest } from "./delivery/admission";
 import { catalogRouter } from "./catalog";
 import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
-import { presetsOnlyGate, presetsRouter } from "./presets";
-import { FaceDetectionError } from "./faces";
+import { presetsRouter } from "./presets";
 import type { MediaMetrics } from "./metrics";
-import { ProblemError, instanceOf, writeProblem } from "./problem";
+import { MEDIA_PROBLEMS, ProblemError, instanceOf, writeProblem } from "./problem";
 import type { MediaRouteDeps } from "./delivery/media-route";
-import {
-  ByteBudgetError,
-  InputPixelLimitError,
-  TransformationInputError,
-  UndecodableOriginalError,
-  UnsupportedOriginalError,
-} from "./render/errors";
 
 /*
  * HTTP contract of the media service (docs/media-urls.md), for the docs:
@@ -67,19 +57,21 @@ import {
  * 404  asset-not-found (no originals/<assetId>, or an id that is not a UUID while the rest of
  *      the URL is valid), not-found (other routes)
  * 405  method-not-allowed on a media URL (Allow: GET, HEAD)
- * 413  input-pixel-limit: the original has more pixels than LIMIT_INPUT_PIXELS; 413 because
- *      the content the URL names is larger than this deployment processes (errors[0].path
- *      is "LIMIT_INPUT_PIXELS"); result-too-large: the result is larger than
- *      MEDIA_MAX_RESULT_BYTES (remembered, so asking again renders nothing)
- * 422  undecodable-original: the stored original is corrupt or not a supported image;
- *      max-bytes-unreachable: no encode within the max-bytes budget (lower quality, then smaller sizes)
+ * 413  result-too-large: the result is larger than MEDIA_MAX_RESULT_BYTES (remembered, so asking
+ *      again renders nothing)
+ * 422  undecodable-image: the stored original is corrupt or not a supported image;
+ *      image-too-large: the original has more pixels than LIMIT_INPUT_PIXELS (errors[0].path is
+ *      "LIMIT_INPUT_PIXELS"); both are contracts' shared image problems, as management answers
+ *      them for an upload; max-bytes-unreachable: no encode within the max-bytes budget (lower
+ *      quality, then smaller sizes)
  * 429  client-share-exceeded: this client holds its MEDIA_CLIENT_SHARE of the render capacity
  *      (Retry-After: 1); cache hits are never refused
  * 503  overloaded (queue full, Retry-After: 1), timeout (MEDIA_REQUEST_TIMEOUT_MS,
  *      Retry-After: 2), storage-unavailable (blob store down, Retry-After: 5),
  *      face-detection-unavailable (avatar's detector failed, Retry-After: 2)
  * 499  request-cancelled: the client disconnected (logged only; nobody receives it)
- * Every error is application/problem+json with Cache-Control: no-store and is never cached.
+ * Every error is application/problem+json with Cache-Control: no-store and is never cached. Each
+ * domain error carries a code; MEDIA_PROBLEMS (problem.ts) gives its status, type, title, headers.
  *
  * GET|HEAD /info/<steps>/<assetId>.<ext>[?render=1]: the rendition's facts as JSON (info/index.ts).
  *
@@ -99,14 +91,8 @@ import {
 /** Route label of media URLs in `http_request_duration_seconds` (never the raw path: no asset ids in labels). */
 export const ROUTE_MEDIA = "/:steps/:assetId.:ext";
 
-/** Retry-After (seconds) of the 503s. */
-export const RETRY_AFTER = {
-  queueFull: 1,
-  timeout: 2,
-  storage: 5,
-  faceDetection: 2,
-  clientShare: CLIENT_SHARE_RETRY_AFTER_SECONDS,
-} as const;
+/** Retry-After (seconds) of the answers a client may retry (problem.ts, with the problem table). */
+export { RETRY_AFTER } from "./problem";
 
 export interface MediaAppDeps {
   /** The media URL space (createMediaRoute); the app answers what the direct entry does not take. */
@@ -118,7 +104,6 @@ export interface MediaAppDeps {
   /** MEDIA_PRESETS_ONLY: 403 for every media URL that is not made of presets. */
   presetsOnly?: boolean;
   limits: MediaLimits;
-  limitInputPixels: number;
   metrics: MediaMetrics;
   logger: Logger;
   /** GET /healthz, /readyz and /metrics (createOperationRoutes), mounted first. */
@@ -218,7 +203,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
       );
     }
     try {
-      await route.serve(req, res, req.log);
+      await route.serve(req, res, { track: () => req.log });
     } catch (err) {
       next(err);
     }
@@ -240,31 +225,36 @@ export function createMediaApp(deps: MediaAppDeps): Express {
 /** The media URL space: GET/HEAD of `/<step>[/<step>...]/<assetId>.<ext>`. */
 export interface MediaRoute {
   /**
-   * The parsed request when `req` is a GET or HEAD of a valid media URL, else undefined. Only
+   * The parsed path when `req` is a GET or HEAD of a valid media URL, else undefined. Only
    * these take the direct entry (server.ts): every other request, an invalid media URL included,
    * goes through the Express app, whose routes (`/original/...`, `/internal/...`) and problem
    * answers come first.
    */
   match(req: IncomingMessage): ParsedMediaPath | undefined;
   /**
-   * Answers a media URL: presets-only gate, signature, parse (unless `parsed` is given), canonical
-   * spelling, then the rendition (cache tiers, single-flight, render) or 304. Throws what it
-   * refuses; answerFailure turns that into the problem.
+   * Answers a media URL (the stages of a media request, in order; see serve's body). Throws what
+   * it refuses; answerFailure turns that into the problem.
    */
-  serve(
-    req: IncomingMessage,
-    res: ServerResponse,
-    log: Logger,
-    parsed?: ParsedMediaPath,
-    sharedMiss?: SharedMiss,
-  ): Promise<void>;
+  serve(req: IncomingMessage, res: ServerResponse, via: MediaEntry): Promise<void>;
+}
+
+/** How a media request reached the route. */
+export interface MediaEntry {
+  /** The path as the direct entry parsed it (MediaRoute.match); unset: admission parses it. */
+  parsed?: ParsedMediaPath;
+  /** The key the hot path looked up in the memory tier and missed; unset: not looked up. */
+  memoryKey?: string;
+  /** performance.now() when the hot path took the request. */
+  start?: number;
+  /**
+   * The request's logger, tracking the request from the first call on (the direct entry tracks
+   * it after the Redis tier, whose hits are the hot path's; the Express app already did).
+   */
+  track: () => Logger;
 }
 
 export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
-  const { service, signer, limits, negotiator } = deps;
-  const presets = deps.presets ?? {};
-  const allowQuery = deps.allowQuery ?? true;
-  const paths = new ParsedMediaPaths(presets, limits);
+  const { service, admission, negotiator, hotPath } = deps;
   return {
     match(req) {
       const method = req.method;
@@ -272,60 +262,107 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       const path = instanceOf(req.url);
       if (!looksLikeMediaPath(path)) return undefined;
       try {
-        return paths.parse(path);
+        return admission.paths.parse(path);
       } catch {
         return undefined;
       }
     },
-    async serve(req, res, log, parsed, sharedMiss) {
-      const target = req.url ?? "/";
-      const path = instanceOf(target);
+    async serve(req, res, via) {
       // First, so that every answer for the URL, problems included, says it depends on Accept.
       if (negotiator) res.setHeader("Vary", "Accept");
-      const refused = deps.presetsOnly ? presetsOnlyGate(target, signer !== undefined) : undefined;
-      if (refused) throw refused;
-      const cacheControl = signer ? requireSignature(signer, target) : undefined;
-      const { request, canonical } = parsed ?? paths.parse(path);
-      const query = target.length > path.length ? target.slice(path.length) : "";
-      refuseQuery(path, query, signer !== undefined, allowQuery);
-      // Another spelling of a valid path is served from the canonical spelling's entry, so one
-      // rendition has one entry whatever the client typed; the Link names that spelling.
-      const key = canonical === path ? target : canonical + query;
-      const link = canonical === path ? undefined : canonicalLink(canonical, query, signer !== undefined);
-      const bucket = negotiator?.bucket(req.headers.accept);
+      // 1. The memory tier: the hot path (delivery/hot-path.ts) looked `via.memoryKey` up.
+      // 2. Admission: presets gate, signature, parse, query policy, cache key; each once.
+      const admitted = admission.admit(req.url ?? "/", {
+        accept: req.headers.accept,
+        client: deps.clientOf?.(req),
+        parsed: via.parsed,
+      });
+      const memoryMissed = via.memoryKey === admitted.key;
+      // 3. The Redis tier, for the canonical spelling the hot path missed (another spelling is
+      //    answered with its Link, by the flight's own lookup); a hit is answered as the hot path's.
+      let sharedMiss: SharedMiss | undefined;
+      if (memoryMissed && admitted.link === undefined && hotPath && service.sharedReady) {
+        const found = await service.lookupShared(admitted).catch(() => undefined);
+        if (found && "entry" in found) {
+          const start = via.start ?? performance.now();
+          return hotPath.answerShared({ req, res, entry: found.entry, cacheControl: admitted.cacheControl, start });
+        }
+        sharedMiss = found?.miss;
+      }
+      // 4. The flight: single-flight, Redis claim, render in a slot, store (RenditionService).
+      const log = via.track();
       // A client that disconnects leaves its wait; the render stops when no other client waits.
       const departure: Departure = (leave) =>
         res.once("close", () => {
           if (!res.writableFinished) leave(new RequestCancelledError());
         });
-      const client = deps.clientOf?.(req);
-      const { entry, xCache } = await service.deliver(
-        bucket ? `${key}#${bucket}` : key,
-        bucket || client !== undefined
-          ? { ...request, client, ...(bucket && { convertTo: { format: bucket, avifEffort: deps.avifEffort } }) }
-          : request,
-        log,
-        departure,
-        // The hot path looked the target as sent up in Redis; another spelling's key is not that one.
-        link === undefined ? sharedMiss : undefined,
-      );
-      if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
-        res.writeHead(304, {
-          ...entry.notModifiedHeaders,
-          "X-Cache": xCache,
-          ...(cacheControl && { "Cache-Control": cacheControl }),
-          ...(link && { Link: link }),
-        });
-        res.end();
-        return;
-      }
-      const headers = responseHeaders(entry, xCache);
-      if (cacheControl) headers["Cache-Control"] = cacheControl;
-      if (link) headers.Link = link;
-      res.writeHead(200, headers);
-      res.end(req.method === "HEAD" ? undefined : entry.body);
-      deps.guardSend?.(res);
+      const delivery = await service.deliver(admitted, { log, departure, memoryMissed, sharedMiss });
+      // 5. The answer.
+      answerRendition(req, res, admitted, delivery, deps.guardSend);
     },
+  };
+}
+
+/** Writes a delivered rendition (or its 304) with the admitted request's own headers. */
+function answerRendition(
+  req: IncomingMessage,
+  res: ServerResponse,
+  admitted: AdmittedRequest,
+  { entry, xCache }: Delivery,
+  guardSend: ((res: ServerResponse) => void) | undefined,
+): void {
+  const { cacheControl, link } = admitted;
+  if (ifNoneMatchMatches(req.headers["if-none-match"], entry.etag)) {
+    res.writeHead(304, {
+      ...entry.notModifiedHeaders,
+      "X-Cache": xCache,
+      ...(cacheControl && { "Cache-Control": cacheControl }),
+      ...(link && { Link: link }),
+    });
+    res.end();
+    return;
+  }
+  const headers = responseHeaders(entry, xCache);
+  if (cacheControl) headers["Cache-Control"] = cacheControl;
+  if (link) headers.Link = link;
+  res.writeHead(200, headers);
+  res.end(req.method === "HEAD" ? undefined : entry.body);
+  guardSend?.(res);
+}
+
+/**
+ * What the hot path does not answer (server.ts): a GET/HEAD of a valid media URL (a MISS,
+ * mostly) goes to the media route without Express, whose middleware stack was about a third of
+ * the main-thread time a MISS spent above a bare node:http server: same request context, same
+ * handler, same failure answer as inside the app. Probes and scrapes skip Express too
+ * (createOperationRoutes says why). Everything else, an invalid media URL included, is the app's.
+ */
+export function createDirectEntry(deps: {
+  route: MediaRoute;
+  operations: OperationRoutes;
+  app: Express;
+  logger: Logger;
+  metrics: MediaMetrics;
+}): HotPathNext {
+  const { route, operations, app, logger, metrics } = deps;
+  return (req, res, memoryKey, start) => {
+    // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
+    // so even its final error handler's answer has it.
+    res.setHeader(NOSNIFF_HEADER, NOSNIFF);
+    const parsed = route.match(req);
+    if (parsed === undefined) {
+      const path = req.method === "GET" || req.method === "HEAD" ? instanceOf(req.url) : undefined;
+      const operation = path === undefined ? undefined : operations.get(path);
+      if (operation === undefined || path === undefined) return app(req, res);
+      const tracked = trackRequest(req, res, { logger, metrics, route: () => path, quiet: true });
+      operation(req, res).catch((err: unknown) => answerFailure(err, req, res, tracked.log, deps));
+      return;
+    }
+    let log: Logger | undefined;
+    const track = () => (log ??= trackRequest(req, res, { logger, metrics, route: () => ROUTE_MEDIA }).log);
+    route
+      .serve(req, res, { parsed, memoryKey, start, track })
+      .catch((err: unknown) => answerFailure(err, req, res, track(), deps));
   };
 }
 
@@ -339,41 +376,17 @@ export function answerFailure(
   req: IncomingMessage,
   res: ServerResponse,
   log: Logger,
-  deps: Pick<MediaAppDeps, "metrics" | "limitInputPixels">,
+  deps: Pick<MediaAppDeps, "metrics">,
 ): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   countFailure(err, deps);
-  const problem = toProblem(err, deps);
+  const problem = toProblem(err);
   const path = instanceOf(req.url);
   if (problem.slug === "internal-error") log.error({ err, method: req.method, path }, "unhandled error");
   writeProblem(res, problem, path, req.method === "HEAD");
-}
-
-/**
- * `Link: <canonical>; rel="canonical"` for another spelling of a valid path. The query string
- * stays, except on a signing deployment: its signature covers the path as sent, not the
- * canonical one, so the client signs that path itself.
- */
-function canonicalLink(canonical: string, query: string, signing: boolean): string {
-  return `<${signing ? canonical : canonical + query}>; rel="canonical"`;
-}
-
-/**
- * With MEDIA_ALLOW_QUERY off, a query string (a cache buster) is refused, except the signature
- * on a signing deployment.
- */
-function refuseQuery(path: string, query: string, signing: boolean, allowQuery: boolean): void {
-  if (queryRefused(query !== "", allowQuery, signing)) {
-    throw new ProblemError(
-      400,
-      "query-not-allowed",
-      `This deployment refuses query strings on media URLs (MEDIA_ALLOW_QUERY=false); request ${path} instead`,
-      { title: "Query string not allowed", errors: [{ path: "query", message: "no query string is allowed" }] },
-    );
-  }
 }
 
 /** Counts the failures that have their own series (rejections at the queue, timeouts). */
@@ -384,93 +397,18 @@ function countFailure(err: unknown, deps: { metrics: Pick<MediaMetrics, "queueRe
 
 /**
  * Maps every failure to a problem, without side effects (counting is countFailure's, logging
- * the error handler's). Never leaks stack traces or internal messages.
+ * the error handler's): a domain error by its code in MEDIA_PROBLEMS (problem.ts); the errors of
+ * contracts' grammar and of the blob store first become the service's own. Never leaks stack
+ * traces or internal messages.
  */
-export function toProblem(err: unknown, deps: Pick<MediaAppDeps, "limitInputPixels">): ProblemError {
+export function toProblem(err: unknown): ProblemError {
   if (err instanceof ProblemError) return err;
-  if (err instanceof AssetNotFoundError) {
-    return new ProblemError(404, "asset-not-found", err.message, { title: "Asset not found" });
-  }
-  if (err instanceof MediaUrlError) {
-    // A well-formed transformation on an id that cannot exist (not a UUID) names no asset: 404,
-    // as the management API answers for malformed ids. Any other issue is the caller's URL: 400.
-    if (err.issues.every((issue) => issue.path === "assetId")) {
-      return new ProblemError(404, "asset-not-found", "No asset has this id (asset ids are UUIDs)", {
-        title: "Asset not found",
-        errors: err.issues,
-      });
-    }
-    return new ProblemError(400, "invalid-media-url", err.message, { title: "Invalid media URL", errors: err.issues });
-  }
-  if (err instanceof TransformationInputError) {
-    return new ProblemError(400, "invalid-media-url", `${err.path}: ${err.message}`, {
-      title: "Transformation cannot apply to this image",
-      errors: [{ path: err.path, message: err.message }],
-    });
-  }
-  if (err instanceof InputPixelLimitError) {
-    return new ProblemError(
-      413,
-      "input-pixel-limit",
-      `The stored original has more pixels than this deployment processes (LIMIT_INPUT_PIXELS = ${deps.limitInputPixels})`,
-      {
-        title: "Original too large to process",
-        errors: [{ path: "LIMIT_INPUT_PIXELS", message: `at most ${deps.limitInputPixels} pixels` }],
-      },
-    );
-  }
-  if (err instanceof ByteBudgetError) {
-    return new ProblemError(422, "max-bytes-unreachable", err.message, {
-      title: "Result does not fit the byte budget",
-      errors: [
-        { path: "max-bytes.value", message: `no encode within ${err.budget} bytes (smallest: ${err.smallest})` },
-      ],
-    });
-  }
-  if (err instanceof UndecodableOriginalError || err instanceof UnsupportedOriginalError) {
-    return new ProblemError(422, "undecodable-original", err.message, { title: "Stored original cannot be processed" });
-  }
-  if (err instanceof QueueFullError) {
-    return new ProblemError(503, "overloaded", "Too many transformations are running or waiting; retry shortly", {
-      title: "Service overloaded",
-      headers: { "Retry-After": String(RETRY_AFTER.queueFull) },
-    });
-  }
-  if (err instanceof ResultTooLargeError) {
-    return new ProblemError(413, "result-too-large", err.message, {
-      title: "Result too large",
-      errors: [{ path: "MEDIA_MAX_RESULT_BYTES", message: `at most ${err.limit} bytes` }],
-    });
-  }
-  if (err instanceof ClientShareExceededError) {
-    return new ProblemError(429, "client-share-exceeded", `${err.message}; retry shortly`, {
-      title: "Too much render work from this client",
-      headers: { "Retry-After": String(RETRY_AFTER.clientShare) },
-    });
-  }
-  if (err instanceof RequestCancelledError) {
-    // Nobody reads this answer (the client has gone); it only keeps the access log truthful.
-    return new ProblemError(499, "request-cancelled", err.message, { title: "Client closed request" });
-  }
-  if (err instanceof RequestTimeoutError) {
-    return new ProblemError(503, "timeout", `${err.message} (MEDIA_REQUEST_TIMEOUT_MS); retry shortly`, {
-      title: "Transformation timed out",
-      headers: { "Retry-After": String(RETRY_AFTER.timeout) },
-    });
-  }
-  if (err instanceof FaceDetectionError) {
-    // The detector worker failed (crash, model load): transient, and nothing was cached.
-    return new ProblemError(503, "face-detection-unavailable", "Face detection is unavailable; retry shortly", {
-      title: "Face detection unavailable",
-      headers: { "Retry-After": String(RETRY_AFTER.faceDetection) },
-    });
-  }
-  if (err instanceof StorageUnavailableError) {
-    // Counted as dependency_errors_total{dependency="storage"} where the store failed (RenditionService).
-    return new ProblemError(503, "storage-unavailable", "The blob store is unavailable; retry shortly", {
-      title: "Storage unavailable",
-      headers: { "Retry-After": String(RETRY_AFTER.storage) },
-    });
-  }
-  return new ProblemError(500, "internal-error", "An unexpected error occurred");
+  const domain =
+    err instanceof MediaUrlError
+      ? InvalidMediaUrlError.of(err)
+      : err instanceof StorageUnavailableError
+        ? new StorageDownError({ cause: err })
+        : err;
+  const problem = domain instanceof DomainError ? problemOf(domain, MEDIA_PROBLEMS) : undefined;
+  return problem ?? new ProblemError(500, "internal-error", "An unexpected error occurred");
 }

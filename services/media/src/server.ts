@@ -1,33 +1,30 @@
 import http from "node:http";
 import { Router, type Express } from "express";
 import { PURGE_SECRET_FILE } from "@media-platform/contracts";
-import { createLogger, trackRequest, type CloseHook, type Logger } from "@media-platform/observability";
+import { createLogger, type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createBlobStore, embeddedSharedSecret, type BlobStore } from "@media-platform/storage";
-import { answerFailure, createMediaApp, createMediaRoute, createOperationRoutes, ROUTE_MEDIA } from "./app";
-import { NOSNIFF, NOSNIFF_HEADER } from "./cache/entry";
+import { createDirectEntry, createMediaApp, createMediaRoute, createOperationRoutes } from "./app";
 import { MemoryCache } from "./cache/memory-cache";
 import { RedisCache } from "./cache/redis-cache";
 import { loadMediaConfig, type MediaConfig } from "./config";
 import { ClientShare, clientIdentity } from "./delivery/client-share";
 import { sendTimeout } from "./delivery/send-timeout";
-import { createHotPath, type HotPathNext } from "./delivery/hot-path";
+import { createHotPath } from "./delivery/hot-path";
 import { Limiter, WorkGate } from "./delivery/limiter";
-import { ParsedMediaPaths } from "./delivery/media-paths";
+import { MediaAdmission } from "./delivery/admission";
 import { RenditionService } from "./delivery/rendition-service";
 import type { RenderFn } from "./render/pipeline/render";
 import { UrlSigner } from "./delivery/signing";
 import { createMediaMetrics, type MediaCounters, type MediaMetrics } from "./metrics";
 import { FormatNegotiator } from "./negotiation";
 import { presetsOnlyGate } from "./presets";
-import { instanceOf } from "./problem";
 import { AssetPurger } from "./purge/asset-purger";
 import { bearerAuthorization, purgeRouter } from "./purge/router";
 import { infoRouter } from "./info";
-import { overlayAssets, overlayAssetsOfKey } from "./render/transformations/overlay";
 import { EagerRenderer } from "./eager/eager-renders";
 import { eagerRouter } from "./eager/router";
-import { DecodedImages } from "./render/pipeline/decoded-images";
+import type { DecodedImages } from "./render/pipeline/decoded-images";
 
 /** Behaviour settings of one server: the fields of MediaConfig it uses, so a config can be passed as is. */
 export type MediaServerOptions = Pick<
@@ -156,29 +153,31 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     requestTimeoutMs: options.requestTimeoutMs,
     maxResultBytes: options.maxResultBytes,
     redactFacesAlways: options.redactFacesAlways,
-    overlaysOfKey: overlaysOfKeyWith(new ParsedMediaPaths(options.presets, options.limits)),
+  });
+  // The rules a media URL is admitted by: the image URL and its GET /info twin share them.
+  const admission = new MediaAdmission({
+    presets: options.presets,
+    presetsOnly: options.presetsOnly,
+    signer,
+    allowQuery: options.allowQuery,
+    negotiator,
+    avifEffort: options.avifEffort,
+    limits: options.limits,
   });
   const eager = new EagerRenderer({
     service,
-    paths: new ParsedMediaPaths(options.presets, options.limits),
+    admission,
     presets: options.eagerPresets,
     purger,
     metrics,
     logger,
   });
-  // The rules a media URL is read by: the image URL and its GET /info twin share them.
-  const urlRules = {
-    service,
-    presets: options.presets,
-    presetsOnly: options.presetsOnly,
-    negotiator,
-    avifEffort: options.avifEffort,
-    signer,
-    limits: options.limits,
-  };
+  const hotPath = createHotPath({ guardSend, memory, signer, metrics, negotiator });
   const route = createMediaRoute({
-    ...urlRules,
-    allowQuery: options.allowQuery,
+    service,
+    admission,
+    negotiator,
+    hotPath: redis ? hotPath : undefined,
     clientOf: options.clientShare < 1 ? clientIdentity(options.trustedProxies) : undefined,
     guardSend,
   });
@@ -203,7 +202,6 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     presets: options.presets,
     presetsOnly: options.presetsOnly,
     limits: options.limits,
-    limitInputPixels: options.limitInputPixels,
     metrics,
     logger,
     operations,
@@ -214,50 +212,22 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
         )
       : undefined,
     infoRouter: infoRouter({
-      ...urlRules,
+      service,
+      admission,
+      negotiator,
       cachePolicy: options.cachePolicy,
-      plan: { limitInputPixels: options.limitInputPixels, maxAnimationFrames: options.maxAnimationFrames },
+      plan: {
+        limitInputPixels: options.limitInputPixels,
+        maxAnimationFrames: options.maxAnimationFrames,
+        limits: options.limits,
+        avifEffort: options.avifEffort,
+      },
     }),
   });
-  const hotPath = createHotPath({
-    guardSend,
-    memory,
-    signer,
-    metrics,
-    negotiator,
-    shared: redis
-      ? { service, ready: () => redis.ready, presetsOnly: options.presetsOnly, allowQuery: options.allowQuery }
-      : undefined,
-  });
-  const operationOf = (req: http.IncomingMessage) => {
-    if (req.method !== "GET" && req.method !== "HEAD") return undefined;
-    const path = instanceOf(req.url);
-    const handler = operations.get(path);
-    return handler && { path, handler };
-  };
-  const failureDeps = { metrics, limitInputPixels: options.limitInputPixels };
-  const afterHotPath: HotPathNext = (req, res, sharedMiss) => {
-    // Every other response (MISS, errors, probes, /metrics) carries it too; set before Express
-    // so even its final error handler's answer has it.
-    res.setHeader(NOSNIFF_HEADER, NOSNIFF);
-    // A valid media URL (a MISS, mostly) skips Express: its middleware stack was about a third
-    // of the main-thread time a MISS spent above a bare node:http server. Same request context,
-    // same handler, same failure answer as inside the app.
-    const parsed = route.match(req);
-    if (parsed === undefined) {
-      // Probes and scrapes skip Express too (createOperationRoutes says why); same handlers.
-      const operation = operationOf(req);
-      if (operation === undefined) return app(req, res);
-      const tracked = trackRequest(req, res, { logger, metrics, route: () => operation.path, quiet: true });
-      operation.handler(req, res).catch((err: unknown) => answerFailure(err, req, res, tracked.log, failureDeps));
-      return;
-    }
-    const { log } = trackRequest(req, res, { logger, metrics, route: () => ROUTE_MEDIA });
-    route
-      .serve(req, res, log, parsed, sharedMiss)
-      .catch((err: unknown) => answerFailure(err, req, res, log, failureDeps));
-  };
-  const server = http.createServer((req, res) => hotPath(req, res, afterHotPath));
+  // The stages of a request: the hot path (memory tier), then the direct entry (media route:
+  // admission, Redis tier, flight, answer; probes), then the Express app for everything else.
+  const directEntry = createDirectEntry({ route, operations, app, logger, metrics });
+  const server = http.createServer((req, res) => hotPath.handle(req, res, directEntry));
 
   const closeHooks: CloseHook[] = [
     ...(redis ? [{ name: "redis", close: () => redis.close() }] : []),
@@ -322,48 +292,12 @@ export async function startMedia(
 ): Promise<RunningMedia> {
   const logger = overrides.logger ?? createLogger({ service: "media", level: config.logLevel });
   const store = overrides.store ?? createBlobStore(config.storage);
-  const closeHooks: CloseHook[] = [];
-  let render = overrides.render;
-  let decoded: DecodedImages | undefined;
-  if (!render) {
-    // Loaded here, not at module load, so in-process tests with an injected render never start workers.
-    const pipeline = require("./render/pipeline/render") as typeof import("./render/pipeline/render");
-    const { createPixelWorkers } = require("./render/pixels/pool") as typeof import("./render/pixels/pool");
-    const { createFaceDetector } = require("./faces/index") as typeof import("./faces/index");
-    pipeline.configureSharp({ concurrency: config.vipsConcurrency });
-    const pixels = createPixelWorkers({
-      size: config.workers > 0 ? config.workers : undefined,
-      taskTimeoutMs: config.requestTimeoutMs,
-    });
-    const faces = createFaceDetector();
-    decoded = config.decodedCacheBytes > 0 ? new DecodedImages(config.decodedCacheBytes) : undefined;
-    const renderDeps = {
-      decoded,
-      pixels,
-      faces,
-      limits: config.limits,
-      limitInputPixels: config.limitInputPixels,
-      avifEffort: config.avifEffort,
-      maxAnimationFrames: config.maxAnimationFrames,
-      autoQualityTarget: config.autoQualityTarget,
-    };
-    const inProcess: RenderFn = (input, options) => pipeline.render(input, renderDeps, options);
-    const { RenderProcessPool, isolatingRender } =
-      require("./render/pipeline/killable-render") as typeof import("./render/pipeline/killable-render");
-    const renderProcesses = new RenderProcessPool(config.renderProcesses, {
-      limits: config.limits,
-      limitInputPixels: config.limitInputPixels,
-      avifEffort: config.avifEffort,
-      maxAnimationFrames: config.maxAnimationFrames,
-      vipsConcurrency: config.vipsConcurrency,
-      pixelWorkers: 1,
-      requestTimeoutMs: config.requestTimeoutMs,
-    });
-    render = isolatingRender(inProcess, renderProcesses, config.isolatedRenderCost);
-    closeHooks.push({ name: "render processes", close: () => renderProcesses.close() });
-    closeHooks.push({ name: "pixel workers", close: () => pixels.close() });
-    closeHooks.push({ name: "face detector", close: () => faces.close() });
-  }
+  // Loaded here, not at module load, so in-process tests with an injected render never start workers.
+  const { render, decoded, closeHooks } = overrides.render
+    ? { render: overrides.render, decoded: undefined, closeHooks: [] }
+    : (
+        require("./render/pipeline/service-render") as typeof import("./render/pipeline/service-render")
+      ).createServiceRender(config);
   const media = createMediaServer({
     store,
     render,
@@ -385,19 +319,4 @@ export async function startMedia(
     "media service listening",
   );
   return { url, media, logger, closeHooks: media.closeHooks, close: () => media.close() };
-}
-
-/**
- * The overlay asset ids of a cache key (a stored request-target, maybe with its `#<format>` bucket),
- * presets expanded: only keys that name an overlay or a preset are parsed.
- */
-function overlaysOfKeyWith(paths: ParsedMediaPaths): (key: string) => readonly string[] {
-  return (key) => {
-    if (!/(?:^|\/)preset:/i.test(key)) return overlayAssetsOfKey(key);
-    try {
-      return overlayAssets(paths.parse(key.replace(/#.*$/, "")).request.steps);
-    } catch {
-      return overlayAssetsOfKey(key);
-    }
-  };
 }

@@ -8,7 +8,7 @@ import { originalKey } from "@media-platform/storage";
 import { loadMediaConfig } from "../src/config";
 import type { RenderFn } from "../src/render/pipeline/render";
 import { render, type RenderDeps } from "../src/render/pipeline/render";
-import { InputPixelLimitError, TransformationInputError } from "../src/render/errors";
+import { ImagePixelLimitError, TransformationInputError } from "../src/render/errors";
 import { createPixelWorkers, type PixelWorkerPool } from "../src/render/pixels/pool";
 import { transformations } from "../src/render/transformations";
 import { startTestMedia, type TestMedia } from "./support/media-server";
@@ -347,12 +347,12 @@ describe("limits, checked before decoding", () => {
     expect(reads).toBe(0);
   });
 
-  it("holds LIMIT_INPUT_PIXELS to all the frames decoded (413 before decoding); one frame still renders", async () => {
+  it("holds LIMIT_INPUT_PIXELS to all the frames decoded (refused before decoding); one frame still renders", async () => {
     const bytes = corpus("rotating-squares.gif");
     const deps = depsWith(defaultMediaLimits, undefined, 80 * 80 * 29);
     const steps = [{ name: "grayscale" as const, params: {} }];
     await expect(render({ original: bytes, contentType: "image/gif", steps, cacheKey: "k" }, deps)).rejects.toThrow(
-      InputPixelLimitError,
+      ImagePixelLimitError,
     );
     const poster = await render(
       {

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import sharp from "sharp";
 import { originalKey } from "@media-platform/storage";
 import { loadMediaConfig, MediaConfigError } from "../src/config";
+import { renditionKey } from "../src/delivery/admission";
 import { FormatNegotiator } from "../src/negotiation";
 import { countingRender, startTestMedia, type TestMedia } from "./support/media-server";
 
@@ -25,10 +26,11 @@ describe("FormatNegotiator", () => {
 
   it("keys on the bucket, never the raw Accept; no bucket keeps the bare target", () => {
     const n = new FormatNegotiator(["avif", "webp"]);
-    expect(n.cacheKey("/grayscale/x.jpg", CHROME)).toBe("/grayscale/x.jpg#avif");
-    expect(n.cacheKey("/grayscale/x.jpg", CHROME_OTHER)).toBe("/grayscale/x.jpg#avif");
-    expect(n.cacheKey("/grayscale/x.jpg", SAFARI_OLD)).toBe("/grayscale/x.jpg#webp");
-    expect(n.cacheKey("/grayscale/x.jpg", "*/*")).toBe("/grayscale/x.jpg");
+    const key = (accept: string) => renditionKey("/grayscale/x.jpg", n.bucket(accept));
+    expect(key(CHROME)).toBe("/grayscale/x.jpg#avif");
+    expect(key(CHROME_OTHER)).toBe("/grayscale/x.jpg#avif");
+    expect(key(SAFARI_OLD)).toBe("/grayscale/x.jpg#webp");
+    expect(key("*/*")).toBe("/grayscale/x.jpg");
   });
 });
 

@@ -80,7 +80,8 @@ describe("originals read from the filesystem store", () => {
     try {
       const pipeline = jest.spyOn(sharp.prototype, "toBuffer");
       const res = await fetch(`${base}/grayscale/${id}.jpg`);
-      expect(res.status).toBe(413);
+      expect(res.status).toBe(422);
+      expect(((await res.json()) as { type: string }).type).toBe("https://media-platform.dev/problems/image-too-large");
       expect(pipeline).not.toHaveBeenCalled();
     } finally {
       await tight.close();

@@ -342,6 +342,10 @@ describe("media errors are problem+json, never cached", () => {
     await media.store.put(originalKey(id), await readFile(path.join(FIXTURES_DIR, "truncated.jpg")), "image/jpeg");
     const body = await expectProblem(`/thumbnail:size=100/${id}.jpg`, 422);
     expect(body!.detail).toMatch(/cannot be decoded/);
+    expect([body!.type, body!.title]).toEqual([
+      "https://media-platform.dev/problems/undecodable-image",
+      "Image cannot be decoded",
+    ]);
     // A JPEG cut mid-stream: the header decodes, the pixels do not.
     const half = randomUUID();
     const rocket = await readFile(path.join(FIXTURES_DIR, "rocket.jpg"));
@@ -376,16 +380,20 @@ describe("media errors are problem+json, never cached", () => {
 });
 
 describe("input pixel limit", () => {
-  it("answers 413 naming LIMIT_INPUT_PIXELS for an original above it", async () => {
+  it("answers 422 image-too-large naming LIMIT_INPUT_PIXELS for an original above it", async () => {
     const media = await startTestMedia({ render: pipelineRender(undefined, 1000), limitInputPixels: 1000 });
     try {
       const id = await media.store.putFixture("astronaut.png");
       const res = await request(media.server).get(`/thumbnail:size=100/${id}.png`);
-      expect(res.status).toBe(413);
+      expect(res.status).toBe(422);
       expect(res.headers["cache-control"]).toBe("no-store");
       const body = JSON.parse(res.text);
-      expect(body.detail).toContain("LIMIT_INPUT_PIXELS");
-      expect(body.errors[0].path).toBe("LIMIT_INPUT_PIXELS");
+      expect(body.type).toBe("https://media-platform.dev/problems/image-too-large");
+      expect(body.title).toBe("Image too large to process");
+      expect(body.detail).toBe("The image exceeds the decoder limit of 1000 pixels (LIMIT_INPUT_PIXELS)");
+      expect(body.errors).toEqual([
+        { path: "LIMIT_INPUT_PIXELS", message: "must have at most 1000 pixels (LIMIT_INPUT_PIXELS)" },
+      ]);
     } finally {
       await media.close();
     }

@@ -389,7 +389,7 @@ describe("clahe", () => {
       .raw()
       .toBuffer({ resolveWithObject: true });
     const { tilesX, tilesY } = claheGrid(info.width, info.height, tileSize);
-    const ours = claheChannel(data, info.width, info.height, clipLimit, tilesX, tilesY);
+    const ours = claheChannel(data, info.width, info.height, { clipLimit, tilesX, tilesY });
     const opencv = await sharp(path.join(REFERENCE, file)).extractChannel(0).raw().toBuffer();
     expect(Buffer.from(ours).equals(opencv)).toBe(true);
   });
@@ -412,7 +412,7 @@ describe("clahe", () => {
         .toBuffer({ resolveWithObject: true });
       const { width, height } = input.info;
       const { tilesX, tilesY } = claheGrid(width, height, tileSize);
-      const ours = claheChannel(input.data, width, height, clipLimit, tilesX, tilesY);
+      const ours = claheChannel(input.data, width, height, { clipLimit, tilesX, tilesY });
       const opencv = await sharp(path.join(REFERENCE, `clahe-random-${size}-c${clipLimit}-t${tileSize}.png`))
         .extractChannel(0)
         .raw()

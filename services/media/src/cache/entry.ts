@@ -113,7 +113,7 @@ export function makeEntry(body: Buffer, contentType: string, etag = etagOf(body)
   }
   notModifiedHeaderList.push("X-Cache", "HIT", NOSNIFF_HEADER, NOSNIFF, ...CORS_HEADER_LIST);
   const hitHeaderList = ["Content-Type", contentType, "Content-Length", String(body.length), ...notModifiedHeaderList];
-  return new Entry(body, contentType, meta.assetId, dependsOn, etag, hitHeaderList, notModifiedHeaderList);
+  return new Entry(body, etag, { contentType, assetId: meta.assetId, dependsOn, hitHeaderList, notModifiedHeaderList });
 }
 
 const NONE: readonly string[] = Object.freeze([]);
@@ -125,16 +125,23 @@ const NONE: readonly string[] = Object.freeze([]);
 class Entry implements CacheEntry {
   private hitObject: Readonly<Record<string, string>> | undefined;
   private notModifiedObject: Readonly<Record<string, string>> | undefined;
+  readonly contentType: string;
+  readonly assetId: string | undefined;
+  readonly dependsOn: readonly string[];
+  readonly hitHeaderList: readonly string[];
+  readonly notModifiedHeaderList: readonly string[];
 
   constructor(
     readonly body: Buffer,
-    readonly contentType: string,
-    readonly assetId: string | undefined,
-    readonly dependsOn: readonly string[],
     readonly etag: string,
-    readonly hitHeaderList: readonly string[],
-    readonly notModifiedHeaderList: readonly string[],
-  ) {}
+    fields: Pick<CacheEntry, "contentType" | "assetId" | "dependsOn" | "hitHeaderList" | "notModifiedHeaderList">,
+  ) {
+    this.contentType = fields.contentType;
+    this.assetId = fields.assetId;
+    this.dependsOn = fields.dependsOn;
+    this.hitHeaderList = fields.hitHeaderList;
+    this.notModifiedHeaderList = fields.notModifiedHeaderList;
+  }
 
   get hitHeaders(): Readonly<Record<string, string>> {
     return (this.hitObject ??= headerObject(this.hitHeaderList));

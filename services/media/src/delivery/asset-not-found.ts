@@ -1,5 +1,9 @@
-/** No original is stored under this asset id (deleted, or never uploaded); the HTTP layer answers 404. */
-export class AssetNotFoundError extends Error {
+import { DomainError } from "@media-platform/contracts";
+
+/** No original is stored under this asset id (deleted, or never uploaded): answered 404. */
+export class AssetNotFoundError extends DomainError<"asset-not-found"> {
+  readonly code = "asset-not-found";
+
   constructor(readonly assetId: string) {
     super(`No asset ${assetId} exists`);
     this.name = "AssetNotFoundError";

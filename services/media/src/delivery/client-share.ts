@@ -1,18 +1,21 @@
 import type { IncomingMessage } from "node:http";
 import proxyaddr from "proxy-addr";
+import { DomainError } from "@media-platform/contracts";
 import type { Slot, WorkGate } from "./limiter";
 
 /** Seconds a client over its share is told to wait (Retry-After of the 429). */
 export const CLIENT_SHARE_RETRY_AFTER_SECONDS = 1;
 
 /** A client asked for more render work than its share (MEDIA_CLIENT_SHARE): answered 429 with Retry-After. */
-export class ClientShareExceededError extends Error {
+export class ClientShareExceededError extends DomainError<"client-share-exceeded"> {
+  readonly code = "client-share-exceeded";
+
   constructor(
     readonly share: number,
     readonly limit: number,
   ) {
     super(
-      `this client already holds its share of the render capacity (${share} of it, ${limit} pixels of work, MEDIA_CLIENT_SHARE)`,
+      `this client already holds its share of the render capacity (${share} of it, ${limit} pixels of work, MEDIA_CLIENT_SHARE); retry shortly`,
     );
     this.name = "ClientShareExceededError";
   }

@@ -1,10 +1,17 @@
-/** The transformation queue is full: answered 503 with Retry-After. */
-export class QueueFullError extends Error {
+import { DomainError } from "@media-platform/contracts";
+
+/**
+ * The transformation queue is full: answered 503 with Retry-After. The answer says only that;
+ * the slots and queue limit stay fields, for the logs.
+ */
+export class QueueFullError extends DomainError<"overloaded"> {
+  readonly code = "overloaded";
+
   constructor(
     readonly concurrency: number,
     readonly queueLimit: number,
   ) {
-    super(`all ${concurrency} transformation slots are busy and ${queueLimit} requests are already waiting`);
+    super("Too many transformations are running or waiting; retry shortly");
     this.name = "QueueFullError";
   }
 }

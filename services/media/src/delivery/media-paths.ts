@@ -11,6 +11,9 @@ import {
   type TransformationStep,
 } from "@media-platform/contracts";
 
+/** The path of a request-target (query string stripped): what problems name, never a signature. */
+export const pathOf = (target: string | undefined): string => (target ?? "/").split("?", 1)[0]!;
+
 /** A valid media path: the request it names and its canonical spelling (the cache key's path). */
 export interface ParsedMediaPath {
   request: MediaRequest;

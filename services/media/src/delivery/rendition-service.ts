@@ -7,7 +7,6 @@ import {
   storedOriginalHeader,
   type OriginalHeader,
   type FocalPoint,
-  type MediaRequest,
   type TransformationStep,
 } from "@media-platform/contracts";
 import {
@@ -24,10 +23,11 @@ import type { RedisCache, StoredResult } from "../cache/redis-cache";
 import { isRenderTurn, SharedRender, type RenderTurn } from "../cache/shared-render";
 import type { MediaMetrics } from "../metrics";
 import { usesFocalPoint } from "../render/pipeline/plan";
-import type { ConvertTo, RenderFn, Rendition } from "../render/pipeline/render";
+import type { RenderFn, Rendition } from "../render/pipeline/render";
 import { OriginalSource } from "../render/pipeline/original";
-import { UndecodableOriginalError } from "../render/errors";
-import { overlayAssets, overlayAssetsOfKey } from "../render/transformations/overlay";
+import { UndecodableImageError, undecodableOriginal } from "../render/errors";
+import { overlayAssets } from "../render/transformations/overlay";
+import type { AdmittedRequest } from "./admission";
 import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
 import { admitWork, type ClientShare } from "./client-share";
@@ -66,11 +66,6 @@ export interface RenditionServiceDeps {
    * tier apart while it is on (server.ts), so no rendition made without it is ever served.
    */
   redactFacesAlways?: boolean;
-  /**
-   * The overlay asset ids a cache key's rendition shows, for a Redis-tier hit of the hot path (which
-   * has only the key): server.ts expands presets; default: the overlay steps written in the key.
-   */
-  overlaysOfKey?: (key: string) => readonly string[];
 }
 
 const REDACT_FACES: TransformationStep = Object.freeze({ name: "redact", params: Object.freeze({ faces: "true" }) });
@@ -81,21 +76,29 @@ export function stepsToRender(steps: readonly TransformationStep[], redactFacesA
   return redactFacesAlways && !asked ? [...steps, REDACT_FACES] : [...steps];
 }
 
-/** A parsed media URL, plus the negotiated output format when MEDIA_AUTO_FORMAT chose one. */
-export type DeliveryRequest = MediaRequest & {
-  convertTo?: ConvertTo;
-  /** Who the render is charged to (delivery/client-share.ts); unset = nobody. */
-  client?: string;
-};
+/** What a rendition is delivered for: the admitted request's fields the miss path reads. */
+export type DeliveryRequest = Pick<AdmittedRequest, "key" | "assetId" | "steps" | "convertTo" | "client">;
 
 /**
- * A Redis-tier lookup that found no result for `key`: the generation it read. The hot path hands
- * it on with the request, so the flight it leads does not ask Redis the same question again
+ * A Redis-tier lookup that found no result for `key`: the generation it read. The media route
+ * hands it on with the request, so the flight it leads does not ask Redis the same question again
  * microseconds later (the lock's double-check still catches a result stored meanwhile).
  */
 export interface SharedMiss {
   key: string;
   generation: string;
+}
+
+/** How one request asks for its rendition, besides what it asks for. */
+export interface DeliveryCall {
+  /** The request's logger (its request id), so the render of a MISS traces to its request. */
+  log?: Logger;
+  /** The client's departure (it disconnected): the flight stops once no client waits. */
+  departure?: Departure;
+  /** The hot path looked the key up in the memory tier and missed (counted here, not asked again). */
+  memoryMissed?: boolean;
+  /** The media route's Redis-tier lookup of the key, when it found nothing. */
+  sharedMiss?: SharedMiss;
 }
 
 export interface Delivery {
@@ -170,37 +173,37 @@ export class RenditionService {
   }
 
   /**
-   * `log`: the request's logger (bound to its request id); the flight this request leads logs
-   * with it, so the render of a MISS can be traced to the request that caused it.
+   * The rendition of an admitted request. `call.log`: the request's logger (bound to its request
+   * id); the flight this request leads logs with it, so the render of a MISS can be traced to the
+   * request that caused it.
    */
-  async deliver(
-    key: string,
-    request: DeliveryRequest,
-    log: Logger = this.deps.logger,
-    /** The client's departure (it disconnected): the flight stops once no client waits. */
-    departure?: Departure,
-    /** The hot path's Redis-tier lookup of `key`, when it found nothing. */
-    sharedMiss?: SharedMiss,
-  ): Promise<Delivery> {
+  async deliver(request: DeliveryRequest, call: DeliveryCall = {}): Promise<Delivery> {
     const { metrics } = this.deps;
-    // The memory-tier lookup of every valid media request that the hot path did not answer.
-    const cached = this.deps.memory.get(key);
-    metrics.cacheLookup("memory", cached ? "hit" : "miss");
-    if (cached) return { entry: cached, xCache: "HIT" };
+    const { key } = request;
+    // One memory-tier lookup per valid media request: the hot path's, when it asked for this key.
+    if (call.memoryMissed) {
+      metrics.cacheLookup("memory", "miss");
+    } else {
+      const cached = this.deps.memory.get(key);
+      metrics.cacheLookup("memory", cached ? "hit" : "miss");
+      if (cached) return { entry: cached, xCache: "HIT" };
+    }
     // A purge changes the local generation: later requests start a new flight instead of joining
     // one that may be rendering the old original.
     const dependsOn = overlayAssets(request.steps);
     const generation = this.generationOf(request.assetId, dependsOn);
     this.resultSize.checkRemembered(`${generation}|${key}`);
+    const log = call.log ?? this.deps.logger;
+    const sharedMiss = call.sharedMiss?.key === key ? call.sharedMiss : undefined;
     const { promise, leader } = this.flights.run(
       `${generation}|${key}`,
       (signal, abort) =>
         this.flight(
           { key, assetId: request.assetId, dependsOn, generation, redisKey: key, request, log, signal, deadline: 0 },
           abort,
-          sharedMiss?.key === key ? sharedMiss : undefined,
+          sharedMiss,
         ),
-      departure,
+      call.departure,
     );
     if (!leader) metrics.singleFlightJoin();
     const result = await promise;
@@ -237,7 +240,9 @@ export class RenditionService {
         return { header: originalHeaderFields(meta) as OriginalHeader, contentType: blob.contentType };
       } catch (err) {
         if (err instanceof StorageUnavailableError) throw err;
-        throw new UndecodableOriginalError(err instanceof Error ? err.message.split("\n", 1)[0]! : String(err));
+        throw new UndecodableImageError(
+          undecodableOriginal(err instanceof Error ? err.message.split("\n", 1)[0]! : String(err)),
+        );
       } finally {
         await source.close();
       }
@@ -246,16 +251,22 @@ export class RenditionService {
     }
   }
 
+  /** Redis is configured and connected: the media route asks the Redis tier before a flight. */
+  get sharedReady(): boolean {
+    return this.deps.redis?.ready === true;
+  }
+
   /**
-   * The Redis tier alone, for the hot path: the result stored for `key` under the asset's current
-   * generation, kept in the memory tier as a Redis hit of `deliver` would be; or, when Redis has
-   * none, the miss to hand to deliver. Undefined while Redis is down. Counts nothing (the hot path
-   * counts what it answers, the flight the lookup it was handed).
+   * The Redis tier alone, for the media route: the result stored for the request's key under the
+   * asset's current generation, kept in the memory tier as a Redis hit of `deliver` would be; or,
+   * when Redis has none, the miss to hand to deliver. Undefined while Redis is down. Counts
+   * nothing (the route counts what it answers, the flight the lookup it was handed).
    */
-  async lookupShared(key: string, assetId: string): Promise<{ entry: CacheEntry } | { miss: SharedMiss } | undefined> {
+  async lookupShared(request: DeliveryRequest): Promise<{ entry: CacheEntry } | { miss: SharedMiss } | undefined> {
     const { redis } = this.deps;
     if (!redis) return undefined;
-    const dependsOn = (this.deps.overlaysOfKey ?? overlayAssetsOfKey)(key);
+    const { key, assetId } = request;
+    const dependsOn = overlayAssets(request.steps);
     const generation = this.generationOf(assetId, dependsOn);
     const found = await redis.lookup(assetId, key);
     if (found === undefined) return undefined;

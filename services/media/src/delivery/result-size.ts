@@ -1,7 +1,10 @@
 import { LRUCache } from "lru-cache";
+import { DomainError, type FieldError } from "@media-platform/contracts";
 
 /** A result larger than MEDIA_MAX_RESULT_BYTES: answered 413, never re-rendered. */
-export class ResultTooLargeError extends Error {
+export class ResultTooLargeError extends DomainError<"result-too-large"> {
+  readonly code = "result-too-large";
+
   constructor(
     readonly bytes: number,
     readonly limit: number,
@@ -10,6 +13,10 @@ export class ResultTooLargeError extends Error {
       `the result would be ${bytes} bytes, above the ${limit} bytes a result may have (MEDIA_MAX_RESULT_BYTES); ask for a smaller size or a more compact format`,
     );
     this.name = "ResultTooLargeError";
+  }
+
+  override get fields(): FieldError[] {
+    return [{ path: "MEDIA_MAX_RESULT_BYTES", message: `at most ${this.limit} bytes` }];
   }
 }
 

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { mediaSignatureDigest, SIGNED_QUERY_PARAMETERS, splitSignedTarget } from "@media-platform/contracts";
 import { DEFAULT_CACHE_POLICY, IMMUTABLE, isVersioned, MAX_AGE_CAP_SECONDS } from "../cache/entry";
-import { ProblemError } from "../problem";
+import { SignatureRefusedError } from "./errors";
 
 /**
  * Optional URL signing (MEDIA_SIGNING_KEY). What is signed and how is defined once, in
@@ -99,27 +99,19 @@ export function requireSignature(signer: UrlSigner, target: string): string | un
     case "ok":
       return verdict.cacheControl;
     case "expired":
-      throw new ProblemError(
-        403,
+      throw new SignatureRefusedError(
         "signature-expired",
         `This signed URL expired at ${verdict.expiresAt} (exp, unix seconds)`,
-        {
-          title: "Signed URL expired",
-        },
       );
     case "missing":
-      throw new ProblemError(
-        403,
+      throw new SignatureRefusedError(
         "invalid-signature",
         "This service requires signed URLs: add ?sig=<base64url HMAC-SHA256 of the path>",
-        { title: "Invalid signature" },
       );
     case "invalid":
-      throw new ProblemError(
-        403,
+      throw new SignatureRefusedError(
         "invalid-signature",
         "The URL signature is wrong (or the query has parameters other than exp, download, inline and v before sig, or any after it)",
-        { title: "Invalid signature" },
       );
   }
 }

@@ -1,6 +1,6 @@
 import type { Logger } from "@media-platform/observability";
 import { StorageUnavailableError } from "@media-platform/storage";
-import type { ParsedMediaPaths } from "../delivery/media-paths";
+import type { MediaAdmission } from "../delivery/admission";
 import { QueueFullError } from "../delivery/limiter";
 import { RequestTimeoutError } from "../delivery/errors";
 import type { RenditionService } from "../delivery/rendition-service";
@@ -37,7 +37,7 @@ export class EagerRenderer {
   constructor(
     private readonly deps: {
       service: RenditionService;
-      paths: ParsedMediaPaths;
+      admission: MediaAdmission;
       presets: readonly EagerPreset[];
       purger: AssetPurger;
       metrics: Pick<MediaMetrics, "eagerRender">;
@@ -56,7 +56,7 @@ export class EagerRenderer {
    * renditions are gone and the new one's are rendered).
    */
   async render(assetId: string, extension: string, replaced = false): Promise<EagerRenderSummary> {
-    const { service, paths, purger, metrics, logger } = this.deps;
+    const { service, admission, purger, metrics, logger } = this.deps;
     if (replaced) await purger.purge([assetId]);
     const targets = this.pathsFor(assetId, extension);
     for (let i = 0; i < targets.length; i++) metrics.eagerRender("queued");
@@ -64,8 +64,7 @@ export class EagerRenderer {
     const results = await Promise.all(
       targets.map(async (path): Promise<EagerRenderResult> => {
         try {
-          const { request, canonical } = paths.parse(path);
-          await service.deliver(canonical, request, logger);
+          await service.deliver(admission.internal(path), { log: logger });
           metrics.eagerRender("done");
           return { path, outcome: "done" };
         } catch (err) {

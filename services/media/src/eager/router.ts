@@ -1,7 +1,23 @@
 import express, { Router, type RequestHandler } from "express";
-import { EAGER_PATH, eagerRequestSchema } from "@media-platform/contracts";
-import { ProblemError } from "../problem";
+import { DomainError, EAGER_PATH, eagerRequestSchema, type FieldError } from "@media-platform/contracts";
 import type { EagerRenderer } from "./eager-renders";
+
+/** A POST /internal/eager body that is not JSON or not {assetId, extension}: answered 400. */
+export class EagerRequestError extends DomainError<"invalid-eager-request"> {
+  readonly code = "invalid-eager-request";
+
+  constructor(
+    message: string,
+    private readonly issues?: FieldError[],
+  ) {
+    super(message);
+    this.name = "EagerRequestError";
+  }
+
+  override get fields(): FieldError[] | undefined {
+    return this.issues;
+  }
+}
 
 /**
  * POST /internal/eager {assetId, extension, replaced?} with the purge secret as bearer token:
@@ -13,19 +29,13 @@ export function eagerRouter(renderer: EagerRenderer, authorize: RequestHandler):
   const r = Router();
   const json = express.json({ limit: "10kb" });
   const parseJson: RequestHandler = (req, res, next) =>
-    json(req, res, (err?: unknown) =>
-      next(err ? new ProblemError(400, "invalid-eager-request", "The body is not valid JSON") : undefined),
-    );
+    json(req, res, (err?: unknown) => next(err ? new EagerRequestError("The body is not valid JSON") : undefined));
   r.post(EAGER_PATH, authorize, parseJson, async (req, res) => {
     const parsed = eagerRequestSchema.safeParse(req.body);
     if (!parsed.success) {
-      throw new ProblemError(
-        400,
-        "invalid-eager-request",
+      throw new EagerRequestError(
         'Expected {"assetId": <lowercase UUID>, "extension": "jpg"}',
-        {
-          errors: parsed.error.issues.map((i) => ({ path: ["body", ...i.path].join("."), message: i.message })),
-        },
+        parsed.error.issues.map((i) => ({ path: ["body", ...i.path].join("."), message: i.message })),
       );
     }
     const { assetId, extension, replaced } = parsed.data;

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { Worker } from "node:worker_threads";
+import { DomainError } from "@media-platform/contracts";
 import type { RawImage } from "../render/types";
 import type { FaceBox, FaceDetector } from "../render/types";
 
@@ -28,9 +29,15 @@ interface Pending {
 type WorkerReply =
   { ready: true } | { ready: false; error: string } | { id: number; faces: FaceBox[] } | { id: number; error: string };
 
-export class FaceDetectionError extends Error {
-  constructor(message: string) {
-    super(message);
+/** The detector failed (worker crash, model load): transient, and nothing was cached. */
+export class FaceDetectionError extends DomainError<"face-detection-unavailable"> {
+  readonly code = "face-detection-unavailable";
+
+  constructor(
+    /** What failed, for the logs; the answer only says the detector is unavailable. */
+    readonly reason: string,
+  ) {
+    super("Face detection is unavailable; retry shortly");
     this.name = "FaceDetectionError";
   }
 }

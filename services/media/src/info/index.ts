@@ -3,12 +3,10 @@ import { LRUCache } from "lru-cache";
 import sharp from "sharp";
 import { nativeRequire } from "@media-platform/runtime";
 import { cacheControlFor, etagOf, ifNoneMatchMatches, type CachePolicy } from "../cache/entry";
-import { ParsedMediaPaths } from "../delivery/media-paths";
-import type { MediaRouteDeps } from "../delivery/media-route";
-import { requireSignature } from "../delivery/signing";
+import type { MediaAdmission } from "../delivery/admission";
+import type { RenditionService } from "../delivery/rendition-service";
+import type { FormatNegotiator } from "../negotiation";
 import { planRendition, type RenderDeps } from "../render/pipeline/render";
-import { presetsOnlyGate } from "../presets";
-import { ProblemError, instanceOf } from "../problem";
 
 /*
  * GET|HEAD /info/<steps>/<assetId>.<ext>[?render=1][&sig=...]: the facts of the rendition the
@@ -33,14 +31,16 @@ type ThumbHash = typeof import("thumbhash", { with: { "resolution-mode": "import
 let thumbhashModule: ThumbHash | undefined;
 const thumbhash = (): ThumbHash => (thumbhashModule ??= nativeRequire<ThumbHash>(require.resolve("thumbhash")));
 
-export interface InfoDeps extends Pick<
-  MediaRouteDeps,
-  "service" | "presets" | "presetsOnly" | "negotiator" | "avifEffort" | "signer" | "limits"
-> {
+export interface InfoDeps {
+  service: RenditionService;
+  /** The image URL's admission rules (presets, signing, negotiation, limits). */
+  admission: MediaAdmission;
+  /** MEDIA_AUTO_FORMAT on: responses Vary: Accept. */
+  negotiator?: FormatNegotiator;
   /** Cache-Control of unversioned URLs, as the image URL's. */
   cachePolicy?: CachePolicy;
   /** The render's planning settings (the real render's, so the plan is the render's). */
-  plan: Pick<RenderDeps, "limitInputPixels" | "maxAnimationFrames">;
+  plan: Pick<RenderDeps, "limitInputPixels" | "maxAnimationFrames" | "limits" | "avifEffort">;
 }
 
 export interface RenderedFacts {
@@ -74,38 +74,8 @@ export async function renderedFacts(body: Buffer, contentType: string): Promise<
   };
 }
 
-/** The query an info URL may carry besides the signature: `render=1`. */
-function wantsRender(target: string): boolean {
-  const q = target.indexOf("?");
-  if (q < 0) return false;
-  const query = new URLSearchParams(target.slice(q + 1));
-  for (const name of query.keys()) {
-    if (!["render", "sig", "exp", "v"].includes(name)) {
-      throw new ProblemError(
-        400,
-        "invalid-media-url",
-        `unknown query parameter ${JSON.stringify(name)} on an info URL`,
-        {
-          title: "Invalid media URL",
-          errors: [{ path: "query", message: "an info URL takes render=1 (and, signed, exp, v and sig)" }],
-        },
-      );
-    }
-  }
-  const render = query.get("render");
-  if (render === null) return false;
-  if (render !== "1") {
-    throw new ProblemError(400, "invalid-media-url", "render must be 1", {
-      title: "Invalid media URL",
-      errors: [{ path: "render", message: "render must be 1 (or left out)" }],
-    });
-  }
-  return true;
-}
-
 /** `GET /info/<steps>/<assetId>.<ext>`: mount on the media app before the media URL space. */
 export function infoRouter(deps: InfoDeps): Router {
-  const paths = new ParsedMediaPaths(deps.presets ?? {}, deps.limits);
   // Rendered facts by the rendition's ETag: content-addressed, so never stale after a purge.
   const rendered = new LRUCache<string, RenderedFacts>({ max: 4096 });
   const router = Router();
@@ -114,24 +84,13 @@ export function infoRouter(deps: InfoDeps): Router {
       const target = req.url;
       if (!target.startsWith(`${INFO_PREFIX}/`)) return next();
       if (deps.negotiator) res.setHeader("Vary", "Accept");
-      const mediaPath = instanceOf(target).slice(INFO_PREFIX.length);
-      if (deps.presetsOnly) {
-        const refused = presetsOnlyGate(mediaPath);
-        if (refused) throw refused;
-      }
-      const cacheControl = deps.signer ? requireSignature(deps.signer, target) : undefined;
-      const render = wantsRender(target);
-      const { request, canonical } = paths.parse(mediaPath);
-      const bucket = deps.negotiator?.bucket(req.headers.accept);
-      const convertTo = bucket ? { format: bucket, avifEffort: deps.avifEffort } : undefined;
+      const { request, render } = deps.admission.admitInfo(target, req.headers.accept, INFO_PREFIX);
+      const { cacheControl, convertTo } = request;
       const { header, contentType } = await deps.service.originalHeader(request.assetId);
-      const planned = planRendition(
-        { header, contentType, steps: request.steps, convertTo },
-        { ...deps.plan, limits: deps.limits, avifEffort: deps.avifEffort },
-      );
+      const planned = planRendition({ header, contentType, steps: [...request.steps], convertTo }, deps.plan);
       const body: Record<string, unknown> = {
         assetId: request.assetId,
-        url: canonical,
+        url: request.canonical,
         width: planned.width,
         height: planned.height,
         format: planned.format,
@@ -143,8 +102,7 @@ export function infoRouter(deps: InfoDeps): Router {
       if (render) {
         // The image URL's own delivery: its cache key (the query left out, as the image URL's
         // unsigned spelling; negotiated as it would be), its entry, its single flight.
-        const key = bucket ? `${canonical}#${bucket}` : canonical;
-        const { entry } = await deps.service.deliver(key, convertTo ? { ...request, convertTo } : request, req.log);
+        const { entry } = await deps.service.deliver(request, { log: req.log });
         let facts = rendered.get(entry.etag);
         if (!facts) {
           facts = await renderedFacts(entry.body, entry.contentType);

@@ -9,7 +9,7 @@ import Negotiator from "negotiator";
  * `*` / `image/*` does not count, so curl and old clients keep getting the stored format).
  * Other originals (GIF, animated WebP, AVIF, TIFF) are never converted.
  *
- * The cache key is the request-target plus the format bucket (`#avif`, `#webp`), never the raw
+ * The cache key (delivery/admission.ts, renditionKey) is the request-target plus the format bucket (`#avif`, `#webp`), never the raw
  * Accept: browsers send a handful of Accept strings but each would otherwise be its own entry.
  * Requests that accept none of the formats keep the bare request-target as key, the same entry
  * as with negotiation off. `#` cannot occur in a request-target, so no URL collides with a key.
@@ -42,12 +42,6 @@ export class FormatNegotiator {
     if (this.memo.size >= MEMO_LIMIT) this.memo.clear();
     this.memo.set(accept, found);
     return found;
-  }
-
-  /** Cache key of a request-target for an Accept header. */
-  cacheKey(target: string, accept: string | undefined): string {
-    const bucket = this.bucket(accept);
-    return bucket ? `${target}#${bucket}` : target;
   }
 }
 

@@ -7,6 +7,7 @@ import {
   formatOfExtension,
   formatOfMimeType,
   isOriginalPath,
+  DomainError,
   MediaUrlError,
   parseOriginalPath,
   type OriginalRequest,
@@ -25,7 +26,7 @@ export interface OriginalsDeps {
   signer: UrlSigner | undefined;
   metrics: Pick<Metrics, "dependencyError">;
   /** Refuses the request before anything else (presets-only mode); undefined lets it through. */
-  gate?: (target: string) => ProblemError | undefined;
+  gate?: (target: string) => DomainError | undefined;
   /** Freshness of unversioned URLs, the same as renditions' (MEDIA_CACHE_MAX_AGE, MEDIA_STALE_WHILE_REVALIDATE). */
   cachePolicy?: CachePolicy;
 }

@@ -6,11 +6,12 @@ import {
   formatStep,
   isOriginalPath,
   isPresetPath,
+  DomainError,
   PresetDefinitionError,
   type MediaLimits,
   type PresetTable,
 } from "@media-platform/contracts";
-import { ProblemError, instanceOf } from "../problem";
+import { pathOf } from "../delivery/media-paths";
 import { eagerPresetsOf, splitPresetDefinitions, type EagerPreset } from "./eager";
 
 export type { EagerPreset } from "./eager";
@@ -89,15 +90,22 @@ const PRESETS_ONLY_QUERY = /^(?:(?:exp=\d{1,12}&)?sig=[A-Za-z0-9_-]*)?$/;
  * `signed` says whether MEDIA_SIGNING_KEY is set: without it nothing checks a `sig`, so any query
  * is refused (each `?sig=<anything>` would otherwise be one more cache entry). Fails closed.
  */
-export function presetsOnlyGate(target: string, signed = false): ProblemError | undefined {
-  const path = instanceOf(target);
+export function presetsOnlyGate(target: string, signed = false): PresetsOnlyError | undefined {
+  const path = pathOf(target);
   const query = target.length > path.length ? target.slice(path.length + 1) : "";
   const queryAllowed = signed ? PRESETS_ONLY_QUERY.test(query) : query === "";
   if (!isOriginalPath(path) && isPresetPath(path) && queryAllowed) return undefined;
-  return new ProblemError(
-    403,
-    "presets-only",
-    "This service only serves presets (MEDIA_PRESETS_ONLY): use /preset:name=<preset>/<assetId>.<ext>, with no query other than the signature; GET /presets lists them",
-    { title: "Only presets are served" },
-  );
+  return new PresetsOnlyError();
+}
+
+/** MEDIA_PRESETS_ONLY and a URL that is not made of presets (or carries another query): answered 403. */
+export class PresetsOnlyError extends DomainError<"presets-only"> {
+  readonly code = "presets-only";
+
+  constructor() {
+    super(
+      "This service only serves presets (MEDIA_PRESETS_ONLY): use /preset:name=<preset>/<assetId>.<ext>, with no query other than the signature; GET /presets lists them",
+    );
+    this.name = "PresetsOnlyError";
+  }
 }

@@ -88,10 +88,7 @@ export async function searchEncode(
   }
   const fitted = await fitBytes(
     pixels,
-    budget,
-    output.format,
-    quality ?? defaultQuality(output.format),
-    data.length,
+    { budget, format: output.format, quality: quality ?? defaultQuality(output.format), encoded: data.length },
     encodeAt,
   );
   return { ...fitted, encodes };
@@ -175,12 +172,11 @@ function defaultQuality(format: string): number {
  */
 async function fitBytes(
   pixels: RawImage,
-  budget: number,
-  format: string,
-  quality: number,
-  encoded: number,
+  /** The byte budget, the output format, the quality used and the size of that first encode. */
+  search: { budget: number; format: string; quality: number; encoded: number },
   encodeAt: (raw: RawImage, quality: number | undefined, palette?: boolean) => Promise<Buffer>,
 ): Promise<Omit<SearchedEncode, "encodes">> {
+  const { budget, format, quality, encoded } = search;
   const lossy = LOSSY.has(format);
   const palette = format === "png";
   const floor = lossy ? Math.max(1, Math.min(MAX_BYTES_QUALITY_FLOOR, quality - 1)) : undefined;

@@ -4,13 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { FaceDetectionError } from "../../faces";
 import { PixelKernelError } from "../pixels/pool";
-import type { RenderCallOptions, RenderFn } from "./render";
-import {
-  InputPixelLimitError,
-  TransformationInputError,
-  UndecodableOriginalError,
-  UnsupportedOriginalError,
-} from "../errors";
+import { render, type RenderCallOptions, type RenderDeps, type RenderFn } from "./render";
+import { ImagePixelLimitError, TransformationInputError, UndecodableImageError } from "../errors";
 import { OriginalSource } from "./original";
 import type { RenderPlan } from "./plan";
 import type { RenderInput, Rendition } from "./render";
@@ -21,17 +16,16 @@ function reviveError(error: { name: string; message: string; [field: string]: un
   let revived: Error;
   switch (error.name) {
     case "TransformationInputError":
-      return new TransformationInputError(String(error.path), error.message);
-    case "InputPixelLimitError":
-      return new InputPixelLimitError(Number(error.limitInputPixels));
-    case "UnsupportedOriginalError":
-      return new UnsupportedOriginalError(String(error.contentType));
+      return new TransformationInputError(String(error.path), String(error.reason));
+    case "ImagePixelLimitError":
+      revived = new ImagePixelLimitError(Number(error.limitInputPixels), undefined, String(error.path));
+      break;
     case "FaceDetectionError":
-      return new FaceDetectionError(error.message);
+      return new FaceDetectionError(String(error.reason));
     case "PixelKernelError":
       return new PixelKernelError(String(error.kernel), error.message, error.causeName as string | undefined);
-    case "UndecodableOriginalError":
-      revived = new UndecodableOriginalError("");
+    case "UndecodableImageError":
+      revived = new UndecodableImageError("");
       break;
     default:
       revived = new Error();
@@ -238,7 +232,8 @@ class RenderDiverted extends Error {
  * same call as without isolation (no extra hop for the small renders that make most MISSes).
  * The plan comes from the original's stored header: an original without one stays in process.
  */
-export function isolatingRender(inProcess: RenderFn, pool: RenderProcessPool, minCost: number): RenderFn {
+export function isolatingRender(deps: RenderDeps, pool: RenderProcessPool, minCost: number): RenderFn {
+  const inProcess: RenderFn = (input, options) => render(input, deps, options);
   return async (input, options) => {
     if (!input.header) return inProcess(input, options);
     // The in-process render plans from the header (reading no byte of the original) and asks to be

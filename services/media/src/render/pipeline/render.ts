@@ -16,10 +16,11 @@ import { keepFocalPointWhenSameSize } from "../transformations/transformation";
 import type { FaceDetector, OutputFormat, PixelWorkers, StepContext } from "../types";
 import {
   ByteBudgetError,
-  InputPixelLimitError,
+  ImagePixelLimitError,
   TransformationInputError,
-  UndecodableOriginalError,
-  UnsupportedOriginalError,
+  UndecodableImageError,
+  undecodableOriginal,
+  unsupportedOriginal,
 } from "../errors";
 import { isConvertible, type AutoFormat } from "../../negotiation";
 import { planRender, type PlannedStep, type RenderPlan } from "./plan";
@@ -120,7 +121,7 @@ export interface Rendition {
 /** The stored format's, but PNG for an SVG original (a pixel transformation has no SVG result). */
 export function outputFormatFor(contentType: string): OutputFormat {
   const format = formatOfMimeType(contentType);
-  if (!format) throw new UnsupportedOriginalError(contentType);
+  if (!format) throw new UndecodableImageError(unsupportedOriginal(contentType));
   return renditionFormatOf(format);
 }
 
@@ -143,9 +144,10 @@ const DECODE_ERROR =
 
 function mapSharpError(err: unknown, limitInputPixels: number): unknown {
   if (!(err instanceof Error) || err instanceof TransformationInputError) return err;
-  if (/exceeds pixel limit/i.test(err.message)) return new InputPixelLimitError(limitInputPixels, { cause: err });
+  if (/exceeds pixel limit/i.test(err.message))
+    return new ImagePixelLimitError(limitInputPixels, undefined, undefined, { cause: err });
   if (DECODE_ERROR.test(err.message))
-    return new UndecodableOriginalError(err.message.split("\n", 1)[0]!, { cause: err });
+    return new UndecodableImageError(undecodableOriginal(err.message.split("\n", 1)[0]!), { cause: err });
   return err;
 }
 
@@ -167,7 +169,7 @@ function withTimeout(image: sharp.Sharp, deadline: number | undefined): sharp.Sh
  * Decodes the original (EXIF orientation applied), applies the steps left to right and encodes
  * in the original's format, sRGB, metadata stripped. An animation is processed frame by frame
  * and stays animated, or gives one frame (see the Animations section below).
- * Errors: UnsupportedOriginalError / UndecodableOriginalError / InputPixelLimitError for a
+ * Errors: UndecodableImageError (unsupported or corrupt) / ImagePixelLimitError for a
  * bad original, TransformationInputError for parameters that cannot apply to this image,
  * the signal's reason when aborted.
  */
@@ -246,7 +248,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       overlays: input.overlays,
       limitInputPixels: deps.limitInputPixels,
     };
-    if (animation.frames > 1) return await renderAnimation(bytes, sharpOptions, plan, ctx, deadline, options);
+    if (animation.frames > 1) return await renderAnimation({ bytes, sharpOptions }, plan, ctx, deadline, options);
     const original = sharp(bytes, sharpOptions);
     const srgb = meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3;
     const first = await sharedFirstStep({
@@ -477,7 +479,9 @@ function framingOf(
   deps: Pick<RenderDeps, "maxAnimationFrames" | "limitInputPixels">,
 ): { oriented: { width: number; height: number }; animation: AnimationChoice } {
   const oriented = { width: meta.orientedWidth, height: meta.orientedHeight };
-  if (oriented.width * oriented.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
+  if (oriented.width * oriented.height > deps.limitInputPixels) {
+    throw new ImagePixelLimitError(deps.limitInputPixels, oriented);
+  }
   const animation =
     meta.pages > 1 || steps.some((step) => step.name === "frame")
       ? animationOf(meta.pages, oriented, steps, stored, deps)
@@ -510,14 +514,15 @@ function animationOf(
     );
   }
   // sharp's decompression-bomb guard holds for the whole strip of frames it decodes.
-  if (pages * frame.width * frame.height > deps.limitInputPixels) throw new InputPixelLimitError(deps.limitInputPixels);
+  if (pages * frame.width * frame.height > deps.limitInputPixels) {
+    throw new ImagePixelLimitError(deps.limitInputPixels, { width: frame.width, height: frame.height * pages });
+  }
   return { frames: pages };
 }
 
 /** Every frame of the original through the planned steps, encoded as an animation. */
 async function renderAnimation(
-  bytes: Buffer,
-  sharpOptions: sharp.SharpOptions,
+  original: { bytes: Buffer; sharpOptions: sharp.SharpOptions },
   plan: RenderPlan,
   ctx: StepContext,
   deadline: number | undefined,
@@ -527,14 +532,16 @@ async function renderAnimation(
   const seconds = plan.steps.map(() => 0);
   let start = performance.now();
   // sharp holds limitInputPixels to the whole strip: animationOf checked it against the frames.
-  const decoder = sharp(bytes, { ...sharpOptions, pages: -1 });
+  const decoder = sharp(original.bytes, { ...original.sharpOptions, pages: -1 });
   // Delays and loop count are not among the stored header facts: read here, on this path only.
   const header = await decoder.metadata();
   const strip = await toRaw(withTimeout(decoder, deadline));
   const pages = header.pages ?? 1;
   const frameHeight = strip.height / pages;
   if (!Number.isInteger(frameHeight)) {
-    throw new UndecodableOriginalError(`${pages} frames do not divide the image height ${strip.height}`);
+    throw new UndecodableImageError(
+      undecodableOriginal(`${pages} frames do not divide the image height ${strip.height}`),
+    );
   }
   seconds[0]! += (performance.now() - start) / 1000;
   const frameBytes = strip.width * frameHeight * strip.channels;
@@ -550,7 +557,7 @@ async function renderAnimation(
     };
     // Each frame starts from the same context (focal point, encoder settings a step may set).
     const frameCtx: StepContext = { ...ctx, output: { ...ctx.output } };
-    frames.push(await renderFrame(frame, plan, frameCtx, deadline, signal, seconds));
+    frames.push(await renderFrame(frame, plan, frameCtx, { deadline, signal }, seconds));
     if (index === 0) output = frameCtx.output;
   }
   signal?.throwIfAborted();
@@ -578,10 +585,10 @@ async function renderFrame(
   frame: RawImage,
   plan: RenderPlan,
   ctx: StepContext,
-  deadline: number | undefined,
-  signal: AbortSignal | undefined,
+  run: { deadline: number | undefined; signal: AbortSignal | undefined },
   seconds: number[],
 ): Promise<RawImage> {
+  const { deadline, signal } = run;
   let current: Pixels = { raw: frame };
   for (const [index, step] of plan.steps.entries()) {
     signal?.throwIfAborted();

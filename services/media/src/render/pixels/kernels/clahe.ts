@@ -53,10 +53,9 @@ export function claheChannel(
   src: Uint8Array,
   width: number,
   height: number,
-  clipLimit: number,
-  tilesX: number,
-  tilesY: number,
+  grid: { clipLimit: number; tilesX: number; tilesY: number },
 ): Uint8Array {
+  const { clipLimit, tilesX, tilesY } = grid;
   const divisible = width % tilesX === 0 && height % tilesY === 0;
   const extWidth = divisible ? width : width + tilesX - (width % tilesX);
   const extHeight = divisible ? height : height + tilesY - (height % tilesY);
@@ -111,12 +110,12 @@ export function claheChannel(
     }
   };
 
-  const n = neighbours(width, height, tileW, tileH, tilesX, tilesY);
+  const n = neighbours(width, height, { tileW, tileH, tilesX, tilesY });
   const { ind1, ind2, xa, xa1 } = n;
 
   const dst = new Uint8Array(width * height);
   if (tileArea < SPARSE_TILE_AREA) {
-    sparseInterpolation(src, dst, { width, height, extWidth, tilesX, tileW, tileH, colSrc }, n, clip, lutScale);
+    sparseInterpolation(src, dst, { width, height, extWidth, tilesX, tileW, tileH, colSrc, clip, lutScale }, n);
     return dst;
   }
   for (let y = 0; y < height; y++) {
@@ -162,11 +161,9 @@ interface Neighbours {
 function neighbours(
   width: number,
   height: number,
-  tileW: number,
-  tileH: number,
-  tilesX: number,
-  tilesY: number,
+  tiles: { tileW: number; tileH: number; tilesX: number; tilesY: number },
 ): Neighbours {
+  const { tileW, tileH, tilesX, tilesY } = tiles;
   const invTw = f32(1 / tileW);
   const invTh = f32(1 / tileH);
   const n: Neighbours = {
@@ -207,6 +204,9 @@ interface SparseGrid {
   tileW: number;
   tileH: number;
   colSrc: Int32Array;
+  /** The histogram clip (0: none) and the LUT's scale, as claheChannel computed them. */
+  clip: number;
+  lutScale: number;
 }
 
 /**
@@ -215,15 +215,8 @@ interface SparseGrid {
  * (batch per bin, residual bins every `step`), and computes the cumulative count at a level
  * v as: clipped counts of levels <= v + batch * (v + 1) + min(residual, floor(v / step) + 1).
  */
-function sparseInterpolation(
-  src: Uint8Array,
-  dst: Uint8Array,
-  grid: SparseGrid,
-  n: Neighbours,
-  clip: number,
-  lutScale: number,
-): void {
-  const { width, height, extWidth, tilesX, tileW, tileH, colSrc } = grid;
+function sparseInterpolation(src: Uint8Array, dst: Uint8Array, grid: SparseGrid, n: Neighbours): void {
+  const { width, height, extWidth, tilesX, tileW, tileH, colSrc, clip, lutScale } = grid;
   const { ind1, ind2, xa, xa1 } = n;
   const area = tileW * tileH;
   const rows = [0, 1].map(() => ({
@@ -374,7 +367,7 @@ export const clahe: PixelKernel<ClaheParams> = (image: RawImage, { clipLimit, ti
   for (let p = 0, i = 0; p < pixels; p++, i += channels)
     lightness[p] = opencvLightness(data[i]!, data[i + 1]!, data[i + 2]!);
   const { tilesX, tilesY } = claheGrid(width, height, tileSize);
-  const equalised = claheChannel(lightness, width, height, clipLimit, tilesX, tilesY);
+  const equalised = claheChannel(lightness, width, height, { clipLimit, tilesX, tilesY });
 
   // Locals, not the imported bindings: module re-exports compile to getters, too slow per pixel.
   const toLinear = SRGB_TO_LINEAR;
