@@ -251,6 +251,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     if (animation.frames > 1) return await renderAnimation({ bytes, sharpOptions }, plan, ctx, deadline, options);
     const original = sharp(bytes, sharpOptions);
     const srgb = meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3;
+    const originalGainMap = format === "jpeg" && carriesGainMap(bytes);
     const first = await sharedFirstStep({
       decoded: deps.decoded,
       // An SVG is drawn at the density each rendition needs: one drawing cannot serve every size.
@@ -260,7 +261,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       srgb,
       still: meta.pages === 1 && animation.page === undefined,
       shrinksOnLoad: format === "jpeg" || format === "webp" ? format : undefined,
-      gainMap: format === "jpeg" && carriesGainMap(bytes),
+      gainMap: originalGainMap,
       bytes,
       sharpOptions,
       ctx,
@@ -292,7 +293,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     const last: sharp.Sharp = isRaw(result) ? fromRaw(result) : result;
     // A JPEG with an HDR gain map keeps it in JPEG output when the steps ran on the original's
     // pipeline (sharp transforms the map with the image); steps between raw pixels drop it.
-    const gainMap = ctx.output.format === "jpeg" && !isRaw(result) && format === "jpeg" && carriesGainMap(bytes);
+    const gainMap = ctx.output.format === "jpeg" && !isRaw(result) && originalGainMap;
     // quality=auto and max-bytes re-encode the materialised result (pipeline/encode-search.ts).
     const { data, info } = needsSearch(ctx.output)
       ? await searchEncode(last, ctx.output, {
