@@ -6,7 +6,7 @@ import type { Asset } from "../generated/prisma/client";
 import { recordEagerRenders, recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
 import { originalKey } from "./blobs";
 import type { AnalysedImage } from "./image-analysis";
-import { metadataColumns, type ImageMetadata } from "./image-metadata";
+import { metadataColumns } from "./image-metadata";
 
 /**
  * Writing a new current original of an asset, the same for an upload, a replace and a version
@@ -16,22 +16,13 @@ import { metadataColumns, type ImageMetadata } from "./image-metadata";
  * upload streams it before its transaction (no transaction is held while up to MAX_UPLOAD_BYTES
  * travel to the store), a replace writes it under the row lock, after keeping the previous one.
  */
-export interface NewOriginal {
+export type NewOriginal = Omit<AnalysedImage, "header" | "format"> & {
   originalFilename: string;
-  mimeType: string;
+  /** The asset's format column (an upload's AssetFormat, or a version row's). */
   format: string;
-  /** Displayed size (after the EXIF orientation). */
-  width: number;
-  height: number;
-  /** Size of the stored bytes. */
-  bytes: number;
-  sha256: string;
-  phash: bigint;
-  /** Placeholder and metadata (image-metadata.ts); null when not computed (benchmark baseline). */
-  metadata: ImageMetadata | null;
   /** Stored with the blob: the media service's header facts, when known. */
   blobMetadata: BlobMetadata | undefined;
-}
+};
 
 /** The original of an analysed upload (image-analysis.ts) by `workspaceId`. */
 export function analysedOriginal(image: AnalysedImage, originalFilename: string, workspaceId: string): NewOriginal {
