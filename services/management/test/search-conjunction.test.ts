@@ -136,6 +136,7 @@ describe("several words and phrases", () => {
         { lexeme: "mountain", prefix: null },
         { lexeme: "lake", prefix: "lake" },
       ],
+      pairs: { kind: "and", pairs: [["mountain", "lake"]], items: 2 },
       boundFactor: 1,
     });
     expect(await conjunctionPlan(t.db.prisma, parseQuery('"clouds over the mountains"'))).toEqual({
@@ -143,7 +144,9 @@ describe("several words and phrases", () => {
         { lexeme: "cloud", prefix: null },
         { lexeme: "mountain", prefix: null },
       ],
-      // 'cloud' <3> 'mountain' ('over' and 'the' are stop words): 2 items spanning 4 positions.
+      // 'cloud' <3> 'mountain' ('over' and 'the' are stop words): 2 items spanning 4 positions, and
+      // no two adjacent words to rank by search_pairs.
+      pairs: null,
       boundFactor: 2,
     });
     for (const q of [
@@ -187,7 +190,7 @@ describe("several words and phrases", () => {
 
   it("does not prove a page whose last hit is not above the bound times the plan's factor", () => {
     const hit = (score: number) => ({ id: "x", score, createdAt: "2026-01-01T00:00:00.000Z" });
-    const plan = { roles: [], boundFactor: 2 };
+    const plan = { roles: [], pairs: null, boundFactor: 2 };
     const base = { expansionCapped: false, completeRole: false, bound: 1 };
     expect(conjunctionIsExact({ ...base, hits: [hit(3), hit(2)] }, plan, 2)).toBe(false);
     expect(conjunctionIsExact({ ...base, hits: [hit(3), hit(2.1)] }, plan, 2)).toBe(true);

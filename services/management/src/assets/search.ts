@@ -4,13 +4,17 @@ import { Prisma, type PrismaClient } from "../generated/prisma/client";
 const WEIGHTS = "{0.1,0.2,0.4,1.0}";
 
 /**
- * The exact ranking of the candidates (the `taken` CTE's asset ids) under the query `q`: one
+ * The exact ranking of the candidates (`ids`, by default the `taken` CTE's asset ids) under the query `q`: one
  * primary-key probe per candidate (OFFSET 0 keeps the planner from turning this into a GIN scan of
  * every match joined to the candidates), live assets of the workspace only, best `limit` first.
  */
-const rankedCandidates = (workspaceId: string, limit: number) => Prisma.sql`
+const rankedCandidates = (
+  workspaceId: string,
+  limit: number,
+  ids: Prisma.Sql = Prisma.sql`SELECT DISTINCT asset_id FROM taken`,
+) => Prisma.sql`
       SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score, a.created_at
-        FROM (SELECT DISTINCT asset_id FROM taken) c
+        FROM (${ids}) c
         CROSS JOIN q
         CROSS JOIN LATERAL (
               SELECT x.id, x.search_vector, x.created_at FROM assets x
@@ -127,6 +131,15 @@ export async function rankFullText(
   const p = parseQuery(q);
   const tsquery = queryTsquery(p);
   const plan = await conjunctionPlan(prisma, p);
+  if (plan !== null && plan.pairs !== null) {
+    for (const perResult of CANDIDATES_PER_RESULT) {
+      const r = await rankPairs(prisma, workspaceId, tsquery, plan, { limit, perResult });
+      if (pairsAreExact(r, limit) && r.hits.length > 0) {
+        return { hits: r.hits.map((h) => ({ id: h.id, score: h.score })), tsquery };
+      }
+      if (!r.deeper) break;
+    }
+  }
   if (plan !== null) {
     // One try only: the bound of an AND sums every list's last score, and going ten times deeper
     // lowers it little (a word's best assets are mostly not the conjunction's), so a second try
@@ -430,6 +443,8 @@ export const CONJUNCTION_WORDS = { min: 2, max: 5 } as const;
  */
 export interface ConjunctionPlan {
   roles: Array<{ lexeme: string; prefix: string | null }>;
+  /** The lexeme pairs whose search_pairs rows rank this query (see rankPairs), or null when none can. */
+  pairs: PairPlan | null;
   /**
    * An unseen asset scores at most boundFactor * (the sum of its lexemes' own scores): 1 for an AND,
    * span / items for a phrase (see rankConjunction).
@@ -478,7 +493,17 @@ export async function conjunctionPlan(prisma: PrismaClient, p: ParsedQuery): Pro
   if (phrase) {
     if (ops.some((o) => o.distance === undefined)) return null;
     const span = 1 + ops.reduce((sum, o) => sum + o.distance!, 0);
-    return { roles: lexemes.map((lexeme) => ({ lexeme, prefix: null })), boundFactor: span / items.length };
+    // Adjacent words of the phrase (distance 1, two different lexemes) have a search_pairs row.
+    const adjacent = ops.flatMap((o, i) =>
+      o.distance === 1 && items[i]!.lexeme !== items[i + 1]!.lexeme
+        ? [[items[i]!.lexeme!, items[i + 1]!.lexeme!] as [string, string]]
+        : [],
+    );
+    return {
+      roles: lexemes.map((lexeme) => ({ lexeme, prefix: null })),
+      pairs: adjacent.length > 0 ? { kind: "phrase", pairs: adjacent, items: items.length } : null,
+      boundFactor: span / items.length,
+    };
   }
   if (ops.some((o) => o.op !== "&")) return null;
   const roles = lexemes.map((lexeme) => ({ lexeme, prefix: null as string | null }));
@@ -495,7 +520,9 @@ export async function conjunctionPlan(prisma: PrismaClient, p: ParsedQuery): Pro
       roles.find((r) => r.lexeme === lastLexeme)!.prefix = prefix.lexeme;
     }
   }
-  return { roles, boundFactor: 1 };
+  const pairs: PairPlan | null =
+    roles.length === 2 ? { kind: "and", pairs: [[roles[0]!.lexeme, roles[1]!.lexeme]], items: 2 } : null;
+  return { roles, pairs, boundFactor: 1 };
 }
 
 /** What the bounded ranking of a conjunction found, and what proves it equals the exact ranking. */
@@ -604,4 +631,167 @@ export function conjunctionIsExact(c: ConjunctionRanking, plan: ConjunctionPlan,
   const bound = plan.boundFactor * c.bound;
   // Scores are float4 sums: a relative margin covers the rounding of ts_rank_cd's own summation.
   return c.hits[limit - 1]!.score > bound + bound * 1e-5;
+}
+
+/**
+ * search_pairs holds a pair of lexemes for an asset when two of their occurrences are at most
+ * PAIR_DISTANCE positions apart and the pair's own score (ts_rank_cd of 'a' & 'b') is at least
+ * PAIR_MIN_SCORE. Both are fixed by the 20261130000000_search_pairs migration.
+ */
+export const PAIR_DISTANCE = 2;
+export const PAIR_MIN_SCORE = 0.25;
+
+/** The pairs a two-word AND or a phrase is ranked by. */
+export interface PairPlan {
+  /** "and": two words in any order and place; "phrase": words next to each other. */
+  kind: "and" | "phrase";
+  /** For "and" the two roles' lexemes; for a phrase each two adjacent words' lexemes. */
+  pairs: Array<[string, string]>;
+  /** Lexemes of the phrase (with repeats), or 2. */
+  items: number;
+}
+
+/** What the pair ranking found, and what proves it equals the exact ranking. */
+export interface PairRanking {
+  /** Each role's last word is one lexeme in the workspace (a prefix that expands further is not). */
+  applicable: boolean;
+  /** A deeper try could prove more: some list was cut. */
+  deeper: boolean;
+  /** No asset outside the ranked candidates scores more (see rankPairs). */
+  bound: number | null;
+  /** The candidates ranked exactly, best first. */
+  hits: Array<ScoredId & { createdAt: string }>;
+}
+
+/**
+ * The ranking of a two-word AND or of a phrase from search_pairs (threshold algorithm on pairs).
+ *
+ * Two words a & b: an asset holding both either has a row of the pair, or its occurrences of a and b
+ * are all at least PAIR_DISTANCE + 1 positions apart (every cover is then divided by at least 3:
+ * the asset scores at most (score of a + score of b) / 3, each from search_terms), or its pair
+ * scores below PAIR_MIN_SCORE. The candidates are the pair's best `perResult * limit` rows and,
+ * from each word's best `10 * perResult * limit` postings, the assets whose (a + b) / 3 could still
+ * reach the page (a missing word counts as that list's last score). Unseen assets score at most
+ * max(the pair list's last score, PAIR_MIN_SCORE, (a's last + b's last) / 3).
+ *
+ * A phrase of k lexemes: its assets hold each two adjacent words at distance 1, and each phrase
+ * cover holds such a pair, whose own cover it maps to one to one, with a harmonic mean of weights at
+ * most k/2 times the pair's: an asset scores at most k/2 times any adjacent pair's score, so at most
+ * k/2 * min over the pairs of max(the pair list's last score, PAIR_MIN_SCORE).
+ *
+ * Trashed assets have no rows (as in search_terms), and every candidate is re-read from assets
+ * with the workspace and deleted_at checked.
+ */
+export async function rankPairs(
+  prisma: PrismaClient,
+  workspaceId: string,
+  tsquery: Prisma.Sql,
+  plan: ConjunctionPlan,
+  { limit, perResult = CANDIDATES_PER_RESULT[0] }: CandidateDepth,
+): Promise<PairRanking> {
+  const pairPlan = plan.pairs;
+  if (pairPlan === null) return { applicable: false, deeper: false, bound: null, hits: [] };
+  const depth = perResult * limit;
+  const listDepth = 10 * depth;
+  const items = JSON.stringify(
+    plan.roles.flatMap((r, role) => [
+      { role, lexeme: r.lexeme, prefix: false },
+      ...(r.prefix === null ? [] : [{ role, lexeme: r.prefix, prefix: true }]),
+    ]),
+  );
+  const pairs = JSON.stringify(pairPlan.pairs.map(([a, b]) => ({ a, b })));
+  const and = pairPlan.kind === "and";
+  // Scores are float4 sums: relative margins cover the rounding of ts_rank_cd's own summation.
+  const rows = await prisma.$queryRaw<
+    Array<{
+      applicable: boolean;
+      deeper: boolean;
+      bound: number | null;
+      hits: PairRanking["hits"] | null;
+    }>
+  >`
+    WITH RECURSIVE q AS (SELECT ${tsquery} AS tsq),
+    items AS (
+      SELECT i.role, i.lexeme, i.prefix FROM json_to_recordset(${items}::json) AS i(role int, lexeme text, prefix boolean)),
+    expanded (role, prefix, lexeme, n) AS (
+      SELECT i.role, i.lexeme, (SELECT min(s.lexeme) FROM search_terms s
+                                 WHERE s.workspace_id = ${workspaceId} AND s.lexeme >= i.lexeme), 1
+        FROM items i WHERE i.prefix
+      UNION ALL
+      SELECT e.role, e.prefix, (SELECT min(s.lexeme) FROM search_terms s
+                                 WHERE s.workspace_id = ${workspaceId} AND s.lexeme > e.lexeme), e.n + 1
+        FROM expanded e
+       WHERE starts_with(e.lexeme, e.prefix) AND e.n <= 2),
+    lexemes AS (
+      SELECT role, lexeme FROM items WHERE NOT prefix
+      UNION
+      SELECT role, lexeme FROM expanded WHERE starts_with(lexeme, prefix)),
+    applicable AS (
+      SELECT NOT EXISTS (SELECT 1 FROM lexemes GROUP BY role HAVING count(*) > 1) AS ok),
+    pairs AS (
+      SELECT DISTINCT least(p.a, p.b) AS a, greatest(p.a, p.b) AS b
+        FROM json_to_recordset(${pairs}::json) AS p(a text, b text), applicable WHERE applicable.ok),
+    ptaken AS (
+      SELECT p.a, p.b, c.asset_id, c.score
+        FROM pairs p
+        CROSS JOIN LATERAL (
+              SELECT s.asset_id, s.score FROM search_pairs s
+               WHERE s.workspace_id = ${workspaceId} AND s.lexeme_a = p.a AND s.lexeme_b = p.b
+               ORDER BY s.score DESC, s.created_at DESC, s.asset_id DESC
+               LIMIT ${depth}) c),
+    plast AS (
+      SELECT p.a, p.b, greatest(CASE WHEN count(t.asset_id) >= ${depth} THEN min(t.score::float8) ELSE 0 END,
+                                ${PAIR_MIN_SCORE}::float8) AS last
+        FROM pairs p LEFT JOIN ptaken t ON t.a = p.a AND t.b = p.b
+       GROUP BY p.a, p.b),
+    pranked AS (${rankedCandidates(workspaceId, limit, Prisma.sql`SELECT DISTINCT asset_id FROM ptaken`)}),
+    threshold AS (
+      SELECT CASE WHEN count(*) >= ${limit} THEN min(score) END AS t FROM pranked),
+    ltaken AS (
+      SELECT l.lexeme, c.asset_id, c.score
+        FROM (SELECT lexeme FROM lexemes, applicable WHERE applicable.ok AND ${and}) l
+        CROSS JOIN LATERAL (
+              SELECT s.asset_id, s.score FROM search_terms s
+               WHERE s.workspace_id = ${workspaceId} AND s.lexeme = l.lexeme
+               ORDER BY s.score DESC, s.created_at DESC, s.asset_id DESC
+               LIMIT ${listDepth}) c),
+    llast AS (
+      SELECT lexeme, count(*) >= ${listDepth} AS cut, min(score::float8) AS last FROM ltaken GROUP BY lexeme),
+    lkept AS (
+      SELECT t.asset_id
+        FROM ltaken t
+       WHERE NOT EXISTS (SELECT 1 FROM ptaken p WHERE p.asset_id = t.asset_id)
+       GROUP BY t.asset_id
+      HAVING (sum(t.score::float8)
+              + CASE WHEN count(*) = 2 THEN 0
+                     ELSE (SELECT CASE WHEN l.cut THEN l.last END FROM llast l WHERE l.lexeme <> min(t.lexeme)) END) / 3
+             >= (SELECT th.t FROM threshold th) * (1 - 2e-5)),
+    lranked AS (${rankedCandidates(workspaceId, limit, Prisma.sql`SELECT asset_id FROM lkept`)}),
+    ranked AS (
+      SELECT * FROM (SELECT * FROM pranked UNION ALL SELECT * FROM lranked) r
+       ORDER BY score DESC, created_at DESC, id ASC
+       LIMIT ${limit})
+    SELECT (SELECT ok FROM applicable) AS applicable,
+           EXISTS (SELECT 1 FROM plast WHERE last > ${PAIR_MIN_SCORE}) OR EXISTS (SELECT 1 FROM llast WHERE cut) AS deeper,
+           CASE WHEN ${and}
+                THEN greatest((SELECT max(last) FROM plast),
+                              CASE WHEN (SELECT count(*) FILTER (WHERE cut) FROM llast) = 2
+                                   THEN (SELECT sum(last) FROM llast) / 3 ELSE 0 END)
+                ELSE ${pairPlan.items / 2}::float8 * (SELECT min(last) FROM plast) END AS bound,
+           (SELECT json_agg(json_build_object('id', r.id, 'score', r.score, 'createdAt', r.created_at)
+                            ORDER BY r.score DESC, r.created_at DESC, r.id ASC)
+              FROM ranked r) AS hits`;
+  const row = rows[0]!;
+  return {
+    applicable: row.applicable,
+    deeper: row.applicable && row.deeper,
+    bound: row.bound === null ? null : Number(row.bound),
+    hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
+  };
+}
+
+/** True when the pair ranking's first `limit` hits are provably the exact ranking's. */
+export function pairsAreExact(r: PairRanking, limit: number): boolean {
+  if (!r.applicable || r.bound === null || r.hits.length < limit) return false;
+  return r.hits[limit - 1]!.score > r.bound + r.bound * 1e-5;
 }
