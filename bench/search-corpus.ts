@@ -74,8 +74,8 @@ export function seedSql(): string {
 
 /**
  * Inserts the corpus in batches of 20,000 rows. The per-row trigger fills search_vector /
- * search_text and the statement trigger the spelling dictionary; the postings of search_terms are
- * loaded like a restore does: trigger off and primary key dropped during the load, then one
+ * search_text and the statement trigger the spelling dictionary; the postings of search_terms and
+ * the word pairs of search_pairs are loaded like a restore does: trigger off and primary key dropped during the load, then one
  * INSERT ... SELECT of the migration's own backfill and the key rebuilt (20M postings at 1M assets:
  * maintaining the btree row by row would dominate the seed time).
  */
@@ -86,6 +86,8 @@ export async function seedCorpus(
   await tx.query("SELECT setseed(0.42)");
   await tx.query('ALTER TABLE assets DISABLE TRIGGER "search_terms_add_inserted"');
   await tx.query('ALTER TABLE search_terms DROP CONSTRAINT "search_terms_pkey"');
+  await tx.query('ALTER TABLE assets DISABLE TRIGGER "search_pairs_add_inserted"');
+  await tx.query('ALTER TABLE search_pairs DROP CONSTRAINT "search_pairs_pkey"');
   const sql = seedSql();
   const batch = 20_000;
   for (let lo = 1; lo <= opts.assets; lo += batch) {
@@ -104,4 +106,13 @@ export async function seedCorpus(
     'ALTER TABLE search_terms ADD CONSTRAINT "search_terms_pkey" PRIMARY KEY ("workspace_id", "lexeme", "score", "created_at", "asset_id")',
   );
   await tx.query('ALTER TABLE assets ENABLE TRIGGER "search_terms_add_inserted"');
+  opts.progress?.("loading search_pairs");
+  await tx.query(`INSERT INTO "search_pairs" ("workspace_id", "lexeme_a", "lexeme_b", "score", "created_at", "asset_id")
+    SELECT a."workspace_id", t.lexeme_a, t.lexeme_b, t.score, a."created_at", a."id"
+      FROM "assets" a, LATERAL "assets_search_pairs"(a."search_vector") AS t`);
+  opts.progress?.("search_pairs loaded, building its primary key");
+  await tx.query(
+    'ALTER TABLE search_pairs ADD CONSTRAINT "search_pairs_pkey" PRIMARY KEY ("workspace_id", "lexeme_a", "lexeme_b", "score", "created_at", "asset_id")',
+  );
+  await tx.query('ALTER TABLE assets ENABLE TRIGGER "search_pairs_add_inserted"');
 }

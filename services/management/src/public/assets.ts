@@ -15,6 +15,8 @@ export {
   conjunctionPlan,
   rankConjunction,
   conjunctionIsExact,
+  rankPairs,
+  pairsAreExact,
   CANDIDATES_PER_RESULT,
 } from "../assets/search";
 export { countFacets } from "../assets/facets";
