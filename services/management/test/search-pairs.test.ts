@@ -228,17 +228,20 @@ describe("two words and phrases ranked from search_pairs", () => {
     );
   });
 
-  it.each([...TWO_WORDS, ...PHRASES])("%s: the served page equals the exact ranking, this workspace only", async (q) => {
-    for (const limit of [1, 5, 25]) {
-      const exact = await rankExact(t.db.prisma, WS, queryTsquery(parseQuery(q)), limit);
-      expect(exact.length).toBeGreaterThan(0);
-      expect(await fullTextSearch(t.db.prisma, WS, q, limit)).toEqual(exact);
-    }
-    const res = await t.as(WS).get("/v1/assets/search/full-text").query({ q, limit: 25 });
-    expect(res.status).toBe(200);
-    const exact = await rankExact(t.db.prisma, WS, queryTsquery(parseQuery(q)), 25);
-    expect(res.body.assets.map((a: { id: string }) => a.id)).toEqual(exact.map((h) => h.id));
-  });
+  it.each([...TWO_WORDS, ...PHRASES])(
+    "%s: the served page equals the exact ranking, this workspace only",
+    async (q) => {
+      for (const limit of [1, 5, 25]) {
+        const exact = await rankExact(t.db.prisma, WS, queryTsquery(parseQuery(q)), limit);
+        expect(exact.length).toBeGreaterThan(0);
+        expect(await fullTextSearch(t.db.prisma, WS, q, limit)).toEqual(exact);
+      }
+      const res = await t.as(WS).get("/v1/assets/search/full-text").query({ q, limit: 25 });
+      expect(res.status).toBe(200);
+      const exact = await rankExact(t.db.prisma, WS, queryTsquery(parseQuery(q)), 25);
+      expect(res.body.assets.map((a: { id: string }) => a.id)).toEqual(exact.map((h) => h.id));
+    },
+  );
 
   it("never returns a trashed asset: the pages proved from pairs are the live assets' exact ranking", async () => {
     const ws = "ws-pairs-trash";

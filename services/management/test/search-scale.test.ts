@@ -211,6 +211,27 @@ describe("bounded ranking", () => {
     expect(c.hits.map((h) => ({ id: h.id, score: h.score }))).toEqual(exact);
   });
 
+  it("ranks only the candidates whose upper sum can reach the page, and proves the same pages", async () => {
+    let pruned = 0;
+    let proven = 0;
+    for (const q of ["mountain", "sun", "mountains or lake", "sunset or beach or night", "night", "travel"]) {
+      const tsquery = queryTsquery(parseQuery(q));
+      for (const limit of [1, 3, 10]) {
+        for (const perResult of CANDIDATES_PER_RESULT) {
+          const c = await rankCandidates(t.db.prisma, RANKED, tsquery, { limit, perResult });
+          if (c.prunedBound !== null) pruned += 1;
+          if (!candidatesAreExact(c, limit)) continue;
+          proven += 1;
+          expect(c.hits.slice(0, limit).map((h) => ({ id: h.id, score: h.score }))).toEqual(
+            await rankExact(t.db.prisma, RANKED, tsquery, limit),
+          );
+        }
+      }
+    }
+    expect(pruned).toBeGreaterThan(10);
+    expect(proven).toBeGreaterThan(10);
+  });
+
   it("takes every match as a candidate when no list is cut (rare words)", async () => {
     const c = await rankCandidates(t.db.prisma, RANKED, queryTsquery(parseQuery("travel")), { limit: 100 });
     expect(c.truncatedLists).toBe(0);
@@ -233,7 +254,13 @@ describe("bounded ranking", () => {
 
   it("does not prove a page whose last hit is not above the bound of the unseen assets", () => {
     const hit = (score: number, createdAt = "2026-01-01T00:00:00.000Z") => ({ id: "x", score, createdAt });
-    const base = { disjunction: true, expansionCapped: false, boundCreatedAt: null, corrections: null };
+    const base = {
+      disjunction: true,
+      expansionCapped: false,
+      boundCreatedAt: null,
+      prunedBound: null,
+      corrections: null,
+    };
     expect(candidatesAreExact({ ...base, truncatedLists: 2, bound: 2, hits: [hit(3), hit(2)] }, 2)).toBe(false);
     expect(candidatesAreExact({ ...base, truncatedLists: 2, bound: 2, hits: [hit(3), hit(2.5)] }, 2)).toBe(true);
     expect(candidatesAreExact({ ...base, truncatedLists: 2, bound: 2, hits: [hit(3)] }, 2)).toBe(false);
@@ -246,6 +273,11 @@ describe("bounded ranking", () => {
     expect(candidatesAreExact({ ...tie, hits: [hit(3), hit(2, "2026-01-02T00:00:00Z")] }, 2)).toBe(true);
     expect(candidatesAreExact({ ...tie, hits: [hit(3), hit(2)] }, 2)).toBe(false);
     expect(candidatesAreExact({ ...tie, hits: [hit(3), hit(1.9, "2026-01-02T00:00:00Z")] }, 2)).toBe(false);
+    // A candidate left unranked must score below the page's last hit, even when every list is complete.
+    const complete = { ...base, truncatedLists: 0, bound: null };
+    expect(candidatesAreExact({ ...complete, prunedBound: 2.4, hits: [hit(3), hit(2.5)] }, 2)).toBe(true);
+    expect(candidatesAreExact({ ...complete, prunedBound: 2.5, hits: [hit(3), hit(2.5)] }, 2)).toBe(false);
+    expect(candidatesAreExact({ ...complete, prunedBound: 1, hits: [hit(3)] }, 2)).toBe(false);
   });
 });
 

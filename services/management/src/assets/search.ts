@@ -196,6 +196,13 @@ export interface CandidateRanking {
    * that reaches the bound has each list's last score, so it is older than that list's last one.
    */
   boundCreatedAt: Date | null;
+  /**
+   * The highest score a candidate left unranked could have (null when none was): the sum of its
+   * lists' scores plus the last score of each cut list it is missing from. A disjunction scores the
+   * sum of its lexemes' own scores (each occurrence is a cover of its own), so a candidate whose
+   * upper sum is below the limit-th best lower sum (the lists it was seen in) cannot make the page.
+   */
+  prunedBound: number | null;
   /** The candidates ranked exactly, best first, with created_at for the tie-break check. */
   hits: Array<ScoredId & { createdAt: string }>;
   /**
@@ -249,6 +256,9 @@ async function rankedSearch(
  */
 export function candidatesAreExact(c: CandidateRanking, limit: number): boolean {
   if (c.expansionCapped) return false;
+  // Candidates left unranked: none may reach the page's last hit.
+  const lastHit = c.hits[limit - 1];
+  if (c.prunedBound !== null && !(lastHit !== undefined && lastHit.score > c.prunedBound * (1 + 1e-5))) return false;
   if (c.truncatedLists === 0) return true; // every match was a candidate
   if (c.hits.length < limit || c.bound === null) return false;
   const last = c.hits[limit - 1]!;
@@ -298,6 +308,7 @@ export async function rankCandidates(
       truncated_lists: number;
       bound: number | null;
       bound_created_at: Date | null;
+      pruned_bound: number | null;
       hits: CandidateRanking["hits"] | null;
       corrections: Correction[] | null;
     }>
@@ -336,8 +347,17 @@ export async function rankCandidates(
       SELECT c.lexeme, min(t.created_at) AS last_created_at
         FROM cut c JOIN taken t ON t.lexeme = c.lexeme AND t.score = c.last_score
        GROUP BY c.lexeme),
-    ranked AS (${rankedCandidates(workspaceId, limit)})
+    seen AS (
+      SELECT t.asset_id, sum(t.score::float8) AS lb,
+             sum(t.score::float8) + coalesce((SELECT sum(c.last_score::float8) FROM cut c
+                                               WHERE c.lexeme <> ALL (array_agg(t.lexeme))), 0) AS ub
+        FROM taken t GROUP BY t.asset_id),
+    kth AS (SELECT lb FROM seen ORDER BY lb DESC OFFSET ${limit - 1} LIMIT 1),
+    kept AS (
+      SELECT asset_id FROM seen WHERE NOT EXISTS (SELECT 1 FROM kth) OR ub >= (SELECT lb FROM kth) * (1 - 2e-5)),
+    ranked AS (${rankedCandidates(workspaceId, limit, Prisma.sql`SELECT asset_id FROM kept`)})
     SELECT (SELECT disjunction FROM q) AS disjunction,
+           (SELECT max(ub) FROM seen WHERE asset_id NOT IN (SELECT asset_id FROM kept)) AS pruned_bound,
            EXISTS (SELECT 1 FROM expanded WHERE n > ${PREFIX_EXPANSIONS} AND starts_with(lexeme, prefix)) AS expansion_capped,
            (SELECT count(*)::int FROM cut) AS truncated_lists,
            (SELECT sum(last_score::float8) FROM cut) AS bound,
@@ -353,6 +373,7 @@ export async function rankCandidates(
     truncatedLists: Number(row.truncated_lists),
     bound: row.bound === null ? null : Number(row.bound),
     boundCreatedAt: row.bound_created_at === null ? null : new Date(row.bound_created_at),
+    prunedBound: row.pruned_bound === null ? null : Number(row.pruned_bound),
     hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
     corrections: row.corrections,
   };
