@@ -676,10 +676,20 @@ export interface PairPlan {
 export interface PairRanking {
   /** Each role's last word is one lexeme in the workspace (a prefix that expands further is not). */
   applicable: boolean;
-  /** A deeper try could prove more: some list was cut. */
+  /** A deeper try could prove more: some pair's list was cut. */
   deeper: boolean;
-  /** No asset outside the ranked candidates scores more (see rankPairs). */
-  bound: number | null;
+  kind: PairPlan["kind"];
+  items: number;
+  /**
+   * Per pair, the last score taken from its cut list and the oldest created_at at that score (an
+   * unseen row that ties with it is older: the list is in the ranking's order); null when the list
+   * was complete.
+   */
+  pairs: Array<{ last: number | null; lastCreatedAt: Date | null }>;
+  /** Two words: (a's last + b's last) / 3 when both words' lists were cut, else null. */
+  listsBound: number | null;
+  /** Two words: the best score of the pair's rows left unranked (below the page), or null. */
+  prunedScore: number | null;
   /** The candidates ranked exactly, best first. */
   hits: Array<ScoredId & { createdAt: string }>;
 }
@@ -711,9 +721,22 @@ export async function rankPairs(
   { limit, perResult = CANDIDATES_PER_RESULT[0] }: CandidateDepth,
 ): Promise<PairRanking> {
   const pairPlan = plan.pairs;
-  if (pairPlan === null) return { applicable: false, deeper: false, bound: null, hits: [] };
+  if (pairPlan === null) {
+    return {
+      applicable: false,
+      deeper: false,
+      kind: "and",
+      items: 2,
+      pairs: [],
+      listsBound: null,
+      prunedScore: null,
+      hits: [],
+    };
+  }
   const depth = perResult * limit;
-  const listDepth = 10 * depth;
+  // Each word's list only bounds the assets whose words stand apart ((a + b) / 3): a fixed depth
+  // takes that bound below the pages the pair proves; deeper tries only read more of the pair.
+  const listDepth = 10 * CANDIDATES_PER_RESULT[0] * limit;
   const items = JSON.stringify(
     plan.roles.flatMap((r, role) => [
       { role, lexeme: r.lexeme, prefix: false },
@@ -727,7 +750,9 @@ export async function rankPairs(
     Array<{
       applicable: boolean;
       deeper: boolean;
-      bound: number | null;
+      pairs: Array<{ last: number | null; lastCreatedAt: string | null }> | null;
+      lists_bound: number | null;
+      pruned_score: number | null;
       hits: PairRanking["hits"] | null;
     }>
   >`
@@ -753,19 +778,28 @@ export async function rankPairs(
       SELECT DISTINCT least(p.a, p.b) AS a, greatest(p.a, p.b) AS b
         FROM json_to_recordset(${pairs}::json) AS p(a text, b text), applicable WHERE applicable.ok),
     ptaken AS (
-      SELECT p.a, p.b, c.asset_id, c.score
+      SELECT p.a, p.b, c.asset_id, c.score, c.created_at
         FROM pairs p
         CROSS JOIN LATERAL (
-              SELECT s.asset_id, s.score FROM search_pairs s
+              SELECT s.asset_id, s.score, s.created_at FROM search_pairs s
                WHERE s.workspace_id = ${workspaceId} AND s.lexeme_a = p.a AND s.lexeme_b = p.b
                ORDER BY s.score DESC, s.created_at DESC, s.asset_id DESC
                LIMIT ${depth}) c),
     plast AS (
-      SELECT p.a, p.b, greatest(CASE WHEN count(t.asset_id) >= ${depth} THEN min(t.score::float8) ELSE 0 END,
-                                ${PAIR_MIN_SCORE}::float8) AS last
+      SELECT p.a, p.b, count(t.asset_id) >= ${depth} AS cut, min(t.score) AS last
         FROM pairs p LEFT JOIN ptaken t ON t.a = p.a AND t.b = p.b
        GROUP BY p.a, p.b),
-    pranked AS (${rankedCandidates(workspaceId, limit, Prisma.sql`SELECT DISTINCT asset_id FROM ptaken`)}),
+    plast_created AS (
+      SELECT l.a, l.b, min(t.created_at) AS created_at
+        FROM plast l JOIN ptaken t ON t.a = l.a AND t.b = l.b AND t.score = l.last
+       GROUP BY l.a, l.b),
+    -- Two words: a row's score is the query's own exact score for that asset (the query is the
+    -- pair's, each word one lexeme), so only the rows that can still make the page are ranked.
+    pkth AS (SELECT score FROM ptaken ORDER BY score DESC OFFSET ${limit - 1} LIMIT 1),
+    pcands AS (
+      SELECT DISTINCT asset_id FROM ptaken
+       WHERE NOT ${and} OR NOT EXISTS (SELECT 1 FROM pkth) OR score::float8 >= (SELECT score FROM pkth) * (1 - 2e-5)),
+    pranked AS (${rankedCandidates(workspaceId, limit, Prisma.sql`SELECT asset_id FROM pcands`)}),
     threshold AS (
       SELECT CASE WHEN count(*) >= ${limit} THEN min(score) END AS t FROM pranked),
     ltaken AS (
@@ -793,12 +827,13 @@ export async function rankPairs(
        ORDER BY score DESC, created_at DESC, id ASC
        LIMIT ${limit})
     SELECT (SELECT ok FROM applicable) AS applicable,
-           EXISTS (SELECT 1 FROM plast WHERE last > ${PAIR_MIN_SCORE}) OR EXISTS (SELECT 1 FROM llast WHERE cut) AS deeper,
-           CASE WHEN ${and}
-                THEN greatest((SELECT max(last) FROM plast),
-                              CASE WHEN (SELECT count(*) FILTER (WHERE cut) FROM llast) = 2
-                                   THEN (SELECT sum(last) FROM llast) / 3 ELSE 0 END)
-                ELSE ${pairPlan.items / 2}::float8 * (SELECT min(last) FROM plast) END AS bound,
+           EXISTS (SELECT 1 FROM plast WHERE cut) AS deeper,
+           (SELECT json_agg(json_build_object('last', CASE WHEN l.cut THEN l.last::float8 END,
+                                              'lastCreatedAt', CASE WHEN l.cut THEN c.created_at END))
+              FROM plast l LEFT JOIN plast_created c ON c.a = l.a AND c.b = l.b) AS pairs,
+           CASE WHEN (SELECT count(*) FILTER (WHERE cut) FROM llast) = 2
+                THEN (SELECT sum(last) FROM llast) / 3 END AS lists_bound,
+           (SELECT max(score::float8) FROM ptaken WHERE asset_id NOT IN (SELECT asset_id FROM pcands)) AS pruned_score,
            (SELECT json_agg(json_build_object('id', r.id, 'score', r.score, 'createdAt', r.created_at)
                             ORDER BY r.score DESC, r.created_at DESC, r.id ASC)
               FROM ranked r) AS hits`;
@@ -806,13 +841,41 @@ export async function rankPairs(
   return {
     applicable: row.applicable,
     deeper: row.applicable && row.deeper,
-    bound: row.bound === null ? null : Number(row.bound),
+    kind: pairPlan.kind,
+    items: pairPlan.items,
+    pairs: (row.pairs ?? []).map((p) => ({
+      last: p.last === null ? null : Number(p.last),
+      lastCreatedAt: p.lastCreatedAt === null ? null : new Date(p.lastCreatedAt),
+    })),
+    listsBound: row.lists_bound === null ? null : Number(row.lists_bound),
+    prunedScore: row.pruned_score === null ? null : Number(row.pruned_score),
     hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
   };
 }
 
-/** True when the pair ranking's first `limit` hits are provably the exact ranking's. */
+/**
+ * True when the pair ranking's first `limit` hits are provably the exact ranking's: the last hit
+ * scores above PAIR_MIN_SCORE and the words' lists bound (k/2 times these for a phrase of k
+ * lexemes), and above the pair list's last score, or ties with it and is newer than that list's
+ * last rows (the ranking's tie-break is created_at, newest first).
+ */
 export function pairsAreExact(r: PairRanking, limit: number): boolean {
-  if (!r.applicable || r.bound === null || r.hits.length < limit) return false;
-  return r.hits[limit - 1]!.score > r.bound + r.bound * 1e-5;
+  if (!r.applicable || r.hits.length < limit || r.pairs.length === 0) return false;
+  const last = r.hits[limit - 1]!;
+  // Scores are float4 sums: relative margins cover the rounding of ts_rank_cd's own summation.
+  const above = (bound: number) => last.score > bound * (1 + 1e-5);
+  const aboveOrNewer = (p: PairRanking["pairs"][number], factor: number) =>
+    p.last === null ||
+    above(factor * p.last) ||
+    (factor === 1 &&
+      last.score >= p.last * (1 - 1e-5) &&
+      p.lastCreatedAt !== null &&
+      new Date(last.createdAt).getTime() > p.lastCreatedAt.getTime());
+  if (r.kind === "and") {
+    if (r.prunedScore !== null && !above(r.prunedScore)) return false;
+    return above(Math.max(PAIR_MIN_SCORE, r.listsBound ?? 0)) && aboveOrNewer(r.pairs[0]!, 1);
+  }
+  // A phrase scores at most k/2 times each adjacent pair's score: one pair whose bound it passes.
+  const factor = r.items / 2;
+  return above(factor * PAIR_MIN_SCORE) && r.pairs.some((p) => aboveOrNewer(p, factor));
 }
