@@ -75,7 +75,7 @@ afterAll(async () => {
 const TWO_WORDS = ["mountain lake", "lake mountain", "red car", "city night", "blue lake", "Mountain Lakes"];
 const PHRASES = ['"mountain lake"', '"lake mountain"', '"red car"', '"night city"', '"mountain sky water"'];
 
-describe("search_pairs rows (20261130000000_search_pairs)", () => {
+describe("search_pairs rows (20261130010000_search_pairs)", () => {
   it("hold exactly the close, high-scoring pairs of every live asset, through insert, update, trash, restore and delete", async () => {
     const ws = "ws-pairs-rows";
     await insertAssets(ws, 60);

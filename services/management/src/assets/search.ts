@@ -657,7 +657,7 @@ export function conjunctionIsExact(c: ConjunctionRanking, plan: ConjunctionPlan,
 /**
  * search_pairs holds a pair of lexemes for an asset when two of their occurrences are at most
  * PAIR_DISTANCE positions apart and the pair's own score (ts_rank_cd of 'a' & 'b') is at least
- * PAIR_MIN_SCORE. Both are fixed by the 20261130000000_search_pairs migration.
+ * PAIR_MIN_SCORE. Both are fixed by the 20261130010000_search_pairs migration.
  */
 export const PAIR_DISTANCE = 2;
 export const PAIR_MIN_SCORE = 0.25;
