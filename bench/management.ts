@@ -35,6 +35,7 @@ import {
   fullTextSearch,
   pairsAreExact,
   liveAssetsByIds,
+  LIST_ESTIMATE_TTL_MS,
   parseQuery,
   queryTsquery,
   rankCandidates,
@@ -420,10 +421,13 @@ interface ListArgs {
   after?: { createdAt: Date | string; id: string };
 }
 
+/** rawList's planner estimates, reused as listAssets reuses its own (LIST_ESTIMATE_TTL_MS). */
+const rawEstimates = new Map<string, { rows: number; expires: number }>();
+
 /**
  * listAssets (sort -createdAt) as plain SQL: the page of limit + 1 with the count capped at
- * LIST_EXACT_COUNT_LIMIT + 1 in the same statement, and the planner's estimate (used above the
- * cap) alongside.
+ * LIST_EXACT_COUNT_LIMIT + 1 in the same statement, then, only above the cap, the planner's
+ * estimate, reused for LIST_ESTIMATE_TTL_MS as the service does.
  */
 async function rawList(raw: RawDb, args: ListArgs): Promise<{ ids: string[]; count: number; estimate: boolean }> {
   const where = ["workspace_id = $1", "deleted_at IS NULL"];
@@ -444,19 +448,23 @@ async function rawList(raw: RawDb, args: ListArgs): Promise<{ ids: string[]; cou
     page.push(`(created_at < ${c} OR (created_at = ${c} AND id < ${i}))`);
   }
   params.push(LIMIT + 1);
-  const [rows, [plan]] = await Promise.all([
-    raw.query<{ id: string; listCapped: number }>(
-      `SELECT ${ASSET_COLUMNS}, (${countSql}) AS "listCapped" FROM assets WHERE ${page.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
-      params,
-    ),
-    raw.query<{ "QUERY PLAN": unknown }>(estimateSql, estimateParams),
-  ]);
+  const rows = await raw.query<{ id: string; listCapped: number }>(
+    `SELECT ${ASSET_COLUMNS}, (${countSql}) AS "listCapped" FROM assets WHERE ${page.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+    params,
+  );
   let count = rows[0]!.listCapped;
   const estimate = count > LIST_EXACT_COUNT_LIMIT;
   if (estimate) {
-    const json = plan!["QUERY PLAN"];
-    const parsed = (typeof json === "string" ? JSON.parse(json) : json) as Array<{ Plan: { "Plan Rows": number } }>;
-    count = Math.max(LIST_EXACT_COUNT_LIMIT + 1, Math.round(parsed[0]!.Plan["Plan Rows"]));
+    const key = JSON.stringify([estimateSql, estimateParams]);
+    let cached = rawEstimates.get(key);
+    if (!cached || cached.expires <= Date.now()) {
+      const [plan] = await raw.query<{ "QUERY PLAN": unknown }>(estimateSql, estimateParams);
+      const json = plan!["QUERY PLAN"];
+      const parsed = (typeof json === "string" ? JSON.parse(json) : json) as Array<{ Plan: { "Plan Rows": number } }>;
+      cached = { rows: Math.round(parsed[0]!.Plan["Plan Rows"]), expires: Date.now() + LIST_ESTIMATE_TTL_MS };
+      rawEstimates.set(key, cached);
+    }
+    count = Math.max(LIST_EXACT_COUNT_LIMIT + 1, cached.rows);
   }
   return { ids: rows.slice(0, LIMIT).map((r) => r.id), count, estimate };
 }

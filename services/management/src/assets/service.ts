@@ -271,14 +271,15 @@ export async function listAssets(
   const field = query.sort.replace(/^-/, "") as SortField;
   const cursor = query.cursor ? decodeCursor(query.cursor, query.sort) : undefined;
   const conditions = Prisma.join(listConditions(principal.workspaceId, query), " AND ");
+  const estimate = () => estimateListCount(ctx, conditions);
   // The capped count rides along with the page (one statement, one round trip; PGlite runs
-  // statements one at a time); the planner's estimate (EXPLAIN, no execution) is asked alongside,
-  // used only above the limit. Both are SQL from the same filters, not Prisma's count({ take }):
-  // that one orders its subquery by id, which makes Postgres walk the primary key (13 ms at 1M).
-  const [listed, estimate, facets] = await Promise.all([
+  // statements one at a time). The planner's estimate is asked only when more than
+  // LIST_EXACT_COUNT_LIMIT rows match, and then mostly answered from estimateListCount's cache.
+  // Both are SQL from the same filters, not Prisma's count({ take }): that one orders its
+  // subquery by id, which makes Postgres walk the primary key (13 ms at 1M).
+  const [listed, facets] = await Promise.all([
     listPage(ctx, conditions, cursor && afterCursor(field, desc, cursor), listOrder(field, desc), query.limit + 1),
-    estimateListCount(ctx, conditions),
-    countFacets(ctx.prisma, query.facets ?? [], conditions, () => estimateListCount(ctx, conditions)),
+    countFacets(ctx.prisma, query.facets ?? [], conditions, estimate),
   ]);
   const { rows } = listed;
   const page = rows.slice(0, query.limit);
@@ -291,7 +292,7 @@ export async function listAssets(
   const capped = listed.capped ?? (await countCapped(ctx, conditions));
   if (capped <= LIST_EXACT_COUNT_LIMIT) return { count: capped, assets, nextCursor, ...facets };
   return {
-    count: Math.max(estimate, LIST_EXACT_COUNT_LIMIT + 1),
+    count: Math.max(await estimate(), LIST_EXACT_COUNT_LIMIT + 1),
     countIsEstimate: true,
     assets,
     nextCursor,
@@ -349,19 +350,39 @@ async function listPage(
   return { rows: rows.map(({ listCapped: _, ...asset }) => asset), capped };
 }
 
+/** How long the planner's estimate of one listing's size is reused, and for how many listings. */
+export const LIST_ESTIMATE_TTL_MS = 30_000;
+const ESTIMATE_CACHE_SIZE = 1_000;
+
+/** Per database (a PrismaClient each): the estimates asked lately, by statement and parameters. */
+const estimateCaches = new WeakMap<object, Map<string, { rows: number; expires: number }>>();
+
 /**
  * The planner's row estimate (EXPLAIN, nothing executed) for listAssets' filters. Used only when
  * more than LIST_EXACT_COUNT_LIMIT rows are known to match, so the caller raises it to at least
  * LIST_EXACT_COUNT_LIMIT + 1. The planner applies the table-wide share of trash (null fraction of
  * deleted_at) to the workspace's rows, so a workspace with far more trash than the average is
- * estimated somewhat high.
+ * estimated somewhat high. An estimate moves only with the table's statistics and size, so one is
+ * reused for LIST_ESTIMATE_TTL_MS: the pages of one listing, and the same listing asked again, cost a
+ * round trip (and a planning of the filters) less.
  */
 async function estimateListCount(ctx: AppContext, conditions: Prisma.Sql): Promise<number> {
-  const rows = await ctx.prisma.$queryRaw<Array<{ "QUERY PLAN": unknown }>>`
-    EXPLAIN (FORMAT JSON) SELECT 1 FROM assets WHERE ${conditions}`;
+  const statement = Prisma.sql`EXPLAIN (FORMAT JSON) SELECT 1 FROM assets WHERE ${conditions}`;
+  let cache = estimateCaches.get(ctx.prisma);
+  if (!cache) estimateCaches.set(ctx.prisma, (cache = new Map()));
+  const key = JSON.stringify([statement.sql, statement.values]);
+  const now = Date.now();
+  const cached = cache.get(key);
+  if (cached && cached.expires > now) return cached.rows;
+  const rows = await ctx.prisma.$queryRaw<Array<{ "QUERY PLAN": unknown }>>(statement);
   const raw = rows[0]?.["QUERY PLAN"];
   const plan = (typeof raw === "string" ? JSON.parse(raw) : raw) as Array<{ Plan?: { "Plan Rows"?: number } }>;
-  return Math.round(plan[0]?.Plan?.["Plan Rows"] ?? 0);
+  const estimate = Math.round(plan[0]?.Plan?.["Plan Rows"] ?? 0);
+  cache.delete(key);
+  // Oldest first in a Map's order: the one stored longest ago makes room.
+  if (cache.size >= ESTIMATE_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  cache.set(key, { rows: estimate, expires: now + LIST_ESTIMATE_TTL_MS });
+  return estimate;
 }
 
 export async function searchAssetsFullText(

@@ -21,4 +21,5 @@ export {
 } from "../assets/search";
 export { countFacets } from "../assets/facets";
 export { ASSET_COLUMNS, liveAssetsByIds } from "../assets/rows";
+export { LIST_ESTIMATE_TTL_MS } from "../assets/service";
 export { analyseImage, type SpooledFile } from "../assets/image-analysis";
