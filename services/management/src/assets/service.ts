@@ -19,6 +19,7 @@ import {
 import { originalKey } from "@media-platform/storage";
 import type { AppContext } from "../context";
 import type { Principal } from "../auth/keys";
+import { LRUCache } from "lru-cache";
 import { Prisma, type Asset } from "../generated/prisma/client";
 import { InvalidInputError, NotFoundError, zodErrors } from "../domain-errors";
 import { afterCursor, cursorValue, decodeCursor, encodeCursor, listOrder, type SortField } from "./cursor";
@@ -355,33 +356,23 @@ export const LIST_ESTIMATE_TTL_MS = 30_000;
 const ESTIMATE_CACHE_SIZE = 1_000;
 
 /** Per database (a PrismaClient each): the estimates asked lately, by statement and parameters. */
-const estimateCaches = new WeakMap<object, Map<string, { rows: number; expires: number }>>();
+const estimateCaches = new WeakMap<object, LRUCache<string, number>>();
 
-/**
- * The planner's row estimate (EXPLAIN, nothing executed) for listAssets' filters. Used only when
- * more than LIST_EXACT_COUNT_LIMIT rows are known to match, so the caller raises it to at least
- * LIST_EXACT_COUNT_LIMIT + 1. The planner applies the table-wide share of trash (null fraction of
- * deleted_at) to the workspace's rows, so a workspace with far more trash than the average is
- * estimated somewhat high. An estimate moves only with the table's statistics and size, so one is
- * reused for LIST_ESTIMATE_TTL_MS: the pages of one listing, and the same listing asked again, cost a
- * round trip (and a planning of the filters) less.
- */
 async function estimateListCount(ctx: AppContext, conditions: Prisma.Sql): Promise<number> {
   const statement = Prisma.sql`EXPLAIN (FORMAT JSON) SELECT 1 FROM assets WHERE ${conditions}`;
   let cache = estimateCaches.get(ctx.prisma);
-  if (!cache) estimateCaches.set(ctx.prisma, (cache = new Map()));
+  if (!cache) {
+    cache = new LRUCache<string, number>({ max: ESTIMATE_CACHE_SIZE, ttl: LIST_ESTIMATE_TTL_MS });
+    estimateCaches.set(ctx.prisma, cache);
+  }
   const key = JSON.stringify([statement.sql, statement.values]);
-  const now = Date.now();
   const cached = cache.get(key);
-  if (cached && cached.expires > now) return cached.rows;
+  if (cached !== undefined) return cached;
   const rows = await ctx.prisma.$queryRaw<Array<{ "QUERY PLAN": unknown }>>(statement);
   const raw = rows[0]?.["QUERY PLAN"];
   const plan = (typeof raw === "string" ? JSON.parse(raw) : raw) as Array<{ Plan?: { "Plan Rows"?: number } }>;
   const estimate = Math.round(plan[0]?.Plan?.["Plan Rows"] ?? 0);
-  cache.delete(key);
-  // Oldest first in a Map's order: the one stored longest ago makes room.
-  if (cache.size >= ESTIMATE_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-  cache.set(key, { rows: estimate, expires: now + LIST_ESTIMATE_TTL_MS });
+  cache.set(key, estimate);
   return estimate;
 }
 
