@@ -21,14 +21,24 @@ const FACET_VALUES: Record<FacetField, Prisma.Sql> = {
  */
 export const FACET_SAMPLE_SIZE = 2_500;
 /**
- * Most table pages a sample may read: the exact statement reads at most FACET_EXACT_LIMIT + 1 rows
- * through an index, so a sample reading more pages than that (a small result in a large table:
- * a small workspace among many) would cost more than it saves.
+ * Most table pages a sample reads (16 MB): a result that is a small share of the table is sampled
+ * more thinly rather than read at length.
  */
-export const FACET_SAMPLE_MAX_PAGES = FACET_EXACT_LIMIT;
+export const FACET_SAMPLE_MAX_PAGES = 2_000;
+/**
+ * Largest share (%) of a table larger than a quarter of shared_buffers a sample reads: Postgres
+ * reads a SYSTEM sample of 1% or more of such a table through a small ring of buffers (bulk read),
+ * so its blocks never stay cached; below 1% they do, and the fixed seed samples the same blocks.
+ */
+export const FACET_SAMPLE_CACHED_PERCENT = 0.99;
+/**
+ * Fewest matches a sample must expect to hold to be taken; a result too thin in the table for that
+ * (a small workspace among many) is counted through its index instead, as below the limit.
+ */
+export const FACET_SAMPLE_MIN = 250;
 /**
  * The sample's seed: the same blocks for every request, so a result's estimates stay the same from
- * page to page, and below 1% of the table (read without a ring buffer) the blocks stay cached.
+ * page to page and the blocks stay cached.
  */
 const FACET_SAMPLE_SEED = 50;
 
@@ -43,11 +53,12 @@ interface Counted {
  * (the whole result, not the page). Up to FACET_EXACT_LIMIT matches the counts are exact. Above,
  * they are counted over a block sample of the table (TABLESAMPLE SYSTEM, fixed seed: every part of
  * the result alike, whatever its order on disk), sized from the planner's estimate
- * (`estimatedTotal`) to hold about FACET_SAMPLE_SIZE matches, and scaled by the sampled share:
- * flagged facetsAreEstimates. A sample suggesting at most 2 * FACET_EXACT_LIMIT matches is checked
- * by the exact statement. When no sample is taken (the planner expects at most FACET_EXACT_LIMIT
- * matches, or the sample would read more than FACET_SAMPLE_MAX_PAGES pages) and the exact
- * statement finds more, its first FACET_EXACT_LIMIT + 1 matches are scaled to the estimate.
+ * (`estimatedTotal`) to hold about FACET_SAMPLE_SIZE matches, within FACET_SAMPLE_MAX_PAGES pages
+ * and FACET_SAMPLE_CACHED_PERCENT of a large table, and scaled by the sampled share: flagged
+ * facetsAreEstimates. A sample suggesting at most 2 * FACET_EXACT_LIMIT matches is checked by the
+ * exact statement. When no sample is taken (the planner expects at most FACET_EXACT_LIMIT matches,
+ * or fewer than FACET_SAMPLE_MIN in the sample) and the exact statement finds more, its first
+ * FACET_EXACT_LIMIT + 1 matches are scaled to the estimate.
  */
 export async function countFacets(
   prisma: PrismaClient,
@@ -56,10 +67,14 @@ export async function countFacets(
   estimatedTotal: () => Promise<number>,
 ): Promise<FacetsResult> {
   if (fields.length === 0) return {};
-  const [estimate, pages] = await Promise.all([estimatedTotal(), tablePages(prisma)]);
-  const percent = Math.min(100, (100 * FACET_SAMPLE_SIZE) / Math.max(estimate, 1));
+  const [estimate, table] = await Promise.all([estimatedTotal(), tableSize(prisma)]);
+  const percent = Math.min(
+    (100 * FACET_SAMPLE_SIZE) / Math.max(estimate, 1),
+    (100 * FACET_SAMPLE_MAX_PAGES) / Math.max(table.pages, 1),
+    table.pages > table.buffers / 4 ? FACET_SAMPLE_CACHED_PERCENT : 100,
+  );
   const sample =
-    estimate > FACET_EXACT_LIMIT && (percent / 100) * pages <= FACET_SAMPLE_MAX_PAGES
+    estimate > FACET_EXACT_LIMIT && (estimate * percent) / 100 >= FACET_SAMPLE_MIN
       ? await countMatches(
           prisma,
           fields,
@@ -79,11 +94,12 @@ export async function countFacets(
   return scaled(fields, exact, Math.max(estimate, FACET_EXACT_LIMIT + 1) / exact.n);
 }
 
-/** The table's size in pages, from the file's size (no statistics needed). */
-async function tablePages(prisma: PrismaClient): Promise<number> {
-  const rows = await prisma.$queryRaw<Array<{ pages: number }>>`
-    SELECT (pg_relation_size('assets') / current_setting('block_size')::int)::float8 AS pages`;
-  return Number(rows[0]?.pages ?? 0);
+/** The table's size in pages (from its file: no statistics needed) and shared_buffers, in pages. */
+async function tableSize(prisma: PrismaClient): Promise<{ pages: number; buffers: number }> {
+  const rows = await prisma.$queryRaw<Array<{ pages: number; buffers: number }>>`
+    SELECT (pg_relation_size('assets') / current_setting('block_size')::int)::float8 AS pages,
+           (SELECT setting::float8 FROM pg_settings WHERE name = 'shared_buffers') AS buffers`;
+  return { pages: Number(rows[0]?.pages ?? 0), buffers: Number(rows[0]?.buffers ?? 0) };
 }
 
 /** The facet values of the rows `source` (FROM ... WHERE ..., on assets) yields, in one statement. */
