@@ -318,8 +318,8 @@ export type FacetField = (typeof FACET_FIELDS)[number];
 /** Values returned per facet, most frequent first. */
 export const FACET_VALUES_LIMIT = 20;
 /**
- * Facet counts are exact when at most this many assets match; above it they are counted over this
- * many matches and scaled to the result's size (then facetsAreEstimates is true).
+ * Facet counts are exact when at most this many assets match; above it they are counted over a
+ * sample of the matches and scaled to the result's size (then facetsAreEstimates is true).
  */
 export const FACET_EXACT_LIMIT = 10_000;
 
@@ -370,7 +370,7 @@ const facetsResultSchema = {
     .literal(true)
     .optional()
     .describe(
-      `Present (true) when more than ${FACET_EXACT_LIMIT} assets match and the facet counts come from ${FACET_EXACT_LIMIT} of them, scaled; absent when they are exact`,
+      `Present (true) when more than ${FACET_EXACT_LIMIT} assets match and the facet counts come from a sample of them, scaled to the whole result; absent when they are exact`,
     ),
 };
 
