@@ -980,7 +980,7 @@ async function benchSearchOn(
       "",
       `${seedMs === null ? "Kept database, seeded by an earlier run" : `Seeded with SQL in ${(seedMs / 1000).toFixed(1)} s`}. Machine load (1-min load average) ${loadStart.toFixed(2)} at the start of the measurements, ${loadEnd.toFixed(2)} at the end (2 cores, shared). GET /v1/assets count of the workspace: ${listCount}.`,
       "",
-      `Sequential requests (${REQUESTS} or ${CASE_SECONDS} s per row, at least 20)${interleave ? ", raw SQL and service samples alternating" : ", raw SQL measured before the service started"}; raw SQL = the service's own SQL (search.ts' statements, listAssets' count/page/estimate) on a direct ${db.kind === "postgres" ? "pg pool" : "PGlite connection"}, no HTTP, no Prisma; "same ids" = the service's page equals the raw SQL's. The HTTP floor of the same client (fetch) and machine, GET /healthz, which runs no SQL: ${httpFloor} ms at p50 / p95.`,
+      `Sequential requests (${REQUESTS} or ${CASE_SECONDS} s per row, at least 20)${interleave ? ", raw SQL and service samples alternating" : ", raw SQL measured before the service started"}; raw SQL = the service's own SQL (search.ts' statements, listAssets' count/page/estimate) on a direct ${db.kind === "postgres" ? "pg pool" : "PGlite connection"}, no HTTP, no Prisma; "same ids" = the service's page equals the raw SQL's. The HTTP floor of the same client (fetch) and machine, GET /healthz, which runs no SQL: ${httpFloor} at p50 / p95.`,
       "",
       table(
         [
