@@ -480,7 +480,9 @@ async function explainIndexes(raw: RawDb, statements: Array<{ text: string; valu
       .map((r) => r["QUERY PLAN"])
       .filter((line) => !line.includes("(never executed)"))
       .join("\n");
-    for (const m of text.match(/(assets|search_words|search_terms|search_pairs)(_[a-z0-9_]+)?_(idx|pkey)/g) ?? [])
+    for (const m of text.match(
+      /(assets|search_words|search_terms|search_pairs|search_prefixes)(_[a-z0-9_]+)?_(idx|pkey)/g,
+    ) ?? [])
       used.add(m);
     if (/Seq Scan on assets/.test(text)) seq = true;
   }
@@ -604,7 +606,7 @@ async function seed(raw: RawDb, assets: number, otherAssets: number): Promise<nu
   const [msSeed] = await clock(async () => {
     if (raw.kind === "postgres") await raw.query("SET maintenance_work_mem = '512MB'");
     await raw.transaction((tx) => seedCorpus(tx, { assets, otherAssets, progress }));
-    await raw.query("VACUUM ANALYZE assets, search_words, search_terms, search_pairs");
+    await raw.query("VACUUM ANALYZE assets, search_words, search_terms, search_pairs, search_prefixes");
     // Flush the bulk load now, so that a checkpoint does not land in the measurements.
     await raw.query("CHECKPOINT");
   });

@@ -74,8 +74,9 @@ export function seedSql(): string {
 
 /**
  * Inserts the corpus in batches of 20,000 rows. The per-row trigger fills search_vector /
- * search_text and the statement trigger the spelling dictionary; the postings of search_terms and
- * the word pairs of search_pairs are loaded like a restore does: trigger off and primary key dropped during the load, then one
+ * search_text and the statement trigger the spelling dictionary; the postings of search_terms,
+ * the word pairs of search_pairs and the prefix sums of search_prefixes are loaded like a restore
+ * does: trigger off and primary key dropped during the load, then one
  * INSERT ... SELECT of the migration's own backfill and the key rebuilt (20M postings at 1M assets:
  * maintaining the btree row by row would dominate the seed time).
  */
@@ -88,6 +89,8 @@ export async function seedCorpus(
   await tx.query('ALTER TABLE search_terms DROP CONSTRAINT "search_terms_pkey"');
   await tx.query('ALTER TABLE assets DISABLE TRIGGER "search_pairs_add_inserted"');
   await tx.query('ALTER TABLE search_pairs DROP CONSTRAINT "search_pairs_pkey"');
+  await tx.query('ALTER TABLE assets DISABLE TRIGGER "search_prefixes_add_inserted"');
+  await tx.query('ALTER TABLE search_prefixes DROP CONSTRAINT "search_prefixes_pkey"');
   const sql = seedSql();
   const batch = 20_000;
   for (let lo = 1; lo <= opts.assets; lo += batch) {
@@ -115,4 +118,12 @@ export async function seedCorpus(
     'ALTER TABLE search_pairs ADD CONSTRAINT "search_pairs_pkey" PRIMARY KEY ("workspace_id", "lexeme_a", "lexeme_b", "score", "created_at", "asset_id")',
   );
   await tx.query('ALTER TABLE assets ENABLE TRIGGER "search_pairs_add_inserted"');
+  opts.progress?.("loading search_prefixes");
+  await tx.query(`INSERT INTO "search_prefixes" ("workspace_id", "prefix", "score", "created_at", "asset_id")
+    SELECT a."workspace_id", t.prefix, t.score, a."created_at", a."id"
+      FROM "assets" a, LATERAL "assets_search_prefixes"(a."search_vector") AS t`);
+  await tx.query(
+    'ALTER TABLE search_prefixes ADD CONSTRAINT "search_prefixes_pkey" PRIMARY KEY ("workspace_id", "prefix", "score", "created_at", "asset_id")',
+  );
+  await tx.query('ALTER TABLE assets ENABLE TRIGGER "search_prefixes_add_inserted"');
 }

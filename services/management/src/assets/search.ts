@@ -150,6 +150,15 @@ export async function rankFullText(
       return { hits: c.hits.map((h) => ({ id: h.id, score: h.score })), tsquery };
     }
   }
+  // One word of three letters is the prefix with the most words under it: its own list. A longer
+  // prefix has fewer, and ranks as their `or` below.
+  if (p.prefix !== null && p.head === "" && p.prefix.length === 3) {
+    for (const perResult of CANDIDATES_PER_RESULT) {
+      const r = await rankPrefix(prisma, workspaceId, tsquery, p, { limit, perResult });
+      if (prefixIsExact(r, limit)) return { hits: r.hits.map((h) => ({ id: h.id, score: h.score })), tsquery };
+      if (!r.deeper) break;
+    }
+  }
   // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
   const correctable = p.plain.length >= 3 && !p.web.includes('"');
   const first = await rankedSearch(prisma, workspaceId, tsquery, limit, correctable ? p.plain : undefined);
@@ -878,4 +887,120 @@ export function pairsAreExact(r: PairRanking, limit: number): boolean {
   // A phrase scores at most k/2 times each adjacent pair's score: one pair whose bound it passes.
   const factor = r.items / 2;
   return above(factor * PAIR_MIN_SCORE) && r.pairs.some((p) => aboveOrNewer(p, factor));
+}
+
+/**
+ * search_prefixes holds, per asset and first three letters of its lexemes, the sum of the scores of
+ * its lexemes that start with them, when that sum is at least PREFIX_MIN_SCORE (fixed by the
+ * 20261130020000_search_prefixes migration).
+ */
+export const PREFIX_MIN_SCORE = 0.25;
+
+/** What the ranking of a one-word prefix from search_prefixes found, and what proves it exact. */
+export interface PrefixRanking {
+  /** The query is one word whose stemmed prefix has 3+ letters and covers the word's own lexeme. */
+  applicable: boolean;
+  /** The stemmed prefix is exactly the three letters of the list: a row's score is the asset's score. */
+  exactScores: boolean;
+  /** A deeper try could prove more: the list was cut. */
+  deeper: boolean;
+  /** The last score taken from the cut list and the oldest created_at at that score; null when complete. */
+  last: number | null;
+  lastCreatedAt: Date | null;
+  /** The best row score left unranked (exact scores only: rows below the page), or null. */
+  prunedScore: number | null;
+  /** The candidates ranked exactly, best first. */
+  hits: Array<ScoredId & { createdAt: string }>;
+}
+
+/**
+ * The ranking of one word typed as a prefix ("sun": 'sun' | 'sun':*, a disjunction of every lexeme
+ * starting with 'sun') from search_prefixes (threshold algorithm on one list). A row's score is the
+ * sum of the asset's lexeme scores under the first three letters of the stemmed prefix: exactly the
+ * asset's score when the prefix has three letters, at least it when longer. An asset without a row
+ * scores below PREFIX_MIN_SCORE, one beyond the cut at most the list's last score.
+ */
+export async function rankPrefix(
+  prisma: PrismaClient,
+  workspaceId: string,
+  tsquery: Prisma.Sql,
+  p: ParsedQuery,
+  { limit, perResult = CANDIDATES_PER_RESULT[0] }: CandidateDepth,
+): Promise<PrefixRanking> {
+  const depth = perResult * limit;
+  const rows = await prisma.$queryRaw<
+    Array<{
+      applicable: boolean;
+      exact_scores: boolean | null;
+      cut: boolean | null;
+      last: number | null;
+      last_created_at: Date | null;
+      pruned_score: number | null;
+      hits: PrefixRanking["hits"] | null;
+    }>
+  >`
+    WITH q AS (SELECT ${tsquery} AS tsq),
+    parts AS (
+      SELECT (regexp_match(to_tsquery('english', ${`${p.prefix ?? ""}:*`})::text, '^''([^'']+)'':\\*$'))[1] AS pre,
+             (regexp_match(websearch_to_tsquery('english', ${p.web})::text, '^''([^'']+)''$'))[1] AS word,
+             websearch_to_tsquery('english', ${p.web})::text = '' AS no_word),
+    list AS (
+      SELECT left(pre, 3) AS prefix, length(pre) = 3 AS exact
+        FROM parts
+       WHERE length(pre) >= 3 AND (no_word OR starts_with(word, pre))),
+    taken AS (
+      SELECT s.asset_id, s.score, s.created_at
+        FROM list l
+        CROSS JOIN LATERAL (
+              SELECT s.asset_id, s.score, s.created_at FROM search_prefixes s
+               WHERE s.workspace_id = ${workspaceId} AND s.prefix = l.prefix
+               ORDER BY s.score DESC, s.created_at DESC, s.asset_id DESC
+               LIMIT ${depth}) s),
+    kth AS (SELECT score FROM taken ORDER BY score DESC OFFSET ${limit - 1} LIMIT 1),
+    cands AS (
+      SELECT asset_id FROM taken
+       WHERE NOT (SELECT exact FROM list) OR NOT EXISTS (SELECT 1 FROM kth)
+          OR score::float8 >= (SELECT score FROM kth) * (1 - 2e-5)),
+    ranked AS (${rankedCandidates(workspaceId, limit, Prisma.sql`SELECT asset_id FROM cands`)}),
+    last AS (SELECT min(score) AS score FROM taken)
+    SELECT EXISTS (SELECT 1 FROM list) AS applicable,
+           (SELECT exact FROM list) AS exact_scores,
+           (SELECT count(*) >= ${depth} FROM taken) AS cut,
+           (SELECT score::float8 FROM last) AS last,
+           (SELECT min(t.created_at) FROM taken t, last WHERE t.score = last.score) AS last_created_at,
+           (SELECT max(score::float8) FROM taken WHERE asset_id NOT IN (SELECT asset_id FROM cands)) AS pruned_score,
+           (SELECT json_agg(json_build_object('id', r.id, 'score', r.score, 'createdAt', r.created_at)
+                            ORDER BY r.score DESC, r.created_at DESC, r.id ASC)
+              FROM ranked r) AS hits`;
+  const row = rows[0]!;
+  const cut = row.applicable && row.cut === true;
+  return {
+    applicable: row.applicable,
+    exactScores: row.exact_scores === true,
+    deeper: cut,
+    last: cut && row.last !== null ? Number(row.last) : null,
+    lastCreatedAt: cut && row.last_created_at !== null ? new Date(row.last_created_at) : null,
+    prunedScore: row.pruned_score === null ? null : Number(row.pruned_score),
+    hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
+  };
+}
+
+/**
+ * True when the prefix ranking's first `limit` hits are provably the exact ranking's: the last hit
+ * scores above PREFIX_MIN_SCORE, above every row left unranked, and above the list's last score or
+ * (scores exact) ties with it and is newer than the list's last rows.
+ */
+export function prefixIsExact(r: PrefixRanking, limit: number): boolean {
+  if (!r.applicable || r.hits.length < limit) return false;
+  const last = r.hits[limit - 1]!;
+  const above = (bound: number) => last.score > bound * (1 + 1e-5);
+  if (!above(PREFIX_MIN_SCORE)) return false;
+  if (r.prunedScore !== null && !above(r.prunedScore)) return false;
+  if (r.last === null || above(r.last)) return true;
+  return (
+    r.exactScores &&
+    last.score >= r.last * (1 - 1e-5) &&
+    r.lastCreatedAt !== null &&
+    new Date(last.createdAt).getTime() > r.lastCreatedAt.getTime()
+  );
 }

@@ -17,6 +17,8 @@ export {
   conjunctionIsExact,
   rankPairs,
   pairsAreExact,
+  rankPrefix,
+  prefixIsExact,
   CANDIDATES_PER_RESULT,
 } from "../assets/search";
 export { countFacets } from "../assets/facets";
