@@ -555,6 +555,35 @@ export async function conjunctionPlan(prisma: PrismaClient, p: ParsedQuery): Pro
   return { roles, pairs, boundFactor: 1 };
 }
 
+/**
+ * The CTEs `items`, `expanded` and `lexemes` of a conjunction plan: each role's lexeme and, for the
+ * last word typed, the workspace's lexemes starting with its prefix (found by a loose index scan of
+ * search_terms, at most `cap` of them in `lexemes`; `expanded` holds one more when there are more).
+ */
+function roleLexemes(workspaceId: string, plan: ConjunctionPlan, cap: number): Prisma.Sql {
+  const items = JSON.stringify(
+    plan.roles.flatMap((r, role) => [
+      { role, lexeme: r.lexeme, prefix: false },
+      ...(r.prefix === null ? [] : [{ role, lexeme: r.prefix, prefix: true }]),
+    ]),
+  );
+  return Prisma.sql`items AS (
+      SELECT i.role, i.lexeme, i.prefix FROM json_to_recordset(${items}::json) AS i(role int, lexeme text, prefix boolean)),
+    expanded (role, prefix, lexeme, n) AS (
+      SELECT i.role, i.lexeme, (SELECT min(s.lexeme) FROM search_terms s
+                                 WHERE s.workspace_id = ${workspaceId} AND s.lexeme >= i.lexeme), 1
+        FROM items i WHERE i.prefix
+      UNION ALL
+      SELECT e.role, e.prefix, (SELECT min(s.lexeme) FROM search_terms s
+                                 WHERE s.workspace_id = ${workspaceId} AND s.lexeme > e.lexeme), e.n + 1
+        FROM expanded e
+       WHERE starts_with(e.lexeme, e.prefix) AND e.n <= ${cap}),
+    lexemes AS (
+      SELECT role, lexeme FROM items WHERE NOT prefix
+      UNION
+      SELECT role, lexeme FROM expanded WHERE starts_with(lexeme, prefix) AND n <= ${cap})`;
+}
+
 /** What the bounded ranking of a conjunction found, and what proves it equals the exact ranking. */
 export interface ConjunctionRanking {
   /** A prefix term matched more than PREFIX_EXPANSIONS lexemes (some were not looked at). */
@@ -591,12 +620,6 @@ export async function rankConjunction(
   { limit, perResult = CANDIDATES_PER_RESULT[0] }: CandidateDepth,
 ): Promise<ConjunctionRanking> {
   const candidates = perResult * limit;
-  const items = JSON.stringify(
-    plan.roles.flatMap((r, role) => [
-      { role, lexeme: r.lexeme, prefix: false },
-      ...(r.prefix === null ? [] : [{ role, lexeme: r.prefix, prefix: true }]),
-    ]),
-  );
   const rows = await prisma.$queryRaw<
     Array<{
       expansion_capped: boolean;
@@ -606,21 +629,7 @@ export async function rankConjunction(
     }>
   >`
     WITH RECURSIVE q AS (SELECT ${tsquery} AS tsq),
-    items AS (
-      SELECT i.role, i.lexeme, i.prefix FROM json_to_recordset(${items}::json) AS i(role int, lexeme text, prefix boolean)),
-    expanded (role, prefix, lexeme, n) AS (
-      SELECT i.role, i.lexeme, (SELECT min(s.lexeme) FROM search_terms s
-                                 WHERE s.workspace_id = ${workspaceId} AND s.lexeme >= i.lexeme), 1
-        FROM items i WHERE i.prefix
-      UNION ALL
-      SELECT e.role, e.prefix, (SELECT min(s.lexeme) FROM search_terms s
-                                 WHERE s.workspace_id = ${workspaceId} AND s.lexeme > e.lexeme), e.n + 1
-        FROM expanded e
-       WHERE starts_with(e.lexeme, e.prefix) AND e.n <= ${PREFIX_EXPANSIONS}),
-    lexemes AS (
-      SELECT role, lexeme FROM items WHERE NOT prefix
-      UNION
-      SELECT role, lexeme FROM expanded WHERE starts_with(lexeme, prefix) AND n <= ${PREFIX_EXPANSIONS}),
+    ${roleLexemes(workspaceId, plan, PREFIX_EXPANSIONS)},
     taken AS (
       SELECT l.lexeme, c.asset_id, c.score
         FROM (SELECT DISTINCT lexeme FROM lexemes) l
@@ -746,12 +755,6 @@ export async function rankPairs(
   // Each word's list only bounds the assets whose words stand apart ((a + b) / 3): a fixed depth
   // takes that bound below the pages the pair proves; deeper tries only read more of the pair.
   const listDepth = 10 * CANDIDATES_PER_RESULT[0] * limit;
-  const items = JSON.stringify(
-    plan.roles.flatMap((r, role) => [
-      { role, lexeme: r.lexeme, prefix: false },
-      ...(r.prefix === null ? [] : [{ role, lexeme: r.prefix, prefix: true }]),
-    ]),
-  );
   const pairs = JSON.stringify(pairPlan.pairs.map(([a, b]) => ({ a, b })));
   const and = pairPlan.kind === "and";
   // Scores are float4 sums: relative margins cover the rounding of ts_rank_cd's own summation.
@@ -766,21 +769,8 @@ export async function rankPairs(
     }>
   >`
     WITH RECURSIVE q AS (SELECT ${tsquery} AS tsq),
-    items AS (
-      SELECT i.role, i.lexeme, i.prefix FROM json_to_recordset(${items}::json) AS i(role int, lexeme text, prefix boolean)),
-    expanded (role, prefix, lexeme, n) AS (
-      SELECT i.role, i.lexeme, (SELECT min(s.lexeme) FROM search_terms s
-                                 WHERE s.workspace_id = ${workspaceId} AND s.lexeme >= i.lexeme), 1
-        FROM items i WHERE i.prefix
-      UNION ALL
-      SELECT e.role, e.prefix, (SELECT min(s.lexeme) FROM search_terms s
-                                 WHERE s.workspace_id = ${workspaceId} AND s.lexeme > e.lexeme), e.n + 1
-        FROM expanded e
-       WHERE starts_with(e.lexeme, e.prefix) AND e.n <= 2),
-    lexemes AS (
-      SELECT role, lexeme FROM items WHERE NOT prefix
-      UNION
-      SELECT role, lexeme FROM expanded WHERE starts_with(lexeme, prefix)),
+    -- Two lexemes under a role are enough to know the role is not one lexeme.
+    ${roleLexemes(workspaceId, plan, 2)},
     applicable AS (
       SELECT NOT EXISTS (SELECT 1 FROM lexemes GROUP BY role HAVING count(*) > 1) AS ok),
     pairs AS (
