@@ -102,6 +102,30 @@ export interface ScoredId {
   score: number;
 }
 
+type RankedHit = ScoredId & { createdAt: string };
+
+/** Scores are float4 sums: a relative margin covers the rounding of ts_rank_cd's own summation. */
+const SCORE_MARGIN = 1e-5;
+
+/** The hit scores above `bound`, whatever the rounding. */
+const scoresAbove = (hit: RankedHit, bound: number): boolean => hit.score > bound * (1 + SCORE_MARGIN);
+
+/**
+ * The hit ties with a cut list's last score and is newer than that list's last entries: an unseen
+ * asset reaching that score is older, and ranks after it (the ranking's tie-break is created_at).
+ */
+const winsTie = (hit: RankedHit, last: number, lastCreatedAt: Date | null): boolean =>
+  hit.score >= last * (1 - SCORE_MARGIN) &&
+  lastCreatedAt !== null &&
+  new Date(hit.createdAt).getTime() > lastCreatedAt.getTime();
+
+/** The ranked candidates as a ranking statement returns them (json_agg), best first. */
+const rankedHits = (hits: RankedHit[] | null): RankedHit[] =>
+  (hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) }));
+
+/** A page's hits without their created_at. */
+const scored = (hits: RankedHit[]): ScoredId[] => hits.map((h) => ({ id: h.id, score: h.score }));
+
 /**
  * Ranked full-text search of one workspace. First `websearch_to_tsquery` (stemming, quotes, -term,
  * or) OR-ed with a prefix match on the last word, ranked by ts_rank_cd over the weighted
@@ -135,7 +159,7 @@ export async function rankFullText(
     for (const perResult of CANDIDATES_PER_RESULT) {
       const r = await rankPairs(prisma, workspaceId, tsquery, plan, { limit, perResult });
       if (pairsAreExact(r, limit) && r.hits.length > 0) {
-        return { hits: r.hits.map((h) => ({ id: h.id, score: h.score })), tsquery };
+        return { hits: scored(r.hits), tsquery };
       }
       if (!r.deeper) break;
     }
@@ -147,7 +171,7 @@ export async function rankFullText(
     const c = await rankConjunction(prisma, workspaceId, tsquery, plan, { limit });
     // An empty page goes on to the exact ranking below, which also tries spelling corrections.
     if (conjunctionIsExact(c, plan, limit) && c.hits.length > 0) {
-      return { hits: c.hits.map((h) => ({ id: h.id, score: h.score })), tsquery };
+      return { hits: scored(c.hits), tsquery };
     }
   }
   // One word of three letters is the prefix with the most words under it: its own list. A longer
@@ -155,7 +179,7 @@ export async function rankFullText(
   if (p.prefix !== null && p.head === "" && p.prefix.length === 3) {
     for (const perResult of CANDIDATES_PER_RESULT) {
       const r = await rankPrefix(prisma, workspaceId, tsquery, p, { limit, perResult });
-      if (prefixIsExact(r, limit)) return { hits: r.hits.map((h) => ({ id: h.id, score: h.score })), tsquery };
+      if (prefixIsExact(r, limit)) return { hits: scored(r.hits), tsquery };
       if (!r.deeper) break;
     }
   }
@@ -213,7 +237,7 @@ export interface CandidateRanking {
    */
   prunedBound: number | null;
   /** The candidates ranked exactly, best first, with created_at for the tie-break check. */
-  hits: Array<ScoredId & { createdAt: string }>;
+  hits: RankedHit[];
   /**
    * Spelling corrections of the words asked for (`correct`), looked up in the same statement only
    * when the query is a disjunction that matched nothing (then its empty page is final); else null.
@@ -253,7 +277,7 @@ async function rankedSearch(
     );
     corrections ??= c.corrections;
     if (!c.disjunction) break;
-    if (candidatesAreExact(c, limit)) return { hits: c.hits.map((h) => ({ id: h.id, score: h.score })), corrections };
+    if (candidatesAreExact(c, limit)) return { hits: scored(c.hits), corrections };
   }
   return { hits: await rankExact(prisma, workspaceId, tsquery, limit), corrections };
 }
@@ -267,18 +291,10 @@ export function candidatesAreExact(c: CandidateRanking, limit: number): boolean 
   if (c.expansionCapped) return false;
   // Candidates left unranked: none may reach the page's last hit.
   const lastHit = c.hits[limit - 1];
-  if (c.prunedBound !== null && !(lastHit !== undefined && lastHit.score > c.prunedBound * (1 + 1e-5))) return false;
+  if (c.prunedBound !== null && !(lastHit !== undefined && scoresAbove(lastHit, c.prunedBound))) return false;
   if (c.truncatedLists === 0) return true; // every match was a candidate
-  if (c.hits.length < limit || c.bound === null) return false;
-  const last = c.hits[limit - 1]!;
-  // Scores are float4 sums: a relative margin covers the rounding of ts_rank_cd's own summation.
-  const margin = c.bound * 1e-5;
-  if (last.score > c.bound + margin) return true;
-  return (
-    last.score >= c.bound - margin &&
-    c.boundCreatedAt !== null &&
-    new Date(last.createdAt).getTime() > c.boundCreatedAt.getTime()
-  );
+  if (lastHit === undefined || c.bound === null) return false;
+  return scoresAbove(lastHit, c.bound) || winsTie(lastHit, c.bound, c.boundCreatedAt);
 }
 
 /**
@@ -383,7 +399,7 @@ export async function rankCandidates(
     bound: row.bound === null ? null : Number(row.bound),
     boundCreatedAt: row.bound_created_at === null ? null : new Date(row.bound_created_at),
     prunedBound: row.pruned_bound === null ? null : Number(row.pruned_bound),
-    hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
+    hits: rankedHits(row.hits),
     corrections: row.corrections,
   };
 }
@@ -593,7 +609,7 @@ export interface ConjunctionRanking {
   /** Sum of the last taken score of each cut list (an unseen asset scores at most that per lexeme). */
   bound: number | null;
   /** The candidates ranked exactly, best first. */
-  hits: Array<ScoredId & { createdAt: string }>;
+  hits: RankedHit[];
 }
 
 /**
@@ -654,7 +670,7 @@ export async function rankConjunction(
     expansionCapped: row.expansion_capped,
     completeRole: row.complete_role,
     bound: row.bound === null ? null : Number(row.bound),
-    hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
+    hits: rankedHits(row.hits),
   };
 }
 
@@ -669,7 +685,7 @@ export function conjunctionIsExact(c: ConjunctionRanking, plan: ConjunctionPlan,
   if (c.hits.length < limit || c.bound === null) return false;
   const bound = plan.boundFactor * c.bound;
   // Scores are float4 sums: a relative margin covers the rounding of ts_rank_cd's own summation.
-  return c.hits[limit - 1]!.score > bound + bound * 1e-5;
+  return scoresAbove(c.hits[limit - 1]!, bound);
 }
 
 /**
@@ -709,7 +725,7 @@ export interface PairRanking {
   /** Two words: the best score of the pair's rows left unranked (below the page), or null. */
   prunedScore: number | null;
   /** The candidates ranked exactly, best first. */
-  hits: Array<ScoredId & { createdAt: string }>;
+  hits: RankedHit[];
 }
 
 /**
@@ -848,7 +864,7 @@ export async function rankPairs(
     })),
     listsBound: row.lists_bound === null ? null : Number(row.lists_bound),
     prunedScore: row.pruned_score === null ? null : Number(row.pruned_score),
-    hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
+    hits: rankedHits(row.hits),
   };
 }
 
@@ -861,15 +877,9 @@ export async function rankPairs(
 export function pairsAreExact(r: PairRanking, limit: number): boolean {
   if (!r.applicable || r.hits.length < limit || r.pairs.length === 0) return false;
   const last = r.hits[limit - 1]!;
-  // Scores are float4 sums: relative margins cover the rounding of ts_rank_cd's own summation.
-  const above = (bound: number) => last.score > bound * (1 + 1e-5);
+  const above = (bound: number) => scoresAbove(last, bound);
   const aboveOrNewer = (p: PairRanking["pairs"][number], factor: number) =>
-    p.last === null ||
-    above(factor * p.last) ||
-    (factor === 1 &&
-      last.score >= p.last * (1 - 1e-5) &&
-      p.lastCreatedAt !== null &&
-      new Date(last.createdAt).getTime() > p.lastCreatedAt.getTime());
+    p.last === null || above(factor * p.last) || (factor === 1 && winsTie(last, p.last, p.lastCreatedAt));
   if (r.kind === "and") {
     if (r.prunedScore !== null && !above(r.prunedScore)) return false;
     return above(Math.max(PAIR_MIN_SCORE, r.listsBound ?? 0)) && aboveOrNewer(r.pairs[0]!, 1);
@@ -900,7 +910,7 @@ export interface PrefixRanking {
   /** The best row score left unranked (exact scores only: rows below the page), or null. */
   prunedScore: number | null;
   /** The candidates ranked exactly, best first. */
-  hits: Array<ScoredId & { createdAt: string }>;
+  hits: RankedHit[];
 }
 
 /**
@@ -971,7 +981,7 @@ export async function rankPrefix(
     last: cut && row.last !== null ? Number(row.last) : null,
     lastCreatedAt: cut && row.last_created_at !== null ? new Date(row.last_created_at) : null,
     prunedScore: row.pruned_score === null ? null : Number(row.pruned_score),
-    hits: (row.hits ?? []).map((h) => ({ id: h.id, score: Number(h.score), createdAt: String(h.createdAt) })),
+    hits: rankedHits(row.hits),
   };
 }
 
@@ -983,14 +993,9 @@ export async function rankPrefix(
 export function prefixIsExact(r: PrefixRanking, limit: number): boolean {
   if (!r.applicable || r.hits.length < limit) return false;
   const last = r.hits[limit - 1]!;
-  const above = (bound: number) => last.score > bound * (1 + 1e-5);
+  const above = (bound: number) => scoresAbove(last, bound);
   if (!above(PREFIX_MIN_SCORE)) return false;
   if (r.prunedScore !== null && !above(r.prunedScore)) return false;
   if (r.last === null || above(r.last)) return true;
-  return (
-    r.exactScores &&
-    last.score >= r.last * (1 - 1e-5) &&
-    r.lastCreatedAt !== null &&
-    new Date(last.createdAt).getTime() > r.lastCreatedAt.getTime()
-  );
+  return r.exactScores && winsTie(last, r.last, r.lastCreatedAt);
 }
