@@ -43,7 +43,8 @@ export async function startTestManagement(options: { embeddedSecret?: boolean } 
     cleanups.push(() => database.drop());
   }
   if (process.env.STORAGE_DRIVER === "s3") {
-    const blobs = await createTestBlobStore();
+    // A bucket of its own: startManagement's orphan sweep walks the whole store.
+    const blobs = await createTestBlobStore(true);
     overrides.blobStore = blobs.store;
     cleanups.push(() => blobs.close());
   }

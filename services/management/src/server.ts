@@ -127,9 +127,10 @@ export async function startManagement(
       },
       "management API listening",
     );
-    // Blobs, temp and spool files a crash left behind: removed at start-up and on a timer.
+    // Blobs, temp and spool files a crash left behind: removed at start-up and on a timer. An
+    // original it puts back is purged from media caches, like after a replace.
     const stopSweep = scheduleOrphanSweep(
-      { prisma: db.prisma, blobStore, log },
+      { prisma: db.prisma, blobStore, log, propagator },
       { ...config.orphanSweep, spoolDir: config.uploads.spoolDir },
     );
     let dbClosed: Promise<void> | undefined;

@@ -14,7 +14,9 @@ import { createTestApp, upload, type TestApp } from "./helpers";
 const WS = "ws-batch-moves";
 let t: TestApp;
 beforeAll(async () => {
-  t = await createTestApp();
+  // Its own store: another test file's orphan sweep on a shared bucket deletes trash/ blobs whose
+  // rows are not in that file's database, i.e. ours.
+  t = await createTestApp({ ownBlobStore: true });
 });
 afterAll(async () => t?.close());
 

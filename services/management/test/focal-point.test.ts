@@ -4,6 +4,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
+import path from "node:path";
 import { buffer } from "node:stream/consumers";
 import pino from "pino";
 import request from "supertest";
@@ -71,7 +72,9 @@ beforeAll(async () => {
     log: pino({ level: "silent" }),
     attempts: 1,
   });
-  t = await createTestApp({ propagator, webhookUrls: ["http://hooks.test/focal"] });
+  // Its own store: the orphan sweep below walks the whole store (and a grace of 0 would take other
+  // test files' blobs as orphans).
+  t = await createTestApp({ propagator, webhookUrls: ["http://hooks.test/focal"], ownBlobStore: true });
   media = createMediaServer({ store: t.blobStore, render: pipelineRender(), options: { purgeSecret: PURGE_SECRET } });
   mediaUrl = await media.listen(0, "127.0.0.1");
 });
@@ -351,7 +354,8 @@ describe("focal point through the lifecycle", () => {
     await t.blobStore.put(attributesKey(stray), Buffer.from('{"focalPoint":{"x":0.5,"y":0.5}}'), "application/json");
     await new Promise((r) => setTimeout(r, 20));
 
-    const spoolDir = os.tmpdir();
+    // A folder of its own: a grace of 0 would sweep other tests' upload spool files.
+    const spoolDir = path.join(os.tmpdir(), `focal-no-spool-${process.pid}-${Date.now()}`);
     // Within the grace period: kept.
     await sweepOrphans({ prisma: t.db.prisma, blobStore: t.blobStore }, { graceMs: 3_600_000, spoolDir });
     expect(await t.blobStore.head(attributesKey(stray))).not.toBeNull();

@@ -104,14 +104,11 @@ describe("startManagement (embedded defaults) + pnpm run token", () => {
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "mgmt-server-"));
     env = { DATA_DIR: dataDir, MANAGEMENT_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent" };
+    // A bucket of its own even when S3_ENDPOINT names a shared one: the start-up orphan sweep walks
+    // the whole store and would delete other test files' trash/ blobs (their rows are not in ours).
     if (process.env.STORAGE_DRIVER === "s3") {
-      if (process.env.S3_ENDPOINT) {
-        for (const [k, v] of Object.entries(process.env))
-          if ((k.startsWith("S3_") || k === "STORAGE_DRIVER") && v) env[k] = v;
-      } else {
-        s3rver = await startS3rver({ bucket: "mgmt-server-test" });
-        Object.assign(env, s3rver.env);
-      }
+      s3rver = await startS3rver({ bucket: "mgmt-server-test" });
+      Object.assign(env, s3rver.env);
     }
     const database = await childDatabase();
     if (database.url) env.DATABASE_URL = database.url;

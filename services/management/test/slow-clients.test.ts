@@ -14,7 +14,8 @@ import { createTestApp, fixture, type TestApp } from "./helpers";
 /** Issue 8, slow clients and streamed uploads: idle body 408, header timeout, concurrent upload cap. */
 let t: TestApp;
 beforeAll(async () => {
-  t = await createTestApp();
+  // Its own store: the real server below runs the start-up orphan sweep over the whole store.
+  t = await createTestApp({ ownBlobStore: true });
 });
 afterAll(async () => {
   await t.close();

@@ -3,15 +3,19 @@ import path from "node:path";
 import { originalKey, type BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { PrismaClient } from "../generated/prisma/client";
+import type { ChangePropagation } from "../context";
 import { trashKey } from "./blobs";
 import { SPOOL_PREFIX } from "../config/uploads";
 
 /**
- * "No blob without an asset", also after a crash. An upload writes `originals/<id>` and then
- * inserts the row; a process killed between the two (or mid-write) leaves a blob without a row, a
- * driver temp file or a spool file. The sweep removes each of them once it is older than the grace
- * period (far longer than the gap between blob write and insert, so uploads in flight, in this
- * process or another replica, are never touched): at start-up and on a timer.
+ * "No blob without an asset, every row's blob where and what the row says", also after a crash,
+ * at start-up and on a timer. An upload writes `originals/<id>` and then inserts the row; a process
+ * killed between the two (or mid-write) leaves a blob without a row, a driver temp file or a spool
+ * file. The sweep removes each of them once it is older than the grace period (far longer than the
+ * gap between blob write and insert, so uploads in flight, in this process or another replica, are
+ * never touched). What a trash, restore or replace killed before its commit leaves is repaired
+ * under the row's lock instead, without waiting for the grace period: an original on the wrong
+ * side of the trash is moved back, and the previous original a replace had saved is put back.
  */
 export interface OrphanSweepOptions {
   /** Leftovers younger than this are left alone. */
@@ -20,9 +24,21 @@ export interface OrphanSweepOptions {
   spoolDir: string;
 }
 
+export interface OrphanSweepDeps {
+  prisma: PrismaClient;
+  blobStore: BlobStore;
+  /** Purges media caches and the CDN of the assets whose original was put back (renditions of uncommitted bytes). */
+  propagator?: ChangePropagation;
+}
+
 export interface OrphanSweepResult {
   /** Blobs under originals/ and attributes/ without an asset row, and under versions/ without a version row, deleted. */
   blobs: number;
+  /**
+   * Originals put back from the version blob of a replace killed between overwriting the original
+   * and its commit (the row still describes the saved bytes, the original held the new ones).
+   */
+  restored: number;
   /**
    * Originals on the wrong side of the trash, put back where their row says: a trash or restore
    * killed between its blob move and its commit (the transaction rolled back, the move did not).
@@ -43,19 +59,20 @@ const ASSET_PREFIXES = ["originals", "attributes"] as const;
 const ASSET_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const BATCH = 500;
 
-export async function sweepOrphans(
-  deps: { prisma: PrismaClient; blobStore: BlobStore },
-  options: OrphanSweepOptions,
-): Promise<OrphanSweepResult> {
+export async function sweepOrphans(deps: OrphanSweepDeps, options: OrphanSweepOptions): Promise<OrphanSweepResult> {
   const cutoff = new Date(Date.now() - options.graceMs);
-  const result: OrphanSweepResult = { blobs: 0, moved: 0, incompleteWrites: 0, spoolFiles: 0 };
+  const result: OrphanSweepResult = { blobs: 0, restored: 0, moved: 0, incompleteWrites: 0, spoolFiles: 0 };
 
   if (deps.blobStore.list) {
+    // First: an original moved to its row's side is then the one a saved original replaces.
     const reconciled = await reconcileTrash(deps);
     result.moved = reconciled.moved;
     result.blobs += reconciled.removed;
     for (const prefix of ASSET_PREFIXES) result.blobs += await sweepPrefix(deps, prefix, cutoff);
-    result.blobs += await sweepVersions(deps, cutoff);
+    const versions = await sweepVersions(deps, cutoff);
+    result.blobs += versions.removed;
+    result.restored = versions.restored.length;
+    await deps.propagator?.assetsChanged(versions.restored);
   }
   if (deps.blobStore.removeIncompleteWrites)
     result.incompleteWrites = await deps.blobStore.removeIncompleteWrites(cutoff);
@@ -176,46 +193,99 @@ async function reconcileTrash(deps: {
 }
 
 const VERSION_KEY = /^versions\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/v(\d{1,9})$/;
+/** A repair may wait for a replace in flight, which holds the row lock up to its own 120 s limit. */
+const REPAIR_TX = { timeout: 150_000, maxWait: 10_000 };
+
+interface StrayVersion {
+  key: string;
+  assetId: string;
+  version: number;
+}
 
 /**
- * Deletes `versions/<asset id>/v<n>` blobs older than `cutoff` without their version row: a replace
- * writes the blob inside its transaction, so a process killed before the commit leaves one behind.
+ * `versions/<asset id>/v<n>` blobs without their version row. A replace locks the row, writes the
+ * current original there, inserts the version row, overwrites `originals/<id>` and commits; killed
+ * before the commit, it leaves such a blob. When the row is still at version n, the blob holds the
+ * bytes the row describes and the original may hold the uncommitted new ones: the blob is put back
+ * as the original (`trash/<id>` if the row was trashed since), at once, re-checked under the row
+ * lock, so a replace in flight (which holds it from before it writes the blob to its commit) is
+ * waited for, never undone. Any other such blob is deleted once older than `cutoff`.
+ * Returns how many were deleted, and the assets whose original was put back.
  */
-async function sweepVersions(deps: { prisma: PrismaClient; blobStore: BlobStore }, cutoff: Date): Promise<number> {
+async function sweepVersions(deps: OrphanSweepDeps, cutoff: Date): Promise<{ removed: number; restored: string[] }> {
   let removed = 0;
-  let batch: Array<{ key: string; assetId: string; version: number }> = [];
+  const saved: StrayVersion[] = [];
+  let batch: Array<StrayVersion & { old: boolean }> = [];
   const flush = async () => {
     if (batch.length === 0) return;
     const found = batch;
     batch = [];
-    const rows = await deps.prisma.assetVersion.findMany({
-      where: { OR: found.map(({ assetId, version }) => ({ assetId, version })) },
-      select: { assetId: true, version: true },
-    });
-    const known = new Set(rows.map((r) => `${r.assetId}/${r.version}`));
+    const [versionRows, assetRows] = await Promise.all([
+      deps.prisma.assetVersion.findMany({
+        where: { OR: found.map(({ assetId, version }) => ({ assetId, version })) },
+        select: { assetId: true, version: true },
+      }),
+      deps.prisma.asset.findMany({
+        where: { id: { in: [...new Set(found.map((v) => v.assetId))] } },
+        select: { id: true, version: true },
+      }),
+    ]);
+    const known = new Set(versionRows.map((r) => `${r.assetId}/${r.version}`));
+    const current = new Map(assetRows.map((r) => [r.id, r.version]));
     for (const v of found) {
       if (known.has(`${v.assetId}/${v.version}`)) continue;
-      await deps.blobStore.delete(v.key);
-      removed++;
+      if (current.get(v.assetId) === v.version) saved.push(v);
+      else if (v.old) {
+        await deps.blobStore.delete(v.key);
+        removed++;
+      }
     }
   };
   for await (const blob of deps.blobStore.list?.("versions") ?? []) {
     const m = VERSION_KEY.exec(blob.key);
-    if (!m || blob.modifiedAt >= cutoff) continue;
-    batch.push({ key: blob.key, assetId: m[1]!, version: Number(m[2]) });
+    if (!m) continue;
+    // Young ones too: a saved original is put back at once (under the lock, so not one in flight).
+    batch.push({ key: blob.key, assetId: m[1]!, version: Number(m[2]), old: blob.modifiedAt < cutoff });
     if (batch.length >= BATCH) await flush();
   }
   await flush();
-  return removed;
+
+  const restored: string[] = [];
+  for (const v of saved) if (await restoreSavedOriginal(deps, v)) restored.push(v.assetId);
+  return { removed, restored };
+}
+
+/** Puts the saved original `v` back where its row says the original lives, if still called for under the row lock. */
+async function restoreSavedOriginal(deps: OrphanSweepDeps, v: StrayVersion): Promise<boolean> {
+  return deps.prisma.$transaction(async (tx) => {
+    const rows = await tx.$queryRaw<Array<{ version: number; trashed: boolean }>>`
+      SELECT version, deleted_at IS NOT NULL AS trashed FROM assets WHERE id = ${v.assetId}::uuid FOR UPDATE`;
+    const row = rows[0];
+    // A replace that committed meanwhile moved the row on (or wrote the version row): nothing to undo.
+    if (!row || row.version !== v.version) return false;
+    if ((await tx.assetVersion.count({ where: { assetId: v.assetId, version: v.version } })) > 0) return false;
+    const blob = await deps.blobStore.get(v.key);
+    if (!blob) return false;
+    // A trash after the crash moved the uncommitted bytes to trash/.
+    const to = row.trashed ? trashKey(v.assetId) : originalKey(v.assetId);
+    try {
+      await deps.blobStore.put(to, blob.body, blob.contentType, blob.metadata);
+    } finally {
+      blob.release();
+    }
+    // Only once the original is back: killed in between, the next sweep puts it back again.
+    await deps.blobStore.delete(v.key);
+    return true;
+  }, REPAIR_TX);
 }
 
 /**
- * Runs the sweep now and then every `intervalMs` (0 = start-up only), logging what it removed.
+ * Runs the sweep now and then every `intervalMs` (0 = start-up only), logging what it removed or repaired.
  * A failure (database or blob store down) is logged and retried at the next run. Returns a stop
  * function (awaits a sweep in progress).
  */
 export function scheduleOrphanSweep(
-  deps: { prisma: PrismaClient; blobStore: BlobStore; log: Logger },
+  deps: OrphanSweepDeps & { log: Logger },
   options: OrphanSweepOptions & { intervalMs: number },
 ): () => Promise<void> {
   let running: Promise<void> | undefined;
