@@ -2,11 +2,13 @@ import {
   CANDIDATES_PER_RESULT,
   conjunctionIsExact,
   conjunctionPlan,
+  expandedConjunction,
   fullTextSearch,
   parseQuery,
   queryTsquery,
   rankConjunction,
   rankExact,
+  type ConjunctionRanking,
 } from "../src/assets/search";
 import { createTestApp, type TestApp } from "./helpers";
 
@@ -217,5 +219,88 @@ describe("several words and phrases", () => {
         expect(served).toEqual(await rankExact(t.db.prisma, ws, queryTsquery(parseQuery(q)), limit));
       }
     }
+  });
+});
+
+describe("the last word's prefix spelled out as the workspace's lexemes", () => {
+  // Each last word expands to several lexemes of this corpus (sun: sun, sunni, sunset; m: mountain,
+  // ...), and the pages of these queries are not all proved from candidates.
+  const PREFIXED = ["mountain lake su", "red car l", "lake mountain sunn", "mountain sunny lake m", "car c"];
+
+  it.each(PREFIXED)("%s: the same matches with the same scores, and the page of the exact ranking", async (q) => {
+    const p = parseQuery(q);
+    const plan = (await conjunctionPlan(t.db.prisma, p))!;
+    const c = await rankConjunction(t.db.prisma, WS, queryTsquery(p), plan, { limit: 25 });
+    expect(c.prefixLexemes!.length).toBeGreaterThanOrEqual(2);
+    const expanded = expandedConjunction(p, c)!;
+    const rows = await t.db.prisma.$queryRaw<Array<{ id: string; typed: number | null; spelled: number | null }>>`
+      SELECT a.id::text AS id,
+             CASE WHEN a.search_vector @@ ${queryTsquery(p)}
+                  THEN ts_rank_cd('{0.1,0.2,0.4,1.0}'::float4[], a.search_vector, ${queryTsquery(p)})::float8 END AS typed,
+             CASE WHEN a.search_vector @@ ${expanded}
+                  THEN ts_rank_cd('{0.1,0.2,0.4,1.0}'::float4[], a.search_vector, ${expanded})::float8 END AS spelled
+        FROM assets a WHERE a.workspace_id = ${WS}`;
+    const matches = rows.filter((r) => r.typed !== null);
+    expect(matches.length).toBeGreaterThan(10);
+    expect(rows.filter((r) => r.typed !== r.spelled)).toEqual([]);
+    for (const limit of [1, 3, 25]) {
+      expect(await fullTextSearch(t.db.prisma, WS, q, limit)).toEqual(
+        await rankExact(t.db.prisma, WS, queryTsquery(p), limit),
+      );
+    }
+  });
+
+  it("facets of a full-text search count the same matches", async () => {
+    const q = "mountain lake su";
+    const res = await t.as(WS).get(`/v1/assets/search/full-text?q=${encodeURIComponent(q)}&limit=3&facets=tags`);
+    expect(res.status).toBe(200);
+    const expected = await t.db.prisma.$queryRaw<Array<{ value: string; count: number }>>`
+      SELECT tag AS value, count(*)::int AS count
+        FROM assets a, unnest(a.user_tags) AS tag
+       WHERE a.workspace_id = ${WS} AND a.deleted_at IS NULL AND a.search_vector @@ ${queryTsquery(parseQuery(q))}
+       GROUP BY tag ORDER BY count DESC, tag`;
+    expect(expected.length).toBeGreaterThan(1);
+    const tags = (res.body.facets.tags as Array<{ value: string; count: number }>).map((f) => ({
+      value: f.value,
+      count: f.count,
+    }));
+    expect([...tags].sort((a, b) => b.count - a.count || a.value.localeCompare(b.value))).toEqual(expected);
+  });
+
+  it("quotes each lexeme for the tsquery, quotes and backslashes included", async () => {
+    const p = parseQuery("mountain x");
+    const lexemes = ["it's", "a\\b", "plain"];
+    const c: ConjunctionRanking = {
+      expansionCapped: false,
+      completeRole: false,
+      bound: null,
+      prefixLexemes: lexemes,
+      hits: [],
+    };
+    const expanded = expandedConjunction(p, c)!;
+    for (const lexeme of lexemes) {
+      const [row] = await t.db.prisma.$queryRaw<Array<{ hit: boolean; miss: boolean }>>`
+        SELECT array_to_tsvector(ARRAY['mountain', ${lexeme}]) @@ ${expanded} AS hit,
+               array_to_tsvector(ARRAY['lake', ${lexeme}]) @@ ${expanded} AS miss`;
+      expect(row).toEqual({ hit: true, miss: false });
+    }
+    const [other] = await t.db.prisma.$queryRaw<Array<{ hit: boolean }>>`
+      SELECT array_to_tsvector(ARRAY['mountain', 'its', 'ab']) @@ ${expanded} AS hit`;
+    expect(other!.hit).toBe(false);
+  });
+
+  it("is not used when the prefix expands past the cap, to nothing, or the query has no prefix", () => {
+    const c: ConjunctionRanking = {
+      expansionCapped: false,
+      completeRole: false,
+      bound: null,
+      prefixLexemes: ["lake"],
+      hits: [],
+    };
+    expect(expandedConjunction(parseQuery("mountain la"), c)).not.toBeNull();
+    expect(expandedConjunction(parseQuery("mountain la"), { ...c, expansionCapped: true })).toBeNull();
+    expect(expandedConjunction(parseQuery("mountain la"), { ...c, prefixLexemes: [] })).toBeNull();
+    expect(expandedConjunction(parseQuery("mountain la"), { ...c, prefixLexemes: null })).toBeNull();
+    expect(expandedConjunction(parseQuery('"mountain lake"'), c)).toBeNull();
   });
 });
