@@ -237,6 +237,100 @@ describe("a replace killed between overwriting the original and its commit", () 
     expect(await row(id)).toMatchObject({ version: 3 });
   });
 
+  describe("followed, before any sweep, by another change of the same asset", () => {
+    const shaOfRow = async (id: string, version: number) =>
+      (await t.db.prisma.assetVersion.findUniqueOrThrow({ where: { assetId_version: { assetId: id, version } } }))
+        .sha256;
+    // Purging the media server above, as a deployment's replace does.
+    let app: ReturnType<typeof createApp>;
+    beforeAll(() => {
+      app = createApp({ ...t.deps, propagator });
+    });
+    const restore = (id: string, version: number) =>
+      request(app)
+        .post(`/v1/assets/${id}/versions/${version}/restore`)
+        .set("Authorization", `Bearer ${t.token(WS)}`);
+
+    it("a replace keeps the saved bytes as the version the row described", async () => {
+      const { id, sha } = await uploadRed();
+      await killedReplace(id, await png(0));
+      // Media renders and caches the uncommitted bytes meanwhile.
+      expect((await rendered(id)).rgb).toEqual([0, 0, 0]);
+      expect(await rendered(id)).toEqual({ rgb: [0, 0, 0], xCache: "HIT" });
+
+      const third = await png(128);
+      const replaced = await replace(app, id, third);
+      expect(replaced.status).toBe(200);
+      expect(replaced.body).toMatchObject({ version: 2, sha256: sha256(third) });
+      expect(await shaOfRow(id, 1)).toBe(sha);
+      expect(await shaOf(versionKey(id, 1))).toBe(sha);
+      expect(await shaOf(originalKey(id))).toBe(sha256(third));
+      expect(await versionRows(id)).toBe(1);
+      expect(await rendered(id)).toEqual({ rgb: [128, 0, 0], xCache: "MISS" });
+
+      const restored = await restore(id, 1);
+      expect(restored.status).toBe(200);
+      expect(restored.body).toMatchObject({ version: 3, sha256: sha });
+      expect(await shaOf(originalKey(id))).toBe(sha);
+      expect(await shaOfRow(id, 2)).toBe(sha256(third));
+      expect(await shaOf(versionKey(id, 2))).toBe(sha256(third));
+      expect((await rendered(id)).rgb).toEqual([255, 0, 0]);
+    });
+
+    it("a replace that fails after its own overwrite puts the saved bytes back as the original", async () => {
+      const { id, sha, facts } = await uploadRed();
+      await killedReplace(id, await png(0));
+      // This time the write of the new original lands and fails, and the put-back succeeds.
+      const store = Object.create(t.blobStore) as BlobStore;
+      let failed = false;
+      store.put = async (key, body, contentType, metadata) => {
+        const info = await t.blobStore.put(key, body, contentType, metadata);
+        if (key === originalKey(id) && !failed) {
+          failed = true;
+          throw new StorageUnavailableError("failed");
+        }
+        return info;
+      };
+      expect((await replace(createApp({ ...t.deps, blobStore: store }), id, await png(128))).status).toBe(503);
+      expect(failed).toBe(true);
+      expect(await row(id)).toMatchObject({ version: 1, sha256: sha });
+      expect(await shaOf(originalKey(id))).toBe(sha);
+      expect(await t.blobStore.head(originalKey(id))).toEqual({ key: originalKey(id), ...facts });
+      expect(await versionRows(id)).toBe(0);
+      // The saved blob is still there without its row: the sweep puts the same bytes back and removes it.
+      expect(await sweep(HOUR)).toMatchObject({ restored: 1, blobs: 0 });
+      expect(await shaOf(originalKey(id))).toBe(sha);
+      expect(await t.blobStore.head(versionKey(id, 1))).toBeNull();
+    });
+
+    it("a version restore keeps the saved bytes as the version the row described", async () => {
+      const { id, sha: red } = await uploadRed();
+      const green = await png(64);
+      expect((await replace(t.app, id, green)).status).toBe(200);
+      // The row at version 2 (green), version 1 red; the killed replace leaves green at v2 without a row.
+      await killedReplace(id, await png(0));
+      expect(await row(id)).toMatchObject({ version: 2, sha256: sha256(green) });
+      expect(await shaOf(originalKey(id))).not.toBe(sha256(green));
+      expect((await rendered(id)).rgb).toEqual([0, 0, 0]);
+
+      const restored = await restore(id, 1);
+      expect(restored.status).toBe(200);
+      expect(restored.body).toMatchObject({ version: 3, sha256: red });
+      expect(await shaOfRow(id, 2)).toBe(sha256(green));
+      expect(await shaOf(versionKey(id, 2))).toBe(sha256(green));
+      expect(await shaOf(originalKey(id))).toBe(red);
+      expect(await shaOfRow(id, 1)).toBe(red);
+      expect(await shaOf(versionKey(id, 1))).toBe(red);
+      expect(await rendered(id)).toEqual({ rgb: [255, 0, 0], xCache: "MISS" });
+
+      const back = await restore(id, 2);
+      expect(back.status).toBe(200);
+      expect(back.body).toMatchObject({ version: 4, sha256: sha256(green) });
+      expect(await shaOf(originalKey(id))).toBe(sha256(green));
+      expect((await rendered(id)).rgb).toEqual([64, 0, 0]);
+    });
+  });
+
   it("waits for a replace in flight and leaves it alone", async () => {
     const { id, sha } = await uploadRed();
     // A replace paused at its overwrite: it holds the row lock, has written versions/<id>/v1 and

@@ -1,10 +1,10 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { originalKey, type BlobStore } from "@media-platform/storage";
+import { originalKey, type BlobObject, type BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
-import type { PrismaClient } from "../generated/prisma/client";
+import type { Prisma, PrismaClient } from "../generated/prisma/client";
 import type { ChangePropagation } from "../context";
-import { trashKey } from "./blobs";
+import { trashKey, versionKey } from "./blobs";
 import { SPOOL_PREFIX } from "../config/uploads";
 
 /**
@@ -255,6 +255,23 @@ async function sweepVersions(deps: OrphanSweepDeps, cutoff: Date): Promise<{ rem
   return { removed, restored };
 }
 
+/**
+ * The original a replace killed between overwriting `originals/<id>` and its commit had saved: the
+ * blob `versions/<id>/v<version>` (`version` the row's current one) without its version row, which
+ * holds the bytes the row describes while `originals/<id>` may hold uncommitted ones. Null when
+ * there is none. The caller holds the row lock (so no replace is in flight) and reads or releases
+ * the blob.
+ */
+export async function savedOriginalOfKilledReplace(
+  tx: Prisma.TransactionClient,
+  blobStore: BlobStore,
+  assetId: string,
+  version: number,
+): Promise<BlobObject | null> {
+  if ((await tx.assetVersion.count({ where: { assetId, version } })) > 0) return null;
+  return blobStore.get(versionKey(assetId, version));
+}
+
 /** Puts the saved original `v` back where its row says the original lives, if still called for under the row lock. */
 async function restoreSavedOriginal(deps: OrphanSweepDeps, v: StrayVersion): Promise<boolean> {
   return deps.prisma.$transaction(async (tx) => {
@@ -263,8 +280,7 @@ async function restoreSavedOriginal(deps: OrphanSweepDeps, v: StrayVersion): Pro
     const row = rows[0];
     // A replace that committed meanwhile moved the row on (or wrote the version row): nothing to undo.
     if (!row || row.version !== v.version) return false;
-    if ((await tx.assetVersion.count({ where: { assetId: v.assetId, version: v.version } })) > 0) return false;
-    const blob = await deps.blobStore.get(v.key);
+    const blob = await savedOriginalOfKilledReplace(tx, deps.blobStore, v.assetId, v.version);
     if (!blob) return false;
     // A trash after the crash moved the uncommitted bytes to trash/.
     const to = row.trashed ? trashKey(v.assetId) : originalKey(v.assetId);

@@ -21,6 +21,7 @@ import { analysedOriginal, putOriginal, recordOriginal, type NewOriginal } from 
 import { analyseImage } from "../assets/image-analysis";
 import { recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
 import { attributesKey, forEachLimited, originalKey, trashKey, versionKey } from "../assets/blobs";
+import { savedOriginalOfKilledReplace } from "../assets/orphans";
 
 /**
  * Interactive transactions that also write or move blobs get more than Prisma's 5 s default.
@@ -316,7 +317,12 @@ async function swapOriginal(
       if (locked.length === 0) throw new NotFoundError("Asset not found");
       const current = await tx.asset.findUniqueOrThrow({ where: { id } });
       const next = await load(tx, current);
-      const blob = await ctx.blobStore.get(originalKey(id));
+      // After a replace killed before its commit (and no sweep since), originals/<id> holds its
+      // uncommitted bytes and versions/<id>/v<version> the ones this row describes: those are the
+      // previous original, or this swap would overwrite them with the uncommitted ones for good.
+      const blob =
+        (await savedOriginalOfKilledReplace(tx, ctx.blobStore, id, current.version)) ??
+        (await ctx.blobStore.get(originalKey(id)));
       if (!blob) throw new MissingBlobError("The original of this asset is missing from the blob store");
       previous = { bytes: await buffer(blob.body), mimeType: blob.contentType, metadata: blob.metadata };
       await ctx.blobStore.put(versionKey(id, current.version), previous.bytes, current.mimeType, previous.metadata);
