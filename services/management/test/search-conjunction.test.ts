@@ -193,7 +193,7 @@ describe("several words and phrases", () => {
   it("does not prove a page whose last hit is not above the bound times the plan's factor", () => {
     const hit = (score: number) => ({ id: "x", score, createdAt: "2026-01-01T00:00:00.000Z" });
     const plan = { roles: [], pairs: null, boundFactor: 2 };
-    const base = { expansionCapped: false, completeRole: false, bound: 1 };
+    const base = { expansionCapped: false, completeRole: false, bound: 1, prefixLexemes: null };
     expect(conjunctionIsExact({ ...base, hits: [hit(3), hit(2)] }, plan, 2)).toBe(false);
     expect(conjunctionIsExact({ ...base, hits: [hit(3), hit(2.1)] }, plan, 2)).toBe(true);
     expect(conjunctionIsExact({ ...base, hits: [hit(3)] }, plan, 2)).toBe(false);
