@@ -228,6 +228,60 @@ describe("two words and phrases ranked from search_pairs", () => {
     );
   });
 
+  // Typed part-way: each last word's only completion in this corpus is one word (night, car, lake,
+  // mountain), and its own lexeme ('nig', 'ca', ...) is in no asset.
+  const PART_TYPED = ["city nig", "red ca", "mountain la", "lake mou", "blue la"];
+
+  it.each(PART_TYPED)("%s: ranked from the pair of its completion, every proved page the exact ranking", async (q) => {
+    const p = parseQuery(q);
+    const plan = (await conjunctionPlan(t.db.prisma, p))!;
+    expect(plan.roles[1]!.prefix).not.toBeNull();
+    let proven = 0;
+    for (const limit of [1, 3, 10, 25]) {
+      for (const perResult of CANDIDATES_PER_RESULT) {
+        const r = await rankPairs(t.db.prisma, WS, queryTsquery(p), plan, { limit, perResult });
+        expect(r.applicable).toBe(true);
+        if (!pairsAreExact(r, limit)) continue;
+        proven += 1;
+        expect(r.hits.slice(0, limit).map((h) => ({ id: h.id, score: h.score }))).toEqual(
+          await rankExact(t.db.prisma, WS, queryTsquery(p), limit),
+        );
+      }
+      const exact = await rankExact(t.db.prisma, WS, queryTsquery(p), limit);
+      expect(exact.length).toBeGreaterThan(0);
+      expect(await fullTextSearch(t.db.prisma, WS, q, limit)).toEqual(exact);
+    }
+    expect(proven).toBeGreaterThan(0);
+    const res = await t.as(WS).get("/v1/assets/search/full-text").query({ q, limit: 25 });
+    expect(res.status).toBe(200);
+    const exact = await rankExact(t.db.prisma, WS, queryTsquery(p), 25);
+    expect(res.body.assets.map((a: { id: string }) => a.id)).toEqual(exact.map((h) => h.id));
+  });
+
+  it("does not apply when a part-typed word's own lexeme is in an asset, or both words are one lexeme", async () => {
+    const ws = "ws-pairs-part-typed";
+    await insertAssets(ws, 60);
+    const check = async (q: string, applicable: boolean) => {
+      const p = parseQuery(q);
+      const plan = (await conjunctionPlan(t.db.prisma, p))!;
+      expect([q, (await rankPairs(t.db.prisma, ws, queryTsquery(p), plan, { limit: 3 })).applicable]).toEqual([
+        q,
+        applicable,
+      ]);
+      expect(await fullTextSearch(t.db.prisma, ws, q, 10)).toEqual(
+        await rankExact(t.db.prisma, ws, queryTsquery(p), 10),
+      );
+    };
+    await check("city nig", true);
+    // "night nig": both roles are 'night', and each occurrence of it is a cover on its own.
+    await check("night nig", false);
+    await t.db.prisma.$executeRawUnsafe(
+      "UPDATE assets SET user_title = user_title || ' nig' WHERE workspace_id = $1 AND phash = 7",
+      ws,
+    );
+    await check("city nig", false);
+  });
+
   it.each([...TWO_WORDS, ...PHRASES])(
     "%s: the served page equals the exact ranking, this workspace only",
     async (q) => {

@@ -739,7 +739,10 @@ export interface PairPlan {
 
 /** What the pair ranking found, and what proves it equals the exact ranking. */
 export interface PairRanking {
-  /** Each role's last word is one lexeme in the workspace (a prefix that expands further is not). */
+  /**
+   * Each role is one lexeme of the workspace: a prefix that expands to one lexeme only, and a last
+   * word typed part-way whose own lexeme no asset holds, are; a prefix that expands further is not.
+   */
   applicable: boolean;
   /** A deeper try could prove more: some pair's list was cut. */
   deeper: boolean;
@@ -818,11 +821,24 @@ export async function rankPairs(
     WITH RECURSIVE q AS (SELECT ${tsquery} AS tsq),
     -- Two lexemes under a role are enough to know the role is not one lexeme.
     ${roleLexemes(workspaceId, plan, 2)},
+    -- The lexemes some live asset of the workspace holds: a last word typed part-way ("nig") has a
+    -- lexeme of its own that matches nothing, and its role is then what it expands to ("night").
+    present AS (
+      SELECT l.role, l.lexeme FROM lexemes l
+       WHERE EXISTS (SELECT 1 FROM search_terms s WHERE s.workspace_id = ${workspaceId} AND s.lexeme = l.lexeme)),
     applicable AS (
-      SELECT NOT EXISTS (SELECT 1 FROM lexemes GROUP BY role HAVING count(*) > 1) AS ok),
+      SELECT NOT EXISTS (SELECT 1 FROM present GROUP BY role HAVING count(*) > 1)
+             AND (SELECT count(DISTINCT role) FROM present) = ${plan.roles.length}
+             -- Two roles on one lexeme ("night nig") score every occurrence alone: not a pair's score.
+             AND NOT EXISTS (SELECT 1 FROM present x JOIN present y ON x.role < y.role AND x.lexeme = y.lexeme) AS ok),
     pairs AS (
       SELECT DISTINCT least(p.a, p.b) AS a, greatest(p.a, p.b) AS b
-        FROM json_to_recordset(${pairs}::json) AS p(a text, b text), applicable WHERE applicable.ok),
+        FROM (SELECT x.lexeme AS a, y.lexeme AS b FROM present x JOIN present y ON x.role = 0 AND y.role = 1
+               WHERE ${and}
+              UNION ALL
+              SELECT j.a, j.b FROM json_to_recordset(${pairs}::json) AS j(a text, b text) WHERE NOT ${and}) p,
+             applicable
+       WHERE applicable.ok),
     ptaken AS (
       SELECT p.a, p.b, c.asset_id, c.score, c.created_at
         FROM pairs p
@@ -850,7 +866,7 @@ export async function rankPairs(
       SELECT CASE WHEN count(*) >= ${limit} THEN min(score) END AS t FROM pranked),
     ltaken AS (
       SELECT l.lexeme, c.asset_id, c.score
-        FROM (SELECT lexeme FROM lexemes, applicable WHERE applicable.ok AND ${and}) l
+        FROM (SELECT lexeme FROM present, applicable WHERE applicable.ok AND ${and}) l
         CROSS JOIN LATERAL (
               SELECT s.asset_id, s.score FROM search_terms s
                WHERE s.workspace_id = ${workspaceId} AND s.lexeme = l.lexeme
