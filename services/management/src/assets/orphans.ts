@@ -2,7 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { originalKey, type BlobObject, type BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
-import type { Prisma, PrismaClient } from "../generated/prisma/client";
+import type { PrismaClient } from "../generated/prisma/client";
 import type { ChangePropagation } from "../context";
 import { trashKey, versionKey } from "./blobs";
 import { SPOOL_PREFIX } from "../config/uploads";
@@ -257,18 +257,17 @@ async function sweepVersions(deps: OrphanSweepDeps, cutoff: Date): Promise<{ rem
 
 /**
  * The original a replace killed between overwriting `originals/<id>` and its commit had saved: the
- * blob `versions/<id>/v<version>` (`version` the row's current one) without its version row, which
- * holds the bytes the row describes while `originals/<id>` may hold uncommitted ones. Null when
- * there is none. The caller holds the row lock (so no replace is in flight) and reads or releases
- * the blob.
+ * blob `versions/<id>/v<version>`, `version` the row's current one, which holds the bytes the row
+ * describes while `originals/<id>` may hold uncommitted ones. A committed replace writes the version
+ * row of the version it replaces and moves the asset on in one transaction, so no version row ever
+ * exists for the current version: the blob alone tells. Null when there is none. The caller holds
+ * the row lock (so no replace is in flight) and reads or releases the blob.
  */
-export async function savedOriginalOfKilledReplace(
-  tx: Prisma.TransactionClient,
+export function savedOriginalOfKilledReplace(
   blobStore: BlobStore,
   assetId: string,
   version: number,
 ): Promise<BlobObject | null> {
-  if ((await tx.assetVersion.count({ where: { assetId, version } })) > 0) return null;
   return blobStore.get(versionKey(assetId, version));
 }
 
@@ -280,7 +279,7 @@ async function restoreSavedOriginal(deps: OrphanSweepDeps, v: StrayVersion): Pro
     const row = rows[0];
     // A replace that committed meanwhile moved the row on (or wrote the version row): nothing to undo.
     if (!row || row.version !== v.version) return false;
-    const blob = await savedOriginalOfKilledReplace(tx, deps.blobStore, v.assetId, v.version);
+    const blob = await savedOriginalOfKilledReplace(deps.blobStore, v.assetId, v.version);
     if (!blob) return false;
     // A trash after the crash moved the uncommitted bytes to trash/.
     const to = row.trashed ? trashKey(v.assetId) : originalKey(v.assetId);

@@ -321,7 +321,7 @@ async function swapOriginal(
       // uncommitted bytes and versions/<id>/v<version> the ones this row describes: those are the
       // previous original, or this swap would overwrite them with the uncommitted ones for good.
       const blob =
-        (await savedOriginalOfKilledReplace(tx, ctx.blobStore, id, current.version)) ??
+        (await savedOriginalOfKilledReplace(ctx.blobStore, id, current.version)) ??
         (await ctx.blobStore.get(originalKey(id)));
       if (!blob) throw new MissingBlobError("The original of this asset is missing from the blob store");
       previous = { bytes: await buffer(blob.body), mimeType: blob.contentType, metadata: blob.metadata };
