@@ -250,6 +250,13 @@ describe("the last word's prefix spelled out as the workspace's lexemes", () => 
     }
   });
 
+  it("a spelled-out query that finds nothing goes on to the spelling correction", async () => {
+    // "montain" is in no asset: nothing matches; corrected to "mountain", the page is that query's.
+    const served = await fullTextSearch(t.db.prisma, WS, "montain zeppelin su", 10);
+    expect(served.length).toBeGreaterThan(0);
+    expect(served).toEqual(await rankExact(t.db.prisma, WS, queryTsquery(parseQuery("mountain zeppelin su")), 10));
+  });
+
   it("facets of a full-text search count the same matches", async () => {
     const q = "mountain lake su";
     const res = await t.as(WS).get(`/v1/assets/search/full-text?q=${encodeURIComponent(q)}&limit=3&facets=tags`);

@@ -155,6 +155,8 @@ export async function rankFullText(
   const p = parseQuery(q);
   const tsquery = queryTsquery(p);
   const plan = await conjunctionPlan(prisma, p);
+  // Set when the spelled-out conjunction found no match: the query as typed finds none either.
+  let unmatched = false;
   if (plan !== null && plan.pairs !== null) {
     for (const perResult of CANDIDATES_PER_RESULT) {
       const r = await rankPairs(prisma, workspaceId, tsquery, plan, { limit, perResult });
@@ -175,10 +177,11 @@ export async function rankFullText(
     }
     const expanded = expandedConjunction(p, c);
     if (expanded !== null) {
-      // The same matches and scores; a query that finds nothing goes on below with the words typed,
-      // which the spelling correction rewrites.
+      // The same matches and scores; a query that finds nothing goes on to the spelling correction,
+      // which rewrites the words as typed.
       const hits = await rankExact(prisma, workspaceId, expanded, limit);
       if (hits.length > 0) return { hits, tsquery: expanded };
+      unmatched = true;
     }
   }
   // One word of three letters is the prefix with the most words under it: its own list. A longer
@@ -192,7 +195,9 @@ export async function rankFullText(
   }
   // The typo fallback is for plain words; an explicit phrase ("...") stays exact.
   const correctable = p.plain.length >= 3 && !p.web.includes('"');
-  const first = await rankedSearch(prisma, workspaceId, tsquery, limit, correctable ? p.plain : undefined);
+  const first = unmatched
+    ? { hits: [], corrections: null }
+    : await rankedSearch(prisma, workspaceId, tsquery, limit, correctable ? p.plain : undefined);
   if (first.hits.length > 0 || !correctable) return { hits: first.hits, tsquery };
 
   // Usually already looked up by the first ranking statement (a disjunction that found nothing).
