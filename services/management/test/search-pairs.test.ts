@@ -230,7 +230,7 @@ describe("two words and phrases ranked from search_pairs", () => {
 
   // Typed part-way: each last word's only completion in this corpus is one word (night, car, lake,
   // mountain), and its own lexeme ('nig', 'ca', ...) is in no asset.
-  const PART_TYPED = ["city nig", "red ca", "mountain la", "lake mou", "blue la"];
+  const PART_TYPED = ["city nig", "City NIG", "red ca", "mountain la", "lake mou", "blue la"];
 
   it.each(PART_TYPED)("%s: ranked from the pair of its completion, every proved page the exact ranking", async (q) => {
     const p = parseQuery(q);
