@@ -5,6 +5,7 @@ import {
   expandedConjunction,
   fullTextSearch,
   parseQuery,
+  prefixConjunction,
   queryTsquery,
   rankConjunction,
   rankExact,
@@ -226,6 +227,8 @@ describe("the last word's prefix spelled out as the workspace's lexemes", () => 
   // Each last word expands to several lexemes of this corpus (sun: sun, sunni, sunset; m: mountain,
   // ...), and the pages of these queries are not all proved from candidates.
   const PREFIXED = ["mountain lake su", "red car l", "lake mountain sunn", "mountain sunny lake m", "car c"];
+  // The queries some of whose matches hold two lexemes under the prefix (sun and sunset; car and cloud).
+  const MIXED = new Set(["mountain lake su", "car c"]);
 
   it.each(PREFIXED)("%s: the same matches with the same scores, and the page of the exact ranking", async (q) => {
     const p = parseQuery(q);
@@ -233,21 +236,47 @@ describe("the last word's prefix spelled out as the workspace's lexemes", () => 
     const c = await rankConjunction(t.db.prisma, WS, queryTsquery(p), plan, { limit: 25 });
     expect(c.prefixLexemes!.length).toBeGreaterThanOrEqual(2);
     const expanded = expandedConjunction(p, c)!;
-    const rows = await t.db.prisma.$queryRaw<Array<{ id: string; typed: number | null; spelled: number | null }>>`
+    // The form the exact ranking scores the spelled-out matches with.
+    const rankBy = prefixConjunction(p, plan, c)!;
+    expect(rankBy).not.toBeNull();
+    const rows = await t.db.prisma.$queryRaw<
+      Array<{ id: string; typed: number | null; spelled: number | null; ranked: number | null; held: number }>
+    >`
       SELECT a.id::text AS id,
              CASE WHEN a.search_vector @@ ${queryTsquery(p)}
                   THEN ts_rank_cd('{0.1,0.2,0.4,1.0}'::float4[], a.search_vector, ${queryTsquery(p)})::float8 END AS typed,
              CASE WHEN a.search_vector @@ ${expanded}
-                  THEN ts_rank_cd('{0.1,0.2,0.4,1.0}'::float4[], a.search_vector, ${expanded})::float8 END AS spelled
+                  THEN ts_rank_cd('{0.1,0.2,0.4,1.0}'::float4[], a.search_vector, ${expanded})::float8 END AS spelled,
+             CASE WHEN a.search_vector @@ ${expanded}
+                  THEN ts_rank_cd('{0.1,0.2,0.4,1.0}'::float4[], a.search_vector, ${rankBy})::float8 END AS ranked,
+             (SELECT count(*)::int FROM unnest(a.search_vector) u WHERE u.lexeme = ANY(${c.prefixLexemes!}::text[])) AS held
         FROM assets a WHERE a.workspace_id = ${WS}`;
     const matches = rows.filter((r) => r.typed !== null);
     expect(matches.length).toBeGreaterThan(10);
-    expect(rows.filter((r) => r.typed !== r.spelled)).toEqual([]);
+    expect(rows.filter((r) => r.typed !== r.spelled || r.typed !== r.ranked)).toEqual([]);
+    // Where a match holds two different lexemes under the prefix, the forms' trees differ most.
+    expect(matches.some((r) => r.held >= 2)).toBe(MIXED.has(q));
     for (const limit of [1, 3, 25]) {
       expect(await fullTextSearch(t.db.prisma, WS, q, limit)).toEqual(
         await rankExact(t.db.prisma, WS, queryTsquery(p), limit),
       );
     }
+  });
+
+  it("ranks by the prefix item only when every alternative starts with it", async () => {
+    const p = parseQuery("mountain la");
+    const plan = (await conjunctionPlan(t.db.prisma, p))!;
+    const c: ConjunctionRanking = {
+      expansionCapped: false,
+      completeRole: false,
+      bound: null,
+      prefixLexemes: ["la", "lake"],
+      hits: [],
+    };
+    expect(prefixConjunction(p, plan, c)).not.toBeNull();
+    expect(prefixConjunction(p, plan, { ...c, prefixLexemes: ["la", "lake", "mountain"] })).toBeNull();
+    expect(prefixConjunction(p, plan, { ...c, expansionCapped: true })).toBeNull();
+    expect(prefixConjunction(parseQuery("mountain la"), (await conjunctionPlan(t.db.prisma, parseQuery("mountain lake")))!, c)).toBeNull();
   });
 
   it("a spelled-out query that finds nothing goes on to the spelling correction", async () => {

@@ -179,7 +179,7 @@ export async function rankFullText(
     if (expanded !== null) {
       // The same matches and scores; a query that finds nothing goes on to the spelling correction,
       // which rewrites the words as typed.
-      const hits = await rankExact(prisma, workspaceId, expanded, limit);
+      const hits = await rankExact(prisma, workspaceId, expanded, limit, prefixConjunction(p, plan, c) ?? expanded);
       if (hits.length > 0) return { hits, tsquery: expanded };
       unmatched = true;
     }
@@ -416,16 +416,21 @@ export async function rankCandidates(
   };
 }
 
-/** The exact ranking: ts_rank_cd over every match in the workspace (GIN index on search_vector). */
+/**
+ * The exact ranking: ts_rank_cd over every match in the workspace (GIN index on search_vector).
+ * `rankBy` scores the matches instead of `tsquery` when it gives every match the same score with
+ * less work (see prefixConjunction).
+ */
 export async function rankExact(
   prisma: PrismaClient,
   workspaceId: string,
   tsquery: Prisma.Sql,
   limit: number,
+  rankBy: Prisma.Sql = tsquery,
 ): Promise<ScoredId[]> {
   const rows = await prisma.$queryRaw<Array<{ id: string; score: number }>>`
-    SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.tsq)::float8 AS score
-      FROM assets a, (SELECT ${tsquery} AS tsq) q
+    SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.rank_by)::float8 AS score
+      FROM assets a, (SELECT ${tsquery} AS tsq, ${rankBy} AS rank_by) q
      WHERE a.workspace_id = ${workspaceId}
        AND a.deleted_at IS NULL
        AND a.search_vector @@ q.tsq
@@ -705,9 +710,32 @@ export async function rankConjunction(
 export function expandedConjunction(p: ParsedQuery, c: ConjunctionRanking): Prisma.Sql | null {
   if (p.prefix === null || p.head === null || c.expansionCapped) return null;
   if (c.prefixLexemes === null || c.prefixLexemes.length === 0) return null;
-  // tsquery input syntax: each lexeme quoted, with '' and \\ escapes (as in the search_terms migration).
-  const alternatives = c.prefixLexemes.map((l) => `'${l.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`).join(" | ");
+  const alternatives = c.prefixLexemes.map(quotedLexeme).join(" | ");
   return Prisma.sql`(websearch_to_tsquery('english', ${p.head}) && ${alternatives}::tsquery)`;
+}
+
+/** A lexeme in tsquery input syntax: quoted, with '' and \\ escapes (as in the search_terms migration). */
+function quotedLexeme(lexeme: string): string {
+  return `'${lexeme.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
+}
+
+/**
+ * The spelled-out conjunction (expandedConjunction) with its last role as one prefix item again:
+ * `head & 'prefix':*`, for ts_rank_cd only. Over the assets the spelled-out query matches, both
+ * items find the same positions: the alternatives are every lexeme of the workspace's live assets
+ * that starts with the prefix (search_terms), and start with it themselves (checked here). So every
+ * match gets the same score, and ts_rank_cd, which walks the query tree at each position of a query
+ * lexeme in the document, does less work per match: at 1M assets "red ca" (11 alternatives) ranks
+ * its 51,640 matches in 0.5 instead of 1.4 s. The index still reads the spelled-out form (a prefix
+ * item collects its postings into a bitmap that turns lossy). Null when there is no such form.
+ */
+export function prefixConjunction(p: ParsedQuery, plan: ConjunctionPlan, c: ConjunctionRanking): Prisma.Sql | null {
+  const prefixed = plan.roles.filter((r) => r.prefix !== null);
+  if (p.head === null || prefixed.length !== 1 || c.prefixLexemes === null || c.expansionCapped) return null;
+  const prefix = prefixed[0]!.prefix!;
+  if (!c.prefixLexemes.every((l) => l.startsWith(prefix))) return null;
+  const item = `${quotedLexeme(prefix)}:*`;
+  return Prisma.sql`(websearch_to_tsquery('english', ${p.head}) && ${item}::tsquery)`;
 }
 
 /**
