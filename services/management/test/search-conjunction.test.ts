@@ -276,7 +276,13 @@ describe("the last word's prefix spelled out as the workspace's lexemes", () => 
     expect(prefixConjunction(p, plan, c)).not.toBeNull();
     expect(prefixConjunction(p, plan, { ...c, prefixLexemes: ["la", "lake", "mountain"] })).toBeNull();
     expect(prefixConjunction(p, plan, { ...c, expansionCapped: true })).toBeNull();
-    expect(prefixConjunction(parseQuery("mountain la"), (await conjunctionPlan(t.db.prisma, parseQuery("mountain lake")))!, c)).toBeNull();
+    expect(
+      prefixConjunction(
+        parseQuery("mountain la"),
+        (await conjunctionPlan(t.db.prisma, parseQuery("mountain lake")))!,
+        c,
+      ),
+    ).toBeNull();
   });
 
   it("a spelled-out query that finds nothing goes on to the spelling correction", async () => {
