@@ -24,28 +24,34 @@ import sharp from "sharp";
 import phash from "sharp-phash";
 import { LIST_EXACT_COUNT_LIMIT } from "@media-platform/contracts";
 import { FilesystemBlobStore, originalKey } from "@media-platform/storage";
-import { createPGlite, migrate, openDatabase, Prisma, type PrismaClient } from "@media-platform/management/database";
+import { createPGlite, migrate, openDatabase, Prisma } from "@media-platform/management/database";
 import {
   ASSET_COLUMNS,
   CANDIDATES_PER_RESULT,
   candidatesAreExact,
   conjunctionIsExact,
   conjunctionPlan,
-  countFacets,
-  fullTextSearch,
   pairsAreExact,
-  liveAssetsByIds,
-  LIST_ESTIMATE_TTL_MS,
   parseQuery,
-  queryTsquery,
   rankCandidates,
   rankConjunction,
   rankExact,
-  rankFullText,
   rankPairs,
 } from "@media-platform/management/assets";
-import { freePort, median, startProcess, table, type LoadResult } from "./harness";
+import { freePort, getJson, median, startProcess, table, type LoadResult } from "./harness";
 import { seedCorpus, WORKSPACE } from "./search-corpus";
+import {
+  FACETS,
+  LIMIT,
+  openPool,
+  rawFullText,
+  rawFullTextFacets,
+  rawList,
+  rawPrisma,
+  tsqueryOf,
+  type RawDb,
+  type Tx,
+} from "./search-sql";
 
 const ROOT = path.resolve(__dirname, "..");
 const UPLOADS = Number(process.env.BENCH_UPLOADS ?? 200);
@@ -57,7 +63,6 @@ const CASE_SECONDS = Number(process.env.BENCH_CASE_SECONDS ?? 10);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const LOAD_CONNECTIONS = 10;
 const SECRET = "bench-secret-0123456789abcdef0123456789";
-const LIMIT = 25;
 const LIMIT_INPUT_PIXELS = 100_000_000;
 
 const progress = (msg: string): void => {
@@ -120,16 +125,6 @@ const token = (workspaceId: string): string =>
 // ---------------------------------------------------------------------------------------------
 // Database: a fresh Postgres database or a PGlite folder, migrated by the service's own runner
 
-interface Tx {
-  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
-}
-
-interface RawDb extends Tx {
-  kind: "postgres" | "pglite";
-  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
-  close(): Promise<void>;
-}
-
 interface BenchDatabase {
   kind: "postgres" | "pglite";
   /** Environment for the service process. */
@@ -144,31 +139,7 @@ function postgresDatabase(databaseUrl: string, drop: () => Promise<void>): Bench
   return {
     kind: "postgres",
     env: { DATABASE_URL: databaseUrl },
-    async open() {
-      const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
-      pool.on("error", () => undefined);
-      return {
-        kind: "postgres",
-        query: async <T>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as T[],
-        async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-          const client = await pool.connect();
-          try {
-            await client.query("BEGIN");
-            const result = await fn({
-              query: async <R>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[],
-            });
-            await client.query("COMMIT");
-            return result;
-          } catch (err) {
-            await client.query("ROLLBACK").catch(() => undefined);
-            throw err;
-          } finally {
-            client.release();
-          }
-        },
-        close: () => pool.end(),
-      };
-    },
+    open: async () => openPool(databaseUrl),
     drop,
   };
 }
@@ -356,119 +327,6 @@ async function benchUploads(): Promise<string> {
 // ---------------------------------------------------------------------------------------------
 // Search at scale
 
-/**
- * A PrismaClient stand-in over the raw connection: search.ts' own functions run their own SQL
- * (Prisma.sql's text and values) straight on pg / PGlite, so the reference is exactly the service's
- * SQL without HTTP, Prisma's engine or JSON. `seen` collects every statement, for EXPLAIN.
- */
-function rawPrisma(raw: Tx & { transaction?: RawDb["transaction"] }, seen?: Prisma.Sql[]): PrismaClient {
-  const run = <T>(strings: TemplateStringsArray, ...values: unknown[]): Promise<T[]> => {
-    const sql = Prisma.sql(strings, ...values);
-    seen?.push(sql);
-    return raw.query<T>(sql.text, sql.values);
-  };
-  const client = {
-    $queryRaw: run,
-    $transaction: <T>(fn: (tx: PrismaClient) => Promise<T>) =>
-      raw.transaction ? raw.transaction((tx) => fn(rawPrisma(tx, seen))) : fn(client as unknown as PrismaClient),
-  };
-  return client as unknown as PrismaClient;
-}
-
-/** searchAssetsFullText as plain SQL: search.ts' queries, then the row fetch of the page. */
-async function rawFullText(raw: RawDb, q: string, seen?: Prisma.Sql[]): Promise<string[]> {
-  const hits = await fullTextSearch(rawPrisma(raw, seen), WORKSPACE, q, LIMIT);
-  if (hits.length === 0) return [];
-  const rows = await liveAssetsByIds(
-    rawPrisma(raw, seen),
-    WORKSPACE,
-    hits.map((h) => h.id),
-  );
-  if (rows.length !== hits.length) throw new Error("row fetch lost hits");
-  return hits.map((h) => h.id);
-}
-
-/** The facets the bench asks for. */
-const FACETS = ["tags", "collectionId", "format"] as const;
-
-/** rawFullText with facets=tags,collectionId,format: the service's statements for that request. */
-async function rawFullTextFacets(raw: RawDb, q: string, seen?: Prisma.Sql[]): Promise<string[]> {
-  const prisma = rawPrisma(raw, seen);
-  const { hits, tsquery } = await rankFullText(prisma, WORKSPACE, q, LIMIT);
-  const matches = Prisma.sql`workspace_id = ${WORKSPACE} AND deleted_at IS NULL AND search_vector @@ ${tsquery}`;
-  await countFacets(prisma, FACETS, matches, async () => {
-    // Not through `prisma`: the plans of `seen` are EXPLAINed, and an EXPLAIN cannot be.
-    const estimate = Prisma.sql`EXPLAIN (FORMAT JSON) SELECT 1 FROM assets WHERE ${matches}`;
-    const rows = await raw.query<{ "QUERY PLAN": unknown }>(estimate.text, estimate.values);
-    const plan = rows[0]?.["QUERY PLAN"];
-    return (((typeof plan === "string" ? JSON.parse(plan) : plan) as Array<{ Plan?: { "Plan Rows"?: number } }>)[0]
-      ?.Plan?.["Plan Rows"] ?? 0) as number;
-  });
-  if (hits.length === 0) return [];
-  await liveAssetsByIds(
-    prisma,
-    WORKSPACE,
-    hits.map((h) => h.id),
-  );
-  return hits.map((h) => h.id);
-}
-
-/** The tsquery search.ts builds for a query (for the recall measurement). */
-const tsqueryOf = (q: string): Prisma.Sql => queryTsquery(parseQuery(q));
-
-interface ListArgs {
-  search?: string;
-  after?: { createdAt: Date | string; id: string };
-}
-
-/** rawList's planner estimates, reused as listAssets reuses its own (LIST_ESTIMATE_TTL_MS). */
-const rawEstimates = new Map<string, { rows: number; expires: number }>();
-
-/**
- * listAssets (sort -createdAt) as plain SQL: the page of limit + 1 with the count capped at
- * LIST_EXACT_COUNT_LIMIT + 1 in the same statement, then, only above the cap, the planner's
- * estimate, reused for LIST_ESTIMATE_TTL_MS as the service does.
- */
-async function rawList(raw: RawDb, args: ListArgs): Promise<{ ids: string[]; count: number; estimate: boolean }> {
-  const where = ["workspace_id = $1", "deleted_at IS NULL"];
-  const params: unknown[] = [WORKSPACE];
-  if (args.search !== undefined) {
-    params.push(`%${args.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-    where.push(`search_text LIKE $${params.length}`);
-  }
-  const estimateSql = `EXPLAIN (FORMAT JSON) SELECT 1 FROM assets WHERE ${where.join(" AND ")}`;
-  const estimateParams = [...params];
-  params.push(LIST_EXACT_COUNT_LIMIT + 1);
-  const countSql = `SELECT count(*)::int FROM (SELECT 1 FROM assets WHERE ${where.join(" AND ")} LIMIT $${params.length}) AS sub`;
-  const page = [...where];
-  if (args.after) {
-    params.push(args.after.createdAt, args.after.id);
-    const c = `$${params.length - 1}::timestamptz`;
-    const i = `$${params.length}::uuid`;
-    page.push(`(created_at < ${c} OR (created_at = ${c} AND id < ${i}))`);
-  }
-  params.push(LIMIT + 1);
-  const rows = await raw.query<{ id: string; listCapped: number }>(
-    `SELECT ${ASSET_COLUMNS}, (${countSql}) AS "listCapped" FROM assets WHERE ${page.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
-    params,
-  );
-  let count = rows[0]!.listCapped;
-  const estimate = count > LIST_EXACT_COUNT_LIMIT;
-  if (estimate) {
-    const key = JSON.stringify([estimateSql, estimateParams]);
-    let cached = rawEstimates.get(key);
-    if (!cached || cached.expires <= Date.now()) {
-      const [plan] = await raw.query<{ "QUERY PLAN": unknown }>(estimateSql, estimateParams);
-      const json = plan!["QUERY PLAN"];
-      const parsed = (typeof json === "string" ? JSON.parse(json) : json) as Array<{ Plan: { "Plan Rows": number } }>;
-      cached = { rows: Math.round(parsed[0]!.Plan["Plan Rows"]), expires: Date.now() + LIST_ESTIMATE_TTL_MS };
-      rawEstimates.set(key, cached);
-    }
-    count = Math.max(LIST_EXACT_COUNT_LIMIT + 1, cached.rows);
-  }
-  return { ids: rows.slice(0, LIMIT).map((r) => r.id), count, estimate };
-}
-
 /** EXPLAIN (ANALYZE) of statements; which of the tables' indexes the plans read (nodes that ran). */
 async function explainIndexes(raw: RawDb, statements: Array<{ text: string; values: unknown[] }>): Promise<string> {
   const used = new Set<string>();
@@ -518,6 +376,8 @@ const hasWrk = (): boolean => spawnSync("wrk", ["-v"], { stdio: "ignore" }).erro
 interface SearchCase {
   name: string;
   path: string;
+  /** The same request on the bare reference server (bare-search-server.ts). */
+  bare: string;
   raw: (raw: RawDb) => Promise<unknown>;
   hits: number;
   /** p95 target of the issue, ms (none for the informational rows). */
@@ -528,8 +388,7 @@ interface SearchCase {
   rawIds?: string[];
 }
 
-const idsOf = (result: unknown): string[] | undefined =>
-  Array.isArray(result) ? (result as string[]) : (result as { ids?: string[] } | undefined)?.ids;
+const idsOf = (result: unknown): string[] | undefined => (result as { ids?: string[] } | undefined)?.ids;
 
 interface SearchRun {
   text: string;
@@ -540,20 +399,18 @@ interface SearchRun {
   live?: { get: (p: string) => Promise<unknown>; paths: Map<string, string>; close: () => Promise<void> };
 }
 
-/** Sequential samples, raw and service alternating; at least 20, at most REQUESTS or CASE_SECONDS. */
-async function alternate(rawFn: () => Promise<unknown>, svcFn: () => Promise<unknown>): Promise<[number[], number[]]> {
-  for (let i = 0; i < 3; i++) {
-    await rawFn();
-    await svcFn();
-  }
-  const r: number[] = [];
-  const s: number[] = [];
+/**
+ * Sequential samples of each of `fns` in turn (after 3 warm-up rounds), so that the machine's drift
+ * hits them alike; each gets at least 20, at most REQUESTS or CASE_SECONDS.
+ */
+async function alternate(...fns: Array<() => Promise<unknown>>): Promise<number[][]> {
+  for (let i = 0; i < 3; i++) for (const fn of fns) await fn();
+  const samples = fns.map((): number[] => []);
   const end = performance.now() + CASE_SECONDS * 1000;
-  while (r.length < REQUESTS && (r.length < 20 || performance.now() < end)) {
-    r.push((await clock(rawFn))[0]);
-    s.push((await clock(svcFn))[0]);
+  while (samples[0]!.length < REQUESTS && (samples[0]!.length < 20 || performance.now() < end)) {
+    for (const [i, fn] of fns.entries()) samples[i]!.push((await clock(fn))[0]);
   }
-  return [r, s];
+  return samples;
 }
 
 const RECALL_QUERIES = [
@@ -683,10 +540,12 @@ async function benchSearchOn(
     const [postings] = await raw.query<{ n: number }>(`SELECT count(*)::int AS n FROM search_terms`);
 
     const fts = (q: string) => `/v1/assets/search/full-text?q=${encodeURIComponent(q)}`;
+    const bareFts = (q: string) => `/full-text?q=${encodeURIComponent(q)}`;
     const cases: SearchCase[] = [
       {
         name: `full-text broad word "${broad}"`,
         path: fts(broad),
+        bare: bareFts(broad),
         raw: (r) => rawFullText(r, broad),
         hits: await ftsCount(`websearch_to_tsquery('english', $2)`, broad),
         target: 25,
@@ -694,6 +553,7 @@ async function benchSearchOn(
       {
         name: `full-text rare word "${rare}"`,
         path: fts(rare),
+        bare: bareFts(rare),
         raw: (r) => rawFullText(r, rare),
         hits: await ftsCount(`websearch_to_tsquery('english', $2)`, rare),
         target: 10,
@@ -701,6 +561,7 @@ async function benchSearchOn(
       {
         name: `full-text typo "${typoRare}" (corrected to zeppelin)`,
         path: fts(typoRare),
+        bare: bareFts(typoRare),
         raw: (r) => rawFullText(r, typoRare),
         hits: await ftsCount(`websearch_to_tsquery('english', $2)`, rare),
         target: 10,
@@ -708,12 +569,14 @@ async function benchSearchOn(
       {
         name: `full-text typo "${typoBroad}" (corrected to mountain)`,
         path: fts(typoBroad),
+        bare: bareFts(typoBroad),
         raw: (r) => rawFullText(r, typoBroad),
         hits: await ftsCount(`websearch_to_tsquery('english', $2)`, "mountain or mountains or mountaineer"),
       },
       {
         name: `full-text prefix "${prefix}"`,
         path: fts(prefix),
+        bare: bareFts(prefix),
         raw: (r) => rawFullText(r, prefix),
         hits: await ftsCount(`to_tsquery('english', $2)`, `${prefix}:*`),
         target: 25,
@@ -721,6 +584,7 @@ async function benchSearchOn(
       {
         name: `full-text two words "${and}" (AND)`,
         path: fts(and),
+        bare: bareFts(and),
         raw: (r) => rawFullText(r, and),
         hits: await ftsCount(`websearch_to_tsquery('english', $2)`, and),
         target: 30,
@@ -728,6 +592,7 @@ async function benchSearchOn(
       {
         name: `full-text three words "${and3}" (AND)`,
         path: fts(and3),
+        bare: bareFts(and3),
         raw: (r) => rawFullText(r, and3),
         hits: await ftsCount(`websearch_to_tsquery('english', $2)`, and3),
         target: 30,
@@ -735,6 +600,7 @@ async function benchSearchOn(
       {
         name: `full-text phrase ${phrase}`,
         path: fts(phrase),
+        bare: bareFts(phrase),
         raw: (r) => rawFullText(r, phrase),
         hits: await ftsCount(`websearch_to_tsquery('english', $2)`, phrase),
         target: 40,
@@ -742,6 +608,7 @@ async function benchSearchOn(
       {
         name: `list search="${substring}" (substring)`,
         path: `/v1/assets?search=${substring}`,
+        bare: `/list?search=${substring}`,
         raw: (r) => rawList(r, { search: substring }),
         hits: await count(`SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_text LIKE $2`, [
           WORKSPACE,
@@ -752,6 +619,7 @@ async function benchSearchOn(
       {
         name: "list first page (limit=25)",
         path: "/v1/assets?limit=25",
+        bare: "/list",
         raw: (r) => rawList(r, {}),
         hits: assets,
         target: 10,
@@ -759,6 +627,7 @@ async function benchSearchOn(
       {
         name: `list page ${PAGES_BEFORE + 1} via cursor`,
         path: "",
+        bare: "",
         raw: () => Promise.resolve(),
         hits: assets,
         target: 10,
@@ -767,6 +636,7 @@ async function benchSearchOn(
     cases.push({
       name: `full-text broad word "${broad}" + facets=${FACETS.join(",")}`,
       path: `${fts(broad)}&facets=${FACETS.join(",")}`,
+      bare: `${bareFts(broad)}&facets=1`,
       raw: (r) => rawFullTextFacets(r, broad),
       hits: cases[0]!.hits,
       target: 50,
@@ -778,6 +648,7 @@ async function benchSearchOn(
       cases.push({
         name: `full-text two words, the last typed partly "${typed}"`,
         path: fts(typed),
+        bare: bareFts(typed),
         raw: (r) => rawFullText(r, typed),
         hits: await count(
           `SELECT count(*)::int AS n FROM assets WHERE workspace_id = $1 AND search_vector @@ (websearch_to_tsquery('english', $2) && to_tsquery('english', $3))`,
@@ -790,6 +661,7 @@ async function benchSearchOn(
       [WORKSPACE, PAGES_BEFORE * LIMIT - 1],
     );
     cases[10]!.raw = (r) => rawList(r, { after: { createdAt: after!.created_at, id: after!.id } });
+    cases[10]!.bare = `/list?afterCreatedAt=${encodeURIComponent(new Date(after!.created_at).toISOString())}&afterId=${after!.id}`;
 
     // Plans: every statement each full-text request runs, and the list queries.
     for (const c of [...cases.slice(0, 8), ...cases.slice(12)]) {
@@ -911,20 +783,29 @@ async function benchSearchOn(
 
     progress(`search ${label}: starting the service`);
     const service = await startService(path.join(dir, "service"), db);
+    // On Postgres, the bare reference server (same SQL, node:http, JSON.stringify of the rows).
+    let bare: { base: string; stop(): Promise<void> } | null = null;
     const auth = `Bearer ${token(WORKSPACE)}`;
     type Body = { assets: Array<{ id: string }>; nextCursor?: string | null; count: number; countIsEstimate?: boolean };
-    const get = async (p: string): Promise<Body> => {
-      const res = await fetch(`${service.base}${p}`, { headers: { authorization: auth } });
-      if (res.status !== 200) throw new Error(`${p}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as Body;
-    };
+    const get = (p: string): Promise<Body> => getJson<Body>(`${service.base}${p}`, { authorization: auth });
+    const getBare = (p: string): Promise<Body> => getJson<Body>(`${bare!.base}${p}`);
     const rows: string[][] = [];
     let live: SearchRun["live"];
     let load: LoadResult | null = null;
     const loadStart = os.loadavg()[0]!;
     let listCount = "";
     let httpFloor = "";
+    let bareFloor = "";
     try {
+      if (interleave) {
+        const port = await freePort();
+        const proc = await startProcess(
+          "bench/bare-search-server.ts",
+          { PORT: String(port), DATABASE_URL: db.env.DATABASE_URL! },
+          `http://127.0.0.1:${port}/healthz`,
+        );
+        bare = { base: `http://127.0.0.1:${port}`, stop: () => proc.stop() };
+      }
       // The later page: follow nextCursor like a client would.
       let page = await get("/v1/assets?limit=25");
       listCount = `${page.count}${page.countIsEstimate ? " (countIsEstimate: true)" : " (exact)"}`;
@@ -935,17 +816,22 @@ async function benchSearchOn(
         const row = recallRows.find((r) => r[0] === q)!;
         row.push(JSON.stringify(served) === JSON.stringify(exactPages.get(q)) ? "yes" : "NO");
       }
+      const sameIds = (body: Body, ids: string[] | undefined) =>
+        JSON.stringify(body.assets.map((a) => a.id)) === JSON.stringify(ids);
       for (const c of cases) {
         const first = await get(c.path);
         if (interleave) c.rawIds = idsOf(await c.raw(raw));
-        const same = JSON.stringify(first.assets.map((a) => a.id)) === JSON.stringify(c.rawIds);
+        let same = sameIds(first, c.rawIds);
         let lat: number[];
-        if (interleave)
-          [c.rawLat, lat] = await alternate(
+        let bareLat: number[] = [];
+        if (bare) {
+          same &&= sameIds(await getBare(c.bare), c.rawIds);
+          [c.rawLat, bareLat, lat] = (await alternate(
             () => c.raw(raw),
+            () => getBare(c.bare),
             () => get(c.path),
-          );
-        else {
+          )) as [number[], number[], number[]];
+        } else {
           lat = [];
           const end = performance.now() + CASE_SECONDS * 1000;
           for (let i = 0; i < 3; i++) await get(c.path);
@@ -957,6 +843,8 @@ async function benchSearchOn(
         const s95 = percentile(lat, 0.95);
         const r50 = median(c.rawLat!);
         const r95 = percentile(c.rawLat!, 0.95);
+        const b50 = bareLat.length > 0 ? median(bareLat) : null;
+        const b95 = bareLat.length > 0 ? percentile(bareLat, 0.95) : null;
         rows.push([
           c.name,
           c.hits.toLocaleString("en"),
@@ -966,8 +854,11 @@ async function benchSearchOn(
           ms(percentile(lat, 0.99)),
           ms(r50),
           ms(r95),
+          b50 === null ? "-" : `${ms(b50)} / ${ms(b95!)}`,
           ratio(s50, r50),
           ratio(s95, r95),
+          b50 === null ? "-" : `${ratio(b50, r50)} / ${ratio(b95!, r95)}`,
+          b50 === null ? "-" : `${ratio(s50, b50)} / ${ratio(s95, b95!)}`,
           c.target === undefined ? "" : `<= ${c.target} ms: ${s95 <= c.target ? "met" : "NOT met"}`,
           same ? "yes" : "NO",
           c.plan!,
@@ -975,22 +866,18 @@ async function benchSearchOn(
       }
       // The same client's cost of an HTTP round trip that runs no SQL: what no change to the
       // service's SQL path can take off a row's service latency.
-      const floorLat: number[] = [];
-      for (let i = 0; i < REQUESTS; i++) {
-        floorLat.push(
-          (
-            await clock(async () => {
-              const res = await fetch(`${service.base}/healthz`, { headers: { authorization: auth } });
-              await res.json();
-            })
-          )[0],
-        );
-      }
-      httpFloor = `${ms(median(floorLat))} / ${ms(percentile(floorLat, 0.95))}`;
+      const floor = async (fn: () => Promise<unknown>): Promise<string> => {
+        const lat: number[] = [];
+        for (let i = 0; i < REQUESTS; i++) lat.push((await clock(fn))[0]);
+        return `${ms(median(lat))} / ${ms(percentile(lat, 0.95))}`;
+      };
+      httpFloor = await floor(() => getJson(`${service.base}/healthz`, { authorization: auth }));
+      if (bare) bareFloor = await floor(() => getBare("/healthz"));
       if (interleave) rawRate = await closedLoopRate(SECONDS, LOAD_CONNECTIONS, () => cases[0]!.raw(raw));
       if (hasWrk()) load = await wrk(`${service.base}${cases[0]!.path}`, LOAD_CONNECTIONS, SECONDS, auth);
       if (keepService) live = { get, paths: new Map(cases.map((c) => [c.name, c.path])), close: () => service.stop() };
     } finally {
+      await bare?.stop();
       if (!live) await service.stop();
     }
     const loadEnd = os.loadavg()[0]!;
@@ -1000,7 +887,7 @@ async function benchSearchOn(
       "",
       `${seedMs === null ? "Kept database, seeded by an earlier run" : `Seeded with SQL in ${(seedMs / 1000).toFixed(1)} s`}. Machine load (1-min load average) ${loadStart.toFixed(2)} at the start of the measurements, ${loadEnd.toFixed(2)} at the end (2 cores, shared). GET /v1/assets count of the workspace: ${listCount}.`,
       "",
-      `Sequential requests (${REQUESTS} or ${CASE_SECONDS} s per row, at least 20)${interleave ? ", raw SQL and service samples alternating" : ", raw SQL measured before the service started"}; raw SQL = the service's own SQL (search.ts' statements, listAssets' count/page/estimate) on a direct ${db.kind === "postgres" ? "pg pool" : "PGlite connection"}, no HTTP, no Prisma; "same ids" = the service's page equals the raw SQL's. The HTTP floor of the same client (fetch) and machine, GET /healthz, which runs no SQL: ${httpFloor} at p50 / p95.`,
+      `Sequential requests (${REQUESTS} or ${CASE_SECONDS} s per row, at least 20)${interleave ? ", raw SQL and service samples alternating" : ", raw SQL measured before the service started"}; raw SQL = the service's own SQL (search.ts' statements, listAssets' count/page/estimate) on a direct ${db.kind === "postgres" ? "pg pool" : "PGlite connection"}, no HTTP, no Prisma; "same ids" = the service's page equals the raw SQL's. The HTTP floor of the same client (node:http, kept-alive connections) and machine, GET /healthz, which runs no SQL: ${httpFloor} at p50 / p95${bareFloor ? `; the bare server's: ${bareFloor}` : ""}.${interleave ? " Bare = the bare reference server (bench/bare-search-server.ts): the same SQL on a pool of 10 behind node:http, the rows as JSON.stringify gives them; no Express, authentication, validation, Prisma or serializer. Bare / raw is what HTTP and JSON alone add on this machine; service / bare is what the service adds to them." : ""}`,
       "",
       table(
         [
@@ -1012,8 +899,11 @@ async function benchSearchOn(
           "service p99",
           "raw SQL p50",
           "raw SQL p95",
+          "bare p50 / p95",
           "p50 ratio",
           "p95 ratio",
+          "bare / raw SQL, p50 / p95",
+          "service / bare, p50 / p95",
           "target (p95)",
           "same ids",
           "indexes (EXPLAIN ANALYZE)",
