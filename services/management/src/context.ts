@@ -1,12 +1,18 @@
 import type { BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { UploadSettings } from "./config/uploads";
+import type { RawReads } from "./db/direct-reads";
 import type { PrismaClient } from "./generated/prisma/client";
 import type { ManagementMetrics } from "./metrics";
 
 /** What the route handlers and services need; built by startManagement or by a test. */
 export interface AppContext {
   prisma: PrismaClient;
+  /**
+   * The list and search read statements (Database.reads: on Postgres straight on the driver, on
+   * PGlite `prisma` itself). A test that swaps `prisma` for a failing database swaps this too.
+   */
+  reads: RawReads;
   blobStore: BlobStore;
   log: Logger;
   mediaPublicUrl: string;

@@ -73,6 +73,7 @@ export async function startManagement(
       metrics,
       isDraining: overrides.isDraining,
       prisma: db.prisma,
+      reads: db.reads,
       blobStore,
       log,
       verifier,

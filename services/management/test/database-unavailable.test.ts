@@ -170,7 +170,7 @@ postgres("Postgres refusing connections (pg_terminate_backend, ALLOW_CONNECTIONS
       url.username = role;
       const limited = await openDatabase({ databaseUrl: url.toString() });
       try {
-        const app = createApp({ ...t.deps, prisma: limited.prisma });
+        const app = createApp({ ...t.deps, prisma: limited.prisma, reads: limited.reads });
         const res = await request(app)
           .get("/v1/asset-collections")
           .set("Authorization", `Bearer ${t.token("ws-x")}`);
@@ -193,7 +193,7 @@ embedded("PGlite closed", () => {
       const closed = await createTestDatabase();
       await closed.drop();
       const metrics = createManagementMetrics({ defaultMetrics: false });
-      const app = createApp({ ...t.deps, prisma: closed.db.prisma, metrics });
+      const app = createApp({ ...t.deps, prisma: closed.db.prisma, reads: closed.db.reads, metrics });
       await expectEveryRoute503(app, t, created.body.id, "ws-closed");
       expect(await databaseErrors(metrics)).toBe(7);
       const ready = await request(app).get("/readyz");

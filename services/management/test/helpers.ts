@@ -155,6 +155,7 @@ export async function createTestApp(
   const secret = randomBytes(32).toString("hex");
   const deps: AppDeps = {
     prisma: database.db.prisma,
+    reads: database.db.reads,
     blobStore: blobs.store,
     log: pino({ level: process.env.TEST_LOG ?? "silent" }),
     verifier: createVerifier({ kind: "secret", secret, embedded: false }, { workspaceClaim: "workspace_id" }),

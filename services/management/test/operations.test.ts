@@ -154,7 +154,7 @@ describe("GET /metrics", () => {
         return Reflect.get(target, prop, receiver) as unknown;
       },
     }) as PrismaClient;
-    const { app: dbDown, metrics } = appWith({ prisma: throwing });
+    const { app: dbDown, metrics } = appWith({ prisma: throwing, reads: throwing });
     expect((await request(dbDown).get("/v1/assets").set("Authorization", bearer("ws-ops-dep"))).status).toBe(503);
     expect(
       (await request(dbDown).get(`/v1/assets/${randomUuid()}`).set("Authorization", bearer("ws-ops-dep"))).status,

@@ -59,4 +59,27 @@ postgres("prepared statements on Postgres", () => {
     const rows = await cached.prisma.$queryRaw<Array<{ marker: string }>>`SELECT ${"c"}::text AS marker`;
     expect(rows).toEqual([{ marker: "c" }]);
   });
+
+  it("the read statements (Database.reads) are prepared once per connection too, under their own names", async () => {
+    const cached = await openDatabase({ databaseUrl: test.url! });
+    const uncached = await openDatabase({ databaseUrl: test.url!, statementCache: 0 });
+    opened.push(cached, uncached);
+    const readsPrepared = async (db: Database, marker: string) => {
+      for (let i = 0; i < 3; i++) await db.reads.$queryRaw`SELECT ${marker}::text AS read_marker`;
+      // pool.query reuses the most recently released connection: this runs on the same one.
+      const rows = await db.reads.$queryRaw<Array<{ name: string; statement: string }>>`
+        SELECT name, statement FROM pg_prepared_statements`;
+      return rows.filter((r) => r.statement.includes("AS read_marker"));
+    };
+    expect(await readsPrepared(cached, "a")).toEqual([
+      {
+        name: expect.stringMatching(/^read_\d+$/),
+        statement: expect.stringContaining("SELECT $1::text AS read_marker"),
+      },
+    ]);
+    expect(await readsPrepared(uncached, "b")).toEqual([]);
+    // Prisma's own statements on the same connections keep their names: no name is bound twice.
+    expect(await preparedOn(cached, "c")).toEqual([expect.stringContaining("SELECT $1::text AS marker")]);
+    expect(await cached.reads.$queryRaw`SHOW plan_cache_mode`).toEqual([{ plan_cache_mode: "force_custom_plan" }]);
+  });
 });

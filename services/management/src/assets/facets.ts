@@ -4,7 +4,8 @@ import {
   type FacetField,
   type ListAssetsResponse,
 } from "@media-platform/contracts";
-import { Prisma, type PrismaClient } from "../generated/prisma/client";
+import type { RawReads } from "../db/direct-reads";
+import { Prisma } from "../generated/prisma/client";
 
 export type FacetsResult = Pick<ListAssetsResponse, "facets" | "facetsAreEstimates">;
 
@@ -61,7 +62,7 @@ interface Counted {
  * FACET_EXACT_LIMIT + 1 matches are scaled to the estimate.
  */
 export async function countFacets(
-  prisma: PrismaClient,
+  prisma: RawReads,
   fields: readonly FacetField[],
   conditions: Prisma.Sql,
   estimatedTotal: () => Promise<number>,
@@ -95,7 +96,7 @@ export async function countFacets(
 }
 
 /** The table's size in pages (from its file: no statistics needed) and shared_buffers, in pages. */
-async function tableSize(prisma: PrismaClient): Promise<{ pages: number; buffers: number }> {
+async function tableSize(prisma: RawReads): Promise<{ pages: number; buffers: number }> {
   const rows = await prisma.$queryRaw<Array<{ pages: number; buffers: number }>>`
     SELECT (pg_relation_size('assets') / current_setting('block_size')::int)::float8 AS pages,
            (SELECT setting::float8 FROM pg_settings WHERE name = 'shared_buffers') AS buffers`;
@@ -103,7 +104,7 @@ async function tableSize(prisma: PrismaClient): Promise<{ pages: number; buffers
 }
 
 /** The facet values of the rows `source` (FROM ... WHERE ..., on assets) yields, in one statement. */
-async function countMatches(prisma: PrismaClient, fields: readonly FacetField[], source: Prisma.Sql): Promise<Counted> {
+async function countMatches(prisma: RawReads, fields: readonly FacetField[], source: Prisma.Sql): Promise<Counted> {
   const columns = fields.map(
     (
       f,

@@ -1,4 +1,5 @@
-import { Prisma, type PrismaClient } from "../generated/prisma/client";
+import type { RawReads } from "../db/direct-reads";
+import { Prisma } from "../generated/prisma/client";
 
 /** ts_rank_cd weights in Postgres order {D, C, B, A}: filename, caption/description, tags, title. */
 const WEIGHTS = "{0.1,0.2,0.4,1.0}";
@@ -137,7 +138,7 @@ const scored = (hits: RankedHit[]): ScoredId[] => hits.map((h) => ({ id: h.id, s
  * Postgres.
  */
 export async function fullTextSearch(
-  prisma: PrismaClient,
+  prisma: RawReads,
   workspaceId: string,
   q: string,
   limit: number,
@@ -147,7 +148,7 @@ export async function fullTextSearch(
 
 /** fullTextSearch's page, with the tsquery that found it (the corrected one after a typo). */
 export async function rankFullText(
-  prisma: PrismaClient,
+  prisma: RawReads,
   workspaceId: string,
   q: string,
   limit: number,
@@ -272,7 +273,7 @@ export interface CandidateRanking {
  * (rankExact). The page served is therefore always the exact ranking's.
  */
 async function rankedSearch(
-  prisma: PrismaClient,
+  prisma: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   limit: number,
@@ -320,7 +321,7 @@ export interface CandidateDepth {
 
 /** The bounded ranking alone (exported for the bench's recall measurement and the tests). */
 export async function rankCandidates(
-  prisma: PrismaClient,
+  prisma: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   { limit, perResult = CANDIDATES_PER_RESULT[0] }: CandidateDepth,
@@ -422,7 +423,7 @@ export async function rankCandidates(
  * less work (see prefixConjunction).
  */
 export async function rankExact(
-  prisma: PrismaClient,
+  prisma: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   limit: number,
@@ -455,11 +456,7 @@ export interface Correction {
  * word_similarity(word, dictionary word) >= TRIGRAM_THRESHOLD (`<%`, trigram GIN index on
  * search_words.word), closest (similarity) first. Words without suggestions are left out.
  */
-export async function spellingCorrections(
-  prisma: PrismaClient,
-  workspaceId: string,
-  plain: string,
-): Promise<Correction[]> {
+export async function spellingCorrections(prisma: RawReads, workspaceId: string, plain: string): Promise<Correction[]> {
   return prisma.$queryRaw<Correction[]>(spellingCorrectionsQuery(workspaceId, plain));
 }
 
@@ -536,7 +533,7 @@ function tsqueryTokens(
  * phrase of 2-5 words; null for any other query (one word, `or`, -word, several phrases, words
  * that english parses into several lexemes such as "sun-set"), which the other rankings answer.
  */
-export async function conjunctionPlan(prisma: PrismaClient, p: ParsedQuery): Promise<ConjunctionPlan | null> {
+export async function conjunctionPlan(prisma: RawReads, p: ParsedQuery): Promise<ConjunctionPlan | null> {
   const phrase = /^"[^"]+"$/.test(p.web);
   const words = (phrase ? p.web.slice(1, -1) : p.web).split(/\s+/).filter(Boolean);
   if (words.length < CONJUNCTION_WORDS.min || words.length > CONJUNCTION_WORDS.max) return null;
@@ -648,7 +645,7 @@ export interface ConjunctionRanking {
  * parses each word into one lexeme).
  */
 export async function rankConjunction(
-  prisma: PrismaClient,
+  prisma: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   plan: ConjunctionPlan,
@@ -815,7 +812,7 @@ export interface PairRanking {
  * with the workspace and deleted_at checked.
  */
 export async function rankPairs(
-  prisma: PrismaClient,
+  prisma: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   plan: ConjunctionPlan,
@@ -1001,7 +998,7 @@ export interface PrefixRanking {
  * scores below PREFIX_MIN_SCORE, one beyond the cut at most the list's last score.
  */
 export async function rankPrefix(
-  prisma: PrismaClient,
+  prisma: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   p: ParsedQuery,

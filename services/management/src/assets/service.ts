@@ -280,7 +280,7 @@ export async function listAssets(
   // subquery by id, which makes Postgres walk the primary key (13 ms at 1M).
   const [listed, facets] = await Promise.all([
     listPage(ctx, conditions, cursor && afterCursor(field, desc, cursor), listOrder(field, desc), query.limit + 1),
-    countFacets(ctx.prisma, query.facets ?? [], conditions, estimate),
+    countFacets(ctx.reads, query.facets ?? [], conditions, estimate),
   ]);
   const { rows } = listed;
   const page = rows.slice(0, query.limit);
@@ -326,7 +326,7 @@ const cappedCountSql = (conditions: Prisma.Sql): Prisma.Sql =>
   Prisma.sql`SELECT count(*)::int FROM (SELECT 1 FROM assets WHERE ${conditions} LIMIT ${LIST_EXACT_COUNT_LIMIT + 1}) AS sub`;
 
 async function countCapped(ctx: AppContext, conditions: Prisma.Sql): Promise<number> {
-  const rows = await ctx.prisma.$queryRaw<Array<{ n: number }>>`SELECT (${cappedCountSql(conditions)}) AS n`;
+  const rows = await ctx.reads.$queryRaw<Array<{ n: number }>>`SELECT (${cappedCountSql(conditions)}) AS n`;
   return Number(rows[0]?.n ?? 0);
 }
 
@@ -343,7 +343,7 @@ async function listPage(
   order: Prisma.Sql,
   take: number,
 ): Promise<{ rows: Asset[]; capped: number | null }> {
-  const rows = await ctx.prisma.$queryRaw<Array<Asset & { listCapped: number }>>`
+  const rows = await ctx.reads.$queryRaw<Array<Asset & { listCapped: number }>>`
     SELECT ${Prisma.raw(ASSET_COLUMNS)}, (${cappedCountSql(conditions)}) AS "listCapped"
       FROM assets WHERE ${conditions}${after ? Prisma.sql` AND ${after}` : Prisma.empty}
      ORDER BY ${order} LIMIT ${take}`;
@@ -368,7 +368,7 @@ async function estimateListCount(ctx: AppContext, conditions: Prisma.Sql): Promi
   const key = JSON.stringify([statement.sql, statement.values]);
   const cached = cache.get(key);
   if (cached !== undefined) return cached;
-  const rows = await ctx.prisma.$queryRaw<Array<{ "QUERY PLAN": unknown }>>(statement);
+  const rows = await ctx.reads.$queryRaw<Array<{ "QUERY PLAN": unknown }>>(statement);
   const raw = rows[0]?.["QUERY PLAN"];
   const plan = (typeof raw === "string" ? JSON.parse(raw) : raw) as Array<{ Plan?: { "Plan Rows"?: number } }>;
   const estimate = Math.round(plan[0]?.Plan?.["Plan Rows"] ?? 0);
@@ -381,15 +381,15 @@ export async function searchAssetsFullText(
   principal: Principal,
   query: FullTextQuery,
 ): Promise<FullTextResponse> {
-  const { hits, tsquery } = await rankFullText(ctx.prisma, principal.workspaceId, query.q, query.limit);
+  const { hits, tsquery } = await rankFullText(ctx.reads, principal.workspaceId, query.q, query.limit);
   // Facets of every match of the query that found the page (the corrected one after a typo).
   const matches = Prisma.sql`workspace_id = ${principal.workspaceId} AND deleted_at IS NULL AND search_vector @@ ${tsquery}`;
   const facets = query.facets
-    ? await countFacets(ctx.prisma, query.facets, matches, () => estimateListCount(ctx, matches))
+    ? await countFacets(ctx.reads, query.facets, matches, () => estimateListCount(ctx, matches))
     : {};
   if (hits.length === 0) return { count: 0, assets: [], ...facets };
   const rows = await liveAssetsByIds(
-    ctx.prisma,
+    ctx.reads,
     principal.workspaceId,
     hits.map((h) => h.id),
   );

@@ -6,9 +6,10 @@ import pg from "pg";
 import { PrismaClient } from "../generated/prisma/client";
 import { DEFAULT_STATEMENT_CACHE } from "../config";
 import { nativeRequire } from "../native-require";
+import { directReads, type RawReads } from "./direct-reads";
 import type { MigrationConnection } from "./migrate";
 
-export type { PrismaClient };
+export type { PrismaClient, RawReads };
 
 /**
  * PGlite's CommonJS build loads Node built-ins with dynamic import(), which jest's module sandbox
@@ -25,6 +26,11 @@ const loadPrismaPGlite = () =>
 export interface Database {
   kind: "pglite" | "postgres";
   prisma: PrismaClient;
+  /**
+   * The list and search read statements: on Postgres straight on node-postgres (directReads, the
+   * same pool); on PGlite the Prisma client itself.
+   */
+  reads: RawReads;
   /** Opens a single dedicated connection for migrations (multi-statement scripts, transactions). */
   migrationConnection(): Promise<MigrationConnection>;
   close(): Promise<void>;
@@ -43,12 +49,12 @@ export type DatabaseOptions =
  * prepared statement, so only the first `capacity` distinct texts are named; later ones run
  * unnamed, as before.
  */
-export function statementNames(capacity: number): (query: { sql: string }) => string {
+export function statementNames(capacity: number, prefix = "prisma"): (query: { sql: string }) => string {
   const names = new Map<string, string>();
   return ({ sql }) => {
     let name = names.get(sql);
     if (name === undefined && names.size < capacity) {
-      name = `prisma_${names.size + 1}`;
+      name = `${prefix}_${names.size + 1}`;
       names.set(sql, name);
     }
     // An unnamed statement (undefined) is parsed and planned on every execution.
@@ -108,6 +114,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return {
     kind: "pglite",
     prisma,
+    reads: prisma,
     async migrationConnection() {
       return {
         query: async <T>(sql: string, params: unknown[] = []) => (await pglite.query<T>(sql, params)).rows,
@@ -178,6 +185,8 @@ function openPostgres(databaseUrl: string, statementCache: number): Database {
   return {
     kind: "postgres",
     prisma,
+    // Named apart from Prisma's statements ("read_N"): a name is bound to one text per connection.
+    reads: directReads(pool, statementCache > 0 ? statementNames(statementCache, "read") : () => undefined),
     async migrationConnection() {
       const client = new pg.Client({ connectionString: databaseUrl });
       client.on("error", () => undefined);
