@@ -36,10 +36,11 @@ const prismaTypes = {
 
 /**
  * `$queryRaw` straight on node-postgres: the same SQL and parameters as Prisma sends, on Prisma's
- * own pool and with its statement cache (named statements, `names`), without the client's and the
- * driver adapter's handling of every result: 0.1-0.5 ms less CPU per request for a page of 25
- * assets at 1M (docs/performance.md). The list and full-text search read through it on Postgres; writes and
- * transactions stay on Prisma. Errors are node-postgres' own, which isDatabaseUnavailable knows.
+ * own pool, prepared once per connection under names of their own (`names`), without the client's
+ * and the driver adapter's handling of every result: 0.1-0.5 ms less CPU per request for a page of
+ * 25 assets at 1M (docs/performance.md). The list and full-text search read through it on Postgres;
+ * writes and transactions stay on Prisma. Errors are node-postgres' own, which isDatabaseUnavailable
+ * knows.
  */
 export function directReads(pool: pg.Pool, names: (query: { sql: string }) => string | undefined): RawReads {
   return {
