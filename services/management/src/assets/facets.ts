@@ -62,13 +62,13 @@ interface Counted {
  * FACET_EXACT_LIMIT + 1 matches are scaled to the estimate.
  */
 export async function countFacets(
-  prisma: RawReads,
+  reads: RawReads,
   fields: readonly FacetField[],
   conditions: Prisma.Sql,
   estimatedTotal: () => Promise<number>,
 ): Promise<FacetsResult> {
   if (fields.length === 0) return {};
-  const [estimate, table] = await Promise.all([estimatedTotal(), tableSize(prisma)]);
+  const [estimate, table] = await Promise.all([estimatedTotal(), tableSize(reads)]);
   const percent = Math.min(
     (100 * FACET_SAMPLE_SIZE) / Math.max(estimate, 1),
     (100 * FACET_SAMPLE_MAX_PAGES) / Math.max(table.pages, 1),
@@ -77,7 +77,7 @@ export async function countFacets(
   const sample =
     estimate > FACET_EXACT_LIMIT && (estimate * percent) / 100 >= FACET_SAMPLE_MIN
       ? await countMatches(
-          prisma,
+          reads,
           fields,
           Prisma.sql`assets TABLESAMPLE SYSTEM (${percent}::float4) REPEATABLE (${FACET_SAMPLE_SEED}) WHERE ${conditions}`,
         )
@@ -86,7 +86,7 @@ export async function countFacets(
   if (sample && sampledTotal > 2 * FACET_EXACT_LIMIT) return scaled(fields, sample, sampledTotal / sample.n);
 
   const exact = await countMatches(
-    prisma,
+    reads,
     fields,
     Prisma.sql`assets WHERE ${conditions} LIMIT ${FACET_EXACT_LIMIT + 1}`,
   );
@@ -96,15 +96,15 @@ export async function countFacets(
 }
 
 /** The table's size in pages (from its file: no statistics needed) and shared_buffers, in pages. */
-async function tableSize(prisma: RawReads): Promise<{ pages: number; buffers: number }> {
-  const rows = await prisma.$queryRaw<Array<{ pages: number; buffers: number }>>`
+async function tableSize(reads: RawReads): Promise<{ pages: number; buffers: number }> {
+  const rows = await reads.$queryRaw<Array<{ pages: number; buffers: number }>>`
     SELECT (pg_relation_size('assets') / current_setting('block_size')::int)::float8 AS pages,
            (SELECT setting::float8 FROM pg_settings WHERE name = 'shared_buffers') AS buffers`;
   return { pages: Number(rows[0]?.pages ?? 0), buffers: Number(rows[0]?.buffers ?? 0) };
 }
 
 /** The facet values of the rows `source` (FROM ... WHERE ..., on assets) yields, in one statement. */
-async function countMatches(prisma: RawReads, fields: readonly FacetField[], source: Prisma.Sql): Promise<Counted> {
+async function countMatches(reads: RawReads, fields: readonly FacetField[], source: Prisma.Sql): Promise<Counted> {
   const columns = fields.map(
     (
       f,
@@ -112,7 +112,7 @@ async function countMatches(prisma: RawReads, fields: readonly FacetField[], sou
                          FROM (SELECT v, count(*)::int AS c FROM (${FACET_VALUES[f]}) vals
                                 GROUP BY v ORDER BY c DESC, v LIMIT ${FACET_VALUES_LIMIT}) x) AS ${Prisma.raw(`"${f}"`)}`,
   );
-  const rows = await prisma.$queryRaw<Array<Record<string, unknown> & { n: number }>>`
+  const rows = await reads.$queryRaw<Array<Record<string, unknown> & { n: number }>>`
     WITH m AS MATERIALIZED (SELECT user_tags, collection_id, format FROM ${source})
     SELECT (SELECT count(*)::int FROM m) AS n, ${Prisma.join(columns, ", ")}`;
   const row = rows[0]!;

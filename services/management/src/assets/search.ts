@@ -138,29 +138,29 @@ const scored = (hits: RankedHit[]): ScoredId[] => hits.map((h) => ({ id: h.id, s
  * Postgres.
  */
 export async function fullTextSearch(
-  prisma: RawReads,
+  reads: RawReads,
   workspaceId: string,
   q: string,
   limit: number,
 ): Promise<ScoredId[]> {
-  return (await rankFullText(prisma, workspaceId, q, limit)).hits;
+  return (await rankFullText(reads, workspaceId, q, limit)).hits;
 }
 
 /** fullTextSearch's page, with the tsquery that found it (the corrected one after a typo). */
 export async function rankFullText(
-  prisma: RawReads,
+  reads: RawReads,
   workspaceId: string,
   q: string,
   limit: number,
 ): Promise<{ hits: ScoredId[]; tsquery: Prisma.Sql }> {
   const p = parseQuery(q);
   const tsquery = queryTsquery(p);
-  const plan = await conjunctionPlan(prisma, p);
+  const plan = await conjunctionPlan(reads, p);
   // Set when the spelled-out conjunction found no match: the query as typed finds none either.
   let unmatched = false;
   if (plan !== null && plan.pairs !== null) {
     for (const perResult of CANDIDATES_PER_RESULT) {
-      const r = await rankPairs(prisma, workspaceId, tsquery, plan, { limit, perResult });
+      const r = await rankPairs(reads, workspaceId, tsquery, plan, { limit, perResult });
       if (pairsAreExact(r, limit) && r.hits.length > 0) {
         return { hits: scored(r.hits), tsquery };
       }
@@ -171,7 +171,7 @@ export async function rankFullText(
     // One try only: the bound of an AND sums every list's last score, and going ten times deeper
     // lowers it little (a word's best assets are mostly not the conjunction's), so a second try
     // mostly adds its cost to the exact ranking's.
-    const c = await rankConjunction(prisma, workspaceId, tsquery, plan, { limit });
+    const c = await rankConjunction(reads, workspaceId, tsquery, plan, { limit });
     // An empty page goes on to the exact ranking below, which also tries spelling corrections.
     if (conjunctionIsExact(c, plan, limit) && c.hits.length > 0) {
       return { hits: scored(c.hits), tsquery };
@@ -180,7 +180,7 @@ export async function rankFullText(
     if (expanded !== null) {
       // The same matches and scores; a query that finds nothing goes on to the spelling correction,
       // which rewrites the words as typed.
-      const hits = await rankExact(prisma, workspaceId, expanded, limit, prefixConjunction(p, plan, c) ?? expanded);
+      const hits = await rankExact(reads, workspaceId, expanded, limit, prefixConjunction(p, plan, c) ?? expanded);
       if (hits.length > 0) return { hits, tsquery: expanded };
       unmatched = true;
     }
@@ -189,7 +189,7 @@ export async function rankFullText(
   // prefix has fewer, and ranks as their `or` below.
   if (p.prefix !== null && p.head === "" && p.prefix.length === 3) {
     for (const perResult of CANDIDATES_PER_RESULT) {
-      const r = await rankPrefix(prisma, workspaceId, tsquery, p, { limit, perResult });
+      const r = await rankPrefix(reads, workspaceId, tsquery, p, { limit, perResult });
       if (prefixIsExact(r, limit)) return { hits: scored(r.hits), tsquery };
       if (!r.deeper) break;
     }
@@ -198,11 +198,11 @@ export async function rankFullText(
   const correctable = p.plain.length >= 3 && !p.web.includes('"');
   const first = unmatched
     ? { hits: [], corrections: null }
-    : await rankedSearch(prisma, workspaceId, tsquery, limit, correctable ? p.plain : undefined);
+    : await rankedSearch(reads, workspaceId, tsquery, limit, correctable ? p.plain : undefined);
   if (first.hits.length > 0 || !correctable) return { hits: first.hits, tsquery };
 
   // Usually already looked up by the first ranking statement (a disjunction that found nothing).
-  const corrections = first.corrections ?? (await spellingCorrections(prisma, workspaceId, p.plain));
+  const corrections = first.corrections ?? (await spellingCorrections(reads, workspaceId, p.plain));
   if (corrections.length === 0) return { hits: [], tsquery };
   // ts_rewrite keeps the query's structure (or, -term, the prefix part) and swaps each misspelled
   // word's lexeme (which matches nothing) for the distinct english lexemes of its suggestions, OR-ed
@@ -214,7 +214,7 @@ export async function rankFullText(
       Prisma.sql`ts_rewrite(${acc}, plainto_tsquery('english', ${c.word}), websearch_to_tsquery('simple', ${c.lexemes.join(" or ")}))`,
     tsquery,
   );
-  return { hits: (await rankedSearch(prisma, workspaceId, corrected, limit)).hits, tsquery: corrected };
+  return { hits: (await rankedSearch(reads, workspaceId, corrected, limit)).hits, tsquery: corrected };
 }
 
 /**
@@ -273,7 +273,7 @@ export interface CandidateRanking {
  * (rankExact). The page served is therefore always the exact ranking's.
  */
 async function rankedSearch(
-  prisma: RawReads,
+  reads: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   limit: number,
@@ -282,7 +282,7 @@ async function rankedSearch(
   let corrections: Correction[] | null = null;
   for (const [index, perResult] of CANDIDATES_PER_RESULT.entries()) {
     const c = await rankCandidates(
-      prisma,
+      reads,
       workspaceId,
       tsquery,
       { limit, perResult },
@@ -292,7 +292,7 @@ async function rankedSearch(
     if (!c.disjunction) break;
     if (candidatesAreExact(c, limit)) return { hits: scored(c.hits), corrections };
   }
-  return { hits: await rankExact(prisma, workspaceId, tsquery, limit), corrections };
+  return { hits: await rankExact(reads, workspaceId, tsquery, limit), corrections };
 }
 
 /**
@@ -321,7 +321,7 @@ export interface CandidateDepth {
 
 /** The bounded ranking alone (exported for the bench's recall measurement and the tests). */
 export async function rankCandidates(
-  prisma: RawReads,
+  reads: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   { limit, perResult = CANDIDATES_PER_RESULT[0] }: CandidateDepth,
@@ -339,7 +339,7 @@ export async function rankCandidates(
                              FROM (${spellingCorrectionsQuery(workspaceId, correct)}) c) END`;
   // The items of the constant tsquery, read from its text form ('lexeme' or 'lexeme':*, with ''
   // and \\ escapes); it is a disjunction when no &, ! or <-> remains outside the quoted lexemes.
-  const rows = await prisma.$queryRaw<
+  const rows = await reads.$queryRaw<
     Array<{
       disjunction: boolean;
       expansion_capped: boolean;
@@ -423,13 +423,13 @@ export async function rankCandidates(
  * less work (see prefixConjunction).
  */
 export async function rankExact(
-  prisma: RawReads,
+  reads: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   limit: number,
   rankBy: Prisma.Sql = tsquery,
 ): Promise<ScoredId[]> {
-  const rows = await prisma.$queryRaw<Array<{ id: string; score: number }>>`
+  const rows = await reads.$queryRaw<Array<{ id: string; score: number }>>`
     SELECT a.id::text AS id, ts_rank_cd(${WEIGHTS}::float4[], a.search_vector, q.rank_by)::float8 AS score
       FROM assets a, (SELECT ${tsquery} AS tsq, ${rankBy} AS rank_by) q
      WHERE a.workspace_id = ${workspaceId}
@@ -456,8 +456,8 @@ export interface Correction {
  * word_similarity(word, dictionary word) >= TRIGRAM_THRESHOLD (`<%`, trigram GIN index on
  * search_words.word), closest (similarity) first. Words without suggestions are left out.
  */
-export async function spellingCorrections(prisma: RawReads, workspaceId: string, plain: string): Promise<Correction[]> {
-  return prisma.$queryRaw<Correction[]>(spellingCorrectionsQuery(workspaceId, plain));
+export async function spellingCorrections(reads: RawReads, workspaceId: string, plain: string): Promise<Correction[]> {
+  return reads.$queryRaw<Correction[]>(spellingCorrectionsQuery(workspaceId, plain));
 }
 
 /** The spelling lookup's query (rows: word, suggestions, lexemes), alone or inside rankCandidates'. */
@@ -533,13 +533,13 @@ function tsqueryTokens(
  * phrase of 2-5 words; null for any other query (one word, `or`, -word, several phrases, words
  * that english parses into several lexemes such as "sun-set"), which the other rankings answer.
  */
-export async function conjunctionPlan(prisma: RawReads, p: ParsedQuery): Promise<ConjunctionPlan | null> {
+export async function conjunctionPlan(reads: RawReads, p: ParsedQuery): Promise<ConjunctionPlan | null> {
   const phrase = /^"[^"]+"$/.test(p.web);
   const words = (phrase ? p.web.slice(1, -1) : p.web).split(/\s+/).filter(Boolean);
   if (words.length < CONJUNCTION_WORDS.min || words.length > CONJUNCTION_WORDS.max) return null;
   if (!phrase && words.some((w) => w.includes('"') || w.startsWith("-") || w.toLowerCase() === "or")) return null;
   const last = words[words.length - 1]!;
-  const [row] = await prisma.$queryRaw<Array<{ web: string; last: string; prefix: string | null }>>`
+  const [row] = await reads.$queryRaw<Array<{ web: string; last: string; prefix: string | null }>>`
     SELECT websearch_to_tsquery('english', ${p.web})::text AS web,
            plainto_tsquery('english', ${last})::text AS last,
            CASE WHEN ${p.prefix}::text IS NULL THEN NULL
@@ -645,14 +645,14 @@ export interface ConjunctionRanking {
  * parses each word into one lexeme).
  */
 export async function rankConjunction(
-  prisma: RawReads,
+  reads: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   plan: ConjunctionPlan,
   { limit, perResult = CANDIDATES_PER_RESULT[0] }: CandidateDepth,
 ): Promise<ConjunctionRanking> {
   const candidates = perResult * limit;
-  const rows = await prisma.$queryRaw<
+  const rows = await reads.$queryRaw<
     Array<{
       expansion_capped: boolean;
       complete_role: boolean;
@@ -812,7 +812,7 @@ export interface PairRanking {
  * with the workspace and deleted_at checked.
  */
 export async function rankPairs(
-  prisma: RawReads,
+  reads: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   plan: ConjunctionPlan,
@@ -838,7 +838,7 @@ export async function rankPairs(
   const pairs = JSON.stringify(pairPlan.pairs.map(([a, b]) => ({ a, b })));
   const and = pairPlan.kind === "and";
   // Scores are float4 sums: relative margins cover the rounding of ts_rank_cd's own summation.
-  const rows = await prisma.$queryRaw<
+  const rows = await reads.$queryRaw<
     Array<{
       applicable: boolean;
       deeper: boolean;
@@ -998,14 +998,14 @@ export interface PrefixRanking {
  * scores below PREFIX_MIN_SCORE, one beyond the cut at most the list's last score.
  */
 export async function rankPrefix(
-  prisma: RawReads,
+  reads: RawReads,
   workspaceId: string,
   tsquery: Prisma.Sql,
   p: ParsedQuery,
   { limit, perResult = CANDIDATES_PER_RESULT[0] }: CandidateDepth,
 ): Promise<PrefixRanking> {
   const depth = perResult * limit;
-  const rows = await prisma.$queryRaw<
+  const rows = await reads.$queryRaw<
     Array<{
       applicable: boolean;
       exact_scores: boolean | null;
