@@ -414,7 +414,7 @@ describe("graceful shutdown (the real service, SIGTERM)", () => {
     const url = (await child.waitFor(/^Management API: (http:\/\/\S+)$/m))[1]!;
     // The banner: the docs URL, and `pnpm run token` (plain `pnpm token` is pnpm's own command).
     await child.waitFor(/^Get a token: +pnpm run token --workspace <workspace-id>$/m);
-    expect(child.output()).toContain(`API reference:  ${url}/docs\n`);
+    expect(child.output()).toContain(`API reference:  ${url}/docs\nMedia library:  ${url}/library\n`);
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
 
     const token = signToken(secret, { workspaceId: "ws-shutdown", sub: "ops", ttl: "10m" });

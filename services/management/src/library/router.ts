@@ -62,12 +62,17 @@ const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
 const isLoopback = (req: Request): boolean => LOOPBACK.has(req.socket.remoteAddress ?? "");
 
 /**
- * GET /library: the media library app (its settings passed as <meta> tags, since the policy
- * forbids inline scripts); /library/assets/*: its hashed files; POST /library/dev-token: the
- * development sign-in, registered only when `devSignIn` is given.
+ * GET /: a redirect to /library. GET /library: the media library app (its settings passed as
+ * <meta> tags, since the policy forbids inline scripts); /library/assets/*: its hashed files;
+ * POST /library/dev-token: the development sign-in, registered only when `devSignIn` is given.
  */
 export function libraryRouter(options: LibraryOptions): Router {
   const r = Router();
+  // The service's root is where a browser lands first: the library, not a 404 problem.
+  r.get("/", (_req, res) => {
+    res.setHeader("Cache-Control", "no-cache");
+    res.redirect(302, LIBRARY_PATH);
+  });
   const csp = libraryContentSecurityPolicy(options.mediaPublicUrl);
   r.use(LIBRARY_PATH, (_req, res, next) => {
     res.setHeader("Content-Security-Policy", csp);
