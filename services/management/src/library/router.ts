@@ -3,7 +3,7 @@ import path from "node:path";
 import express, { Router, type Request } from "express";
 import { devTokenRequestSchema, type DevTokenResponse } from "@media-platform/contracts";
 import { signToken } from "../auth/keys";
-import { parseOr400, ProblemError } from "../problem";
+import { parseOr400, problem } from "../problem";
 
 /** Where the browser app is served. */
 export const LIBRARY_PATH = "/library";
@@ -89,7 +89,7 @@ export function libraryRouter(options: LibraryOptions): Router {
         return;
       }
       if (!isLoopback(req)) {
-        throw new ProblemError(403, "forbidden", "The development sign-in answers requests from this machine only");
+        throw problem("forbidden", "The development sign-in answers requests from this machine only");
       }
       const input = parseOr400(devTokenRequestSchema, req.body ?? {}, "body");
       const token = signToken(dev.secret, {
@@ -123,11 +123,7 @@ export function libraryRouter(options: LibraryOptions): Router {
       return;
     }
     if (!options.dir) {
-      throw new ProblemError(
-        503,
-        "library-not-built",
-        "The library app is not built: run `pnpm build:library` (pnpm start builds it)",
-      );
+      throw problem("library-not-built", "The library app is not built: run `pnpm build:library` (pnpm start builds it)");
     }
     const html = fs.readFileSync(path.join(options.dir, "index.html"), "utf8").replace("</head>", `${meta}</head>`);
     res.setHeader("Cache-Control", "no-cache");
