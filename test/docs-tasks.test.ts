@@ -1,95 +1,23 @@
 // Each task page's "Do it" commands, run as they stand (see support/docs-commands.ts for the
-// markers): the embedded `pnpm start` of getting-started.md with every page's commands against
-// it, then signing and eager presets on their own starts. The only changes are the machine's:
-// free ports (MANAGEMENT_PORT, MEDIA_PORT, and API/MEDIA for the commands) and a fresh DATA_DIR.
-import { mkdtempSync, readFileSync, rmSync, existsSync, renameSync } from "node:fs";
-import { tmpdir } from "node:os";
+// markers): the embedded `pnpm start` of getting-started.md, with every page's commands against
+// it. The only changes are the machine's: free ports (MANAGEMENT_PORT, MEDIA_PORT, and API/MEDIA
+// for the commands) and a fresh DATA_DIR. Presets and signing: docs-delivery.test.ts; production
+// mode with a CDN: docs-production.test.ts.
+import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import sharp from "sharp";
 import {
   REPO_ROOT,
-  answers200,
-  cleanEnv,
-  docsBlocks,
-  runClient,
+  bothReady,
+  clientOf,
+  embeddedSetup,
+  run,
+  scratchFiles,
+  serverOf,
   startServer,
-  type DocsBlock,
   type RunningServer,
+  type Setup,
 } from "./support/docs-commands";
-import { freePort } from "./support/net";
-
-const blocks = docsBlocks();
-const ofGroup = (group: string) => blocks.filter((b) => b.group === group);
-const clientOf = (group: string, page: string): DocsBlock => {
-  const found = ofGroup(group).filter((b) => !b.server && b.page === page);
-  if (found.length !== 1) throw new Error(`expected one "${group}" block on ${page}, found ${found.length}`);
-  return found[0]!;
-};
-const serverOf = (group: string): DocsBlock => {
-  const found = ofGroup(group).filter((b) => b.server);
-  if (found.length !== 1) throw new Error(`expected one "${group}" server block, found ${found.length}`);
-  return found[0]!;
-};
-
-/** Files the commands write at the repository root: removed after, and a developer's own kept aside meanwhile. */
-function scratchFiles(names: string[]): { restore(): void } {
-  const kept: string[] = [];
-  for (const name of names) {
-    const file = path.join(REPO_ROOT, name);
-    if (existsSync(file)) {
-      renameSync(file, `${file}.docs-test-kept`);
-      kept.push(file);
-    }
-  }
-  return {
-    restore() {
-      for (const name of names) rmSync(path.join(REPO_ROOT, name), { force: true });
-      for (const file of kept) renameSync(`${file}.docs-test-kept`, file);
-    },
-  };
-}
-
-interface Setup {
-  env: NodeJS.ProcessEnv;
-  api: string;
-  media: string;
-  dataDir: string;
-}
-
-async function embeddedSetup(): Promise<Setup> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), "docs-test-"));
-  const [apiPort, mediaPort] = [await freePort(), await freePort()];
-  const api = `http://localhost:${apiPort}`;
-  const media = `http://localhost:${mediaPort}`;
-  return {
-    dataDir,
-    api,
-    media,
-    env: {
-      ...cleanEnv(),
-      DATA_DIR: dataDir,
-      STORAGE_DIR: path.join(dataDir, "blobs"),
-      MANAGEMENT_PORT: String(apiPort),
-      MEDIA_PORT: String(mediaPort),
-      MEDIA_PUBLIC_URL: media,
-      API: api,
-      MEDIA: media,
-    },
-  };
-}
-
-const bothReady = (s: Setup) => async () => (await answers200(`${s.api}/readyz`)) && answers200(`${s.media}/readyz`);
-
-/** Runs a page's block; it must exit 0 and print nothing on stderr. Returns its stdout lines. */
-async function run(block: DocsBlock, env: NodeJS.ProcessEnv): Promise<string[]> {
-  const result = await runClient(block, env);
-  expect({ where: `${block.page}:${block.line}`, code: result.code, stderr: result.stderr }).toEqual({
-    where: `${block.page}:${block.line}`,
-    code: 0,
-    stderr: "",
-  });
-  return result.stdout.trimEnd().split("\n").map((l) => l.replace(/\r$/, ""));
-}
 
 describe("docs: the embedded start (getting-started.md) and every page's commands against it", () => {
   let setup: Setup;
@@ -177,7 +105,10 @@ describe("docs: the embedded start (getting-started.md) and every page's command
 
   it("decisions.md: a respelled URL names its canonical form; a defaulted parameter may be left out", async () => {
     const lines = await run(clientOf("embedded", "docs/decisions.md"), setup.env);
-    expect(lines).toEqual([expect.stringMatching(/^link: <\/saturation:value=1\/[0-9a-f-]{36}\.jpg>; rel="canonical"$/i), "200"]);
+    expect(lines).toEqual([
+      expect.stringMatching(/^link: <\/saturation:value=1\/[0-9a-f-]{36}\.jpg>; rel="canonical"$/i),
+      "200",
+    ]);
   });
 
   it("the start banner names the API, its reference and the library; GET / leads to /library", async () => {

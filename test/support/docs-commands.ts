@@ -5,9 +5,11 @@
 // repository root against the same servers; a group's machine-specific values (ports, a database
 // name, the S3 endpoint) are swapped in by the test, each swap checked to hit.
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import MarkdownIt from "markdown-it";
+import { freePort } from "./net";
 import { runCommand, type CommandResult } from "./run-command";
 
 export const REPO_ROOT = path.resolve(__dirname, "..", "..");
@@ -28,7 +30,9 @@ const MARKER = /^<!--\s*docs-test:\s*([a-z0-9-]+)(\s+server)?\s*-->\s*$/;
 export function docsBlocks(root = REPO_ROOT): DocsBlock[] {
   const dir = path.join(root, "docs");
   const blocks: DocsBlock[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".md")).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith(".md"))
+    .sort()) {
     const page = `docs/${file}`;
     const tokens = new MarkdownIt({ html: true }).parse(readFileSync(path.join(dir, file), "utf8"), {});
     tokens.forEach((token, i) => {
@@ -36,7 +40,9 @@ export function docsBlocks(root = REPO_ROOT): DocsBlock[] {
       const marker = MARKER.exec(token.content.trim());
       const fence = tokens[i + 1];
       if (!marker || fence?.type !== "fence" || fence.info.trim() !== "bash") {
-        throw new Error(`${page}:${(token.map?.[0] ?? 0) + 1}: a docs-test marker must stand right before a bash block`);
+        throw new Error(
+          `${page}:${(token.map?.[0] ?? 0) + 1}: a docs-test marker must stand right before a bash block`,
+        );
       }
       blocks.push({
         page,
@@ -53,7 +59,8 @@ export function docsBlocks(root = REPO_ROOT): DocsBlock[] {
 /** `code` with each [from, to] swapped; throws when a swap hits nothing in any of `all`. */
 export function swapped(code: string, swaps: ReadonlyArray<readonly [string, string]>, all: string): string {
   for (const [from] of swaps) {
-    if (!all.includes(from)) throw new Error(`the docs no longer contain ${JSON.stringify(from)}: update the docs test`);
+    if (!all.includes(from))
+      throw new Error(`the docs no longer contain ${JSON.stringify(from)}: update the docs test`);
   }
   return swaps.reduce((text, [from, to]) => text.split(from).join(to), code);
 }
@@ -143,3 +150,82 @@ export async function startServer(
 
 /** True when `url` answers 200. */
 export const answers200 = async (url: string): Promise<boolean> => (await fetch(url)).status === 200;
+
+let blocks: DocsBlock[] | undefined;
+const ofGroup = (group: string) => (blocks ??= docsBlocks()).filter((b) => b.group === group);
+export const clientOf = (group: string, page: string): DocsBlock => {
+  const found = ofGroup(group).filter((b) => !b.server && b.page === page);
+  if (found.length !== 1) throw new Error(`expected one "${group}" block on ${page}, found ${found.length}`);
+  return found[0]!;
+};
+/** The group's server blocks, in page order; `count` of them. */
+export const serversOf = (group: string, count: number): DocsBlock[] => {
+  const found = ofGroup(group).filter((b) => b.server);
+  if (found.length !== count) throw new Error(`expected ${count} "${group}" server block(s), found ${found.length}`);
+  return found;
+};
+export const serverOf = (group: string): DocsBlock => serversOf(group, 1)[0]!;
+
+/** Files the commands write at the repository root: removed after, and a developer's own kept aside meanwhile. */
+export function scratchFiles(names: string[]): { restore(): void } {
+  const kept: string[] = [];
+  for (const name of names) {
+    const file = path.join(REPO_ROOT, name);
+    if (existsSync(file)) {
+      renameSync(file, `${file}.docs-test-kept`);
+      kept.push(file);
+    }
+  }
+  return {
+    restore() {
+      for (const name of names) rmSync(path.join(REPO_ROOT, name), { force: true });
+      for (const file of kept) renameSync(`${file}.docs-test-kept`, file);
+    },
+  };
+}
+
+export interface Setup {
+  env: NodeJS.ProcessEnv;
+  api: string;
+  media: string;
+  dataDir: string;
+}
+
+export async function embeddedSetup(): Promise<Setup> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "docs-test-"));
+  const [apiPort, mediaPort] = [await freePort(), await freePort()];
+  const api = `http://localhost:${apiPort}`;
+  const media = `http://localhost:${mediaPort}`;
+  return {
+    dataDir,
+    api,
+    media,
+    env: {
+      ...cleanEnv(),
+      DATA_DIR: dataDir,
+      STORAGE_DIR: path.join(dataDir, "blobs"),
+      MANAGEMENT_PORT: String(apiPort),
+      MEDIA_PORT: String(mediaPort),
+      MEDIA_PUBLIC_URL: media,
+      API: api,
+      MEDIA: media,
+    },
+  };
+}
+
+export const bothReady = (s: Setup) => async () =>
+  (await answers200(`${s.api}/readyz`)) && answers200(`${s.media}/readyz`);
+
+/** Runs a page's block; it must exit 0 and print nothing on stderr. Returns its stdout lines. */
+export async function run(block: DocsBlock, env: NodeJS.ProcessEnv, code = block.code): Promise<string[]> {
+  const result = await runClient(block, env, code);
+  expect({ where: `${block.page}:${block.line}`, code: result.code, stderr: result.stderr }).toEqual({
+    where: `${block.page}:${block.line}`,
+    code: 0,
+    stderr: "",
+  });
+  return result.stdout
+    .trimEnd()
+    .split("\n")
+    .map((l) => l.replace(/\r$/, ""));
+}
