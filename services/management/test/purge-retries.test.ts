@@ -50,6 +50,8 @@ function propagatorFor(cdnPurgeUrl: string) {
     mediaPurgeSecret: "unused-purge-secret-0123456789abcdef",
     cdnPurgeUrl,
     log,
+    // A loaded machine may answer slowly: a timeout is not what these cases are about.
+    timeoutMs: 60_000,
     onFailure: (target) => failures.push(target),
   });
   return { propagator, lines, failures };

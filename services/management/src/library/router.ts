@@ -123,7 +123,10 @@ export function libraryRouter(options: LibraryOptions): Router {
       return;
     }
     if (!options.dir) {
-      throw problem("library-not-built", "The library app is not built: run `pnpm build:library` (pnpm start builds it)");
+      throw problem(
+        "library-not-built",
+        "The library app is not built: run `pnpm build:library` (pnpm start builds it)",
+      );
     }
     const html = fs.readFileSync(path.join(options.dir, "index.html"), "utf8").replace("</head>", `${meta}</head>`);
     res.setHeader("Cache-Control", "no-cache");
