@@ -49,6 +49,12 @@ export function problemFrom<Code extends string>(
   return new ProblemError(spec.status, spec.type, detail, { title: spec.title, errors: options.errors, headers });
 }
 
+/** A service's `problem(code, detail, options?)`: problemFrom over its table. */
+export const problemsFrom =
+  <Code extends string>(table: ProblemTable<Code>) =>
+  (code: Code, detail: string, options?: { errors?: FieldError[]; headers?: Record<string, string> }): ProblemError =>
+    problemFrom(table, code, detail, options);
+
 /** The problem of a domain error by its service's table; undefined for a code the table lacks. */
 export function problemOf(err: DomainError, table: ProblemTable): ProblemError | undefined {
   if (!Object.hasOwn(table, err.code)) return undefined;

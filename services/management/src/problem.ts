@@ -7,7 +7,7 @@ import {
   IMAGE_PROBLEMS,
   PROBLEM_CONTENT_TYPE,
   PROBLEM_TITLES,
-  problemFrom,
+  problemsFrom,
   problemOf,
   ProblemError,
   type FieldError,
@@ -145,11 +145,7 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
 };
 
 /** The problem of `code` with this occurrence's detail: how the HTTP layer answers. */
-export const problem = (
-  code: ManagementProblemCode,
-  detail: string,
-  options?: { errors?: FieldError[]; headers?: Record<string, string> },
-): ProblemError => problemFrom(MANAGEMENT_PROBLEMS, code, detail, options);
+export const problem = problemsFrom(MANAGEMENT_PROBLEMS);
 
 export const badRequest = (detail: string, errors?: FieldError[]) => problem("invalid-input", detail, { errors });
 export const notFound = (detail = "The requested resource does not exist") => problem("not-found", detail);

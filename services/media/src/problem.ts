@@ -2,8 +2,7 @@ import type { ServerResponse } from "node:http";
 import {
   IMAGE_PROBLEMS,
   PROBLEM_CONTENT_TYPE,
-  problemFrom,
-  type FieldError,
+  problemsFrom,
   type ImageErrorCode,
   type ProblemError,
   type ProblemTable,
@@ -240,11 +239,7 @@ export const MEDIA_PROBLEMS: ProblemTable<MediaProblemCode> = {
 };
 
 /** The problem of `code` with this occurrence's detail: how the HTTP layer answers. */
-export const problem = (
-  code: MediaProblemCode,
-  detail: string,
-  options?: { errors?: FieldError[]; headers?: Record<string, string> },
-): ProblemError => problemFrom(MEDIA_PROBLEMS, code, detail, options);
+export const problem = problemsFrom(MEDIA_PROBLEMS);
 
 /** Writes a problem with the bare node:http API (used by the hot path and the Express app alike). */
 export function writeProblem(res: ServerResponse, problem: ProblemError, instance?: string, head = false): void {
