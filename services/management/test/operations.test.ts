@@ -357,7 +357,10 @@ describe("logs", () => {
       "request refused: validation-error",
       "request completed",
     ]);
-    expect(entries.find((e) => e.requestId === "log-test-0003")).toMatchObject({ status: 401, level: "warn" });
+    expect(entries.find((e) => e.requestId === "log-test-0003" && e.msg === "request completed")).toMatchObject({
+      status: 401,
+      level: "warn",
+    });
     // The error handler logs through the request's child logger: the line carries the request id.
     const error = entries.find((e) => e.requestId === "log-test-0004" && e.dependency === "storage");
     expect(error).toMatchObject({ level: "error", msg: expect.stringMatching(/unavailable: storage/) });
