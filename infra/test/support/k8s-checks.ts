@@ -213,8 +213,7 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
     for (const vm of mounts) if (!volumes.has(vm.name)) problems.push(`${where}: volumeMount ${vm.name} has no volume`);
     if (c.securityContext?.readOnlyRootFilesystem) {
       const mounted = (p: string) => mounts.some((vm) => p === vm.mountPath || p.startsWith(`${vm.mountPath}/`));
-      if (!mounted("/tmp"))
-        problems.push(`${where}: read-only root filesystem without a /tmp volume (temp files)`);
+      if (!mounted("/tmp")) problems.push(`${where}: read-only root filesystem without a /tmp volume (temp files)`);
       if (name === "management" && env.DATA_DIR && !mounted(env.DATA_DIR))
         problems.push(`${where}: DATA_DIR ${env.DATA_DIR} is on the read-only root filesystem`);
     }
@@ -309,4 +308,65 @@ export function k8sProblems(m: Manifests, dir = repoPath(K8S_DIR)): string[] {
     }
   }
   return problems;
+}
+
+/** A kustomize overlay folder under infra/k8s, rendered as the checks need it (no kustomize binary here). */
+export interface RenderedOverlay {
+  /** The base's manifests with the overlay's patches applied and its resources added (as `<overlay>/<file>`). */
+  manifests: Manifests;
+  problems: string[];
+}
+
+/**
+ * Renders an overlay the way kustomize would for what overlays here use: `resources` (the base
+ * folder `..` and files beside the kustomization) and `patches` by `path` (strategic merge of maps
+ * onto the base object of the same kind and name). A patch with a list, or anything else an
+ * overlay declares, is a problem rather than a silent difference from kustomize.
+ */
+export function renderOverlay(overlay: string, baseDir = repoPath(K8S_DIR)): RenderedOverlay {
+  const dir = path.join(baseDir, overlay);
+  const problems: string[] = [];
+  const k = parseYamlStrict(fs.readFileSync(path.join(dir, "kustomization.yaml"), "utf8"));
+  const base = loadManifests(baseDir);
+  const manifests: Manifests = structuredClone(base);
+  const known = new Set(["apiVersion", "kind", "resources", "patches"]);
+  for (const key of Object.keys(k ?? {}))
+    if (!known.has(key)) problems.push(`${overlay}: ${key} is not rendered by this check`);
+  for (const r of k.resources ?? []) {
+    if (r === "..") continue;
+    const file = path.join(dir, r);
+    if (!fs.existsSync(file)) {
+      problems.push(`${overlay}: resource ${r} does not exist`);
+      continue;
+    }
+    manifests.files[`${overlay}/${r}`] = parseYamlDocuments(fs.readFileSync(file, "utf8"));
+    manifests.kustomization.resources.push(`${overlay}/${r}`);
+  }
+  if (!(k.resources ?? []).includes("..")) problems.push(`${overlay}: does not build on the base (..)`);
+  for (const p of k.patches ?? []) {
+    const file = path.join(dir, String(p.path));
+    if (!p.path || !fs.existsSync(file)) {
+      problems.push(`${overlay}: patch ${p.path} does not exist`);
+      continue;
+    }
+    const patch = parseYamlStrict(fs.readFileSync(file, "utf8"));
+    const target = Object.values(manifests.files)
+      .flat()
+      .find((o) => o.kind === patch.kind && o.metadata?.name === patch.metadata?.name);
+    if (!target) {
+      problems.push(`${overlay}: patch ${p.path} targets ${patch.kind} ${patch.metadata?.name}, which the base lacks`);
+      continue;
+    }
+    mergeMaps(target, patch, `${overlay}/${p.path}`, problems);
+  }
+  return { manifests, problems };
+}
+
+function mergeMaps(target: Json, patch: Json, where: string, problems: string[]): void {
+  for (const [key, value] of Object.entries(patch)) {
+    if (Array.isArray(value)) problems.push(`${where}: ${key} is a list (not rendered by this check)`);
+    else if (value !== null && typeof value === "object" && typeof target[key] === "object")
+      mergeMaps(target[key], value, where, problems);
+    else target[key] = value;
+  }
 }

@@ -10,6 +10,11 @@ export interface ProblemSpec {
   readonly type: string;
   readonly title: string;
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * When a client gets it, in a phrase of the docs' error tables (Markdown): the tables are
+   * generated from the problem tables (`pnpm docs:problems`), so each row says what the code does.
+   */
+  readonly when: string;
 }
 
 /**
@@ -29,15 +34,31 @@ export abstract class DomainError<Code extends string = string> extends Error {
 /** One service's problems, by the code of each of its domain errors. */
 export type ProblemTable<Code extends string = string> = Readonly<Record<Code, ProblemSpec>>;
 
+/**
+ * The problem a table gives `code`, with this occurrence's detail (and field errors, and headers on
+ * top of the table's): how an HTTP layer answers a problem that is not a domain error.
+ */
+export function problemFrom<Code extends string>(
+  table: ProblemTable<Code>,
+  code: Code,
+  detail: string,
+  options: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+): ProblemError {
+  const spec = table[code];
+  const headers = spec.headers || options.headers ? { ...spec.headers, ...options.headers } : undefined;
+  return new ProblemError(spec.status, spec.type, detail, { title: spec.title, errors: options.errors, headers });
+}
+
+/** A service's `problem(code, detail, options?)`: problemFrom over its table. */
+export const problemsFrom =
+  <Code extends string>(table: ProblemTable<Code>) =>
+  (code: Code, detail: string, options?: { errors?: FieldError[]; headers?: Record<string, string> }): ProblemError =>
+    problemFrom(table, code, detail, options);
+
 /** The problem of a domain error by its service's table; undefined for a code the table lacks. */
 export function problemOf(err: DomainError, table: ProblemTable): ProblemError | undefined {
-  const spec = Object.hasOwn(table, err.code) ? table[err.code] : undefined;
-  if (!spec) return undefined;
-  return new ProblemError(spec.status, spec.type, err.message, {
-    title: spec.title,
-    errors: err.fields,
-    headers: spec.headers ? { ...spec.headers } : undefined,
-  });
+  if (!Object.hasOwn(table, err.code)) return undefined;
+  return problemFrom(table, err.code, err.message, { errors: err.fields });
 }
 
 /**
@@ -93,7 +114,22 @@ export class ImagePixelLimitError extends DomainError<ImageErrorCode> {
  * cannot read, whatever the reason, is undecodable: 415 speaks of what the request carries.
  */
 export const IMAGE_PROBLEMS: ProblemTable<ImageErrorCode> = {
-  "unsupported-image": { status: 415, type: "unsupported-media-type", title: "Unsupported Media Type" },
-  "undecodable-image": { status: 422, type: "undecodable-image", title: "Image cannot be decoded" },
-  "image-too-large": { status: 422, type: "image-too-large", title: "Image too large to process" },
+  "unsupported-image": {
+    status: 415,
+    type: "unsupported-media-type",
+    title: "Unsupported Media Type",
+    when: "not an image, or a format the platform does not accept",
+  },
+  "undecodable-image": {
+    status: 422,
+    type: "undecodable-image",
+    title: "Image cannot be decoded",
+    when: "an image that cannot be decoded (truncated or corrupt)",
+  },
+  "image-too-large": {
+    status: 422,
+    type: "image-too-large",
+    title: "Image too large to process",
+    when: "an image of more pixels than `LIMIT_INPUT_PIXELS`",
+  },
 };

@@ -59,6 +59,20 @@ export class ProblemError extends Error {
     return this.options.headers ?? {};
   }
 
+  /**
+   * What the service log records of an answered problem (at info: why a request was refused):
+   * status, type slug, detail and field errors. Details and field errors name fields, limits and
+   * ids, never a token, a signature or text a user wrote, so they are fit for the log.
+   */
+  toLog(): { status: number; type: string; detail: string; errors?: FieldError[] } {
+    return {
+      status: this.status,
+      type: this.slug,
+      detail: this.message,
+      ...(this.options.errors && { errors: this.options.errors }),
+    };
+  }
+
   toBody(instance?: string): Problem {
     const body: Problem = {
       type: problemType(this.slug),

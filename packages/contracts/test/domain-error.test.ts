@@ -2,6 +2,7 @@ import {
   DomainError,
   IMAGE_PROBLEMS,
   ImagePixelLimitError,
+  problemFrom,
   problemOf,
   UndecodableImageError,
   UnsupportedImageError,
@@ -15,7 +16,13 @@ class QueueFull extends DomainError<"queue-full"> {
 describe("domain errors as data", () => {
   const table: ProblemTable = {
     ...IMAGE_PROBLEMS,
-    "queue-full": { status: 503, type: "overloaded", title: "Service overloaded", headers: { "Retry-After": "1" } },
+    "queue-full": {
+      status: 503,
+      type: "overloaded",
+      title: "Service overloaded",
+      headers: { "Retry-After": "1" },
+      when: "every slot is busy",
+    },
   };
 
   it("turns a code into its problem: status, type, title, headers and the error's own detail", () => {
@@ -49,6 +56,21 @@ describe("domain errors as data", () => {
     expect(new ImagePixelLimitError(100, { width: 20, height: 10 }).message).toBe(
       "The image is 20x10 = 200 pixels, above the limit of 100 pixels (LIMIT_INPUT_PIXELS)",
     );
+  });
+
+  it("problemFrom: the table's status, type, title and headers, with this occurrence's detail and extra headers", () => {
+    const problem = problemFrom(table, "queue-full", "9 of 8 slots", {
+      headers: { "Retry-After": "3", Connection: "close" },
+      errors: [{ path: "slots", message: "full" }],
+    });
+    expect([problem.status, problem.slug, problem.title, problem.message]).toEqual([
+      503,
+      "overloaded",
+      "Service overloaded",
+      "9 of 8 slots",
+    ]);
+    expect(problem.headers).toEqual({ "Retry-After": "3", Connection: "close" });
+    expect(problem.toBody().errors).toEqual([{ path: "slots", message: "full" }]);
   });
 
   it("knows nothing of a code its table lacks, even one named like an object property", () => {

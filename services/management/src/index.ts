@@ -22,6 +22,7 @@ if (require.main === module) {
     banner: (running) =>
       `Management API: ${running.url}\n` +
       `API reference:  ${running.url}/docs\n` +
+      `Media library:  ${running.url}/library\n` +
       // `pnpm token` alone runs pnpm's built-in token command, not this script.
       `Get a token:    pnpm run token --workspace <workspace-id>\n` +
       `Then:           curl -H "Authorization: Bearer <token>" ${running.url}/v1/assets`,

@@ -7,6 +7,7 @@ import {
   IMAGE_PROBLEMS,
   PROBLEM_CONTENT_TYPE,
   PROBLEM_TITLES,
+  problemsFrom,
   problemOf,
   ProblemError,
   type FieldError,
@@ -19,28 +20,135 @@ import { zodErrors, type ManagementErrorCode } from "./domain-errors";
 export { ProblemError, type FieldError };
 
 /**
- * What each domain error of the service (domain-errors.ts, auth/keys.ts' AuthError and the shared
- * image errors) is answered with. The detail and `errors` come from the error itself.
+ * The problems the service's HTTP layer answers without a domain error behind them (a missing
+ * token, the upload limits, an unreachable dependency, ...): codes of the same table, so every
+ * answer's status, type and title, and the docs' error table, come from one place.
  */
-export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementErrorCode> = {
-  // Status, type and title as media answers them: one problem type, one title (RFC 9457).
-  ...IMAGE_PROBLEMS,
-  "not-found": { status: 404, type: "not-found", title: PROBLEM_TITLES[404]! },
-  "invalid-input": { status: 400, type: "validation-error", title: PROBLEM_TITLES[400]! },
-  conflict: { status: 409, type: "conflict", title: PROBLEM_TITLES[409]! },
-  "blob-missing": { status: 503, type: "service-unavailable", title: PROBLEM_TITLES[503]! },
+export type ManagementHttpProblemCode =
+  | "forbidden"
+  | "upload-idle"
+  | "too-large"
+  | "json-required"
+  | "uploads-busy"
+  | "dependency-unavailable"
+  | "library-not-built"
+  | "internal-error";
+
+export type ManagementProblemCode = ManagementErrorCode | ManagementHttpProblemCode;
+
+/**
+ * What each problem of the service is on the wire: the domain errors (domain-errors.ts,
+ * auth/keys.ts' AuthError and the shared image errors) and the HTTP layer's own. The detail and
+ * `errors` come from the error itself; `when` is the docs' error table (`pnpm docs:problems`).
+ */
+export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
+  "invalid-input": {
+    status: 400,
+    type: "validation-error",
+    title: PROBLEM_TITLES[400]!,
+    when:
+      "malformed JSON, wrong types, unknown fields, out-of-range values, NUL bytes or lone surrogates in text, " +
+      "forged cursors, a `collectionId` of another workspace; an upload without its one `file` part",
+  },
   "invalid-token": {
     status: 401,
     type: "unauthorized",
     title: PROBLEM_TITLES[401]!,
     headers: { "WWW-Authenticate": 'Bearer realm="media-platform", error="invalid_token"' },
+    when: "a missing, malformed, expired or badly signed token, or one without the workspace claim (`WWW-Authenticate: Bearer`)",
+  },
+  forbidden: {
+    status: 403,
+    type: "forbidden",
+    title: PROBLEM_TITLES[403]!,
+    when: "the library's development sign-in asked from another machine than the service's",
+  },
+  "not-found": {
+    status: 404,
+    type: "not-found",
+    title: PROBLEM_TITLES[404]!,
+    when: "an id that does not exist, is not a UUID, is trashed, or belongs to another workspace (indistinguishable); a path no route answers",
+  },
+  "upload-idle": {
+    status: 408,
+    type: "request-timeout",
+    title: "Request Timeout",
+    headers: { Connection: "close" },
+    when: "an upload body that sent nothing for `UPLOAD_IDLE_TIMEOUT_MS` (the connection is closed)",
+  },
+  conflict: {
+    status: 409,
+    type: "conflict",
+    title: PROBLEM_TITLES[409]!,
+    when: "a duplicate collection name; restoring an asset that is not in the trash",
+  },
+  "too-large": {
+    status: 413,
+    type: "payload-too-large",
+    title: PROBLEM_TITLES[413]!,
+    when: "an upload above `MAX_UPLOAD_BYTES` (nothing is stored); a JSON body above 100 kB",
+  },
+  "unsupported-image": {
+    ...IMAGE_PROBLEMS["unsupported-image"],
+    when: "an upload that is not an image, markup that is not SVG, an SVG declaring `<!ENTITY>`s, a compressed file",
+  },
+  "json-required": {
+    status: 415,
+    type: "unsupported-media-type",
+    title: PROBLEM_TITLES[415]!,
+    when: "a JSON endpoint called with another `Content-Type`, or a body in an encoding other than UTF-8",
+  },
+  "undecodable-image": {
+    ...IMAGE_PROBLEMS["undecodable-image"],
+    when:
+      "an upload that cannot be decoded (truncated or corrupt, no dimensions), whose metadata cannot be rewritten " +
+      "without its GPS position (the stored original is served publicly), or an SVG above 5 MiB or 20000 elements, or not UTF-8",
+  },
+  "image-too-large": {
+    ...IMAGE_PROBLEMS["image-too-large"],
+    when: "an upload of more pixels than `LIMIT_INPUT_PIXELS` (read from the header, before any decode)",
+  },
+  "uploads-busy": {
+    status: 503,
+    type: "service-unavailable",
+    title: PROBLEM_TITLES[503]!,
+    headers: { "Retry-After": "2", Connection: "close" },
+    when:
+      "more than `MAX_CONCURRENT_UPLOADS` uploads at once on this instance, or more than " +
+      "`MAX_CONCURRENT_UPLOADS_PER_WORKSPACE` from one workspace (other workspaces still get slots)",
+  },
+  "dependency-unavailable": {
+    status: 503,
+    type: "service-unavailable",
+    title: PROBLEM_TITLES[503]!,
+    headers: { "Retry-After": "5" },
+    when: "the database or the blob store is unreachable",
+  },
+  "blob-missing": {
+    status: 503,
+    type: "service-unavailable",
+    title: PROBLEM_TITLES[503]!,
+    when: "an original or a version the row names is missing from the blob store",
+  },
+  "library-not-built": {
+    status: 503,
+    type: "library-not-built",
+    title: PROBLEM_TITLES[503]!,
+    when: "`/library` before the library app was built (`pnpm start` and `pnpm build` build it)",
+  },
+  "internal-error": {
+    status: 500,
+    type: "internal-error",
+    title: PROBLEM_TITLES[500]!,
+    when: "a fault of the service itself (logged at error with the request id)",
   },
 };
 
-export const badRequest = (detail: string, errors?: FieldError[]) =>
-  new ProblemError(400, "validation-error", detail, { errors });
-export const notFound = (detail = "The requested resource does not exist") =>
-  new ProblemError(404, "not-found", detail);
+/** The problem of `code` with this occurrence's detail: how the HTTP layer answers. */
+export const problem = problemsFrom(MANAGEMENT_PROBLEMS);
+
+export const badRequest = (detail: string, errors?: FieldError[]) => problem("invalid-input", detail, { errors });
+export const notFound = (detail = "The requested resource does not exist") => problem("not-found", detail);
 
 /** Validates `value` with `schema`, throwing a 400 problem listing every issue. */
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
@@ -57,7 +165,7 @@ export function sendProblem(res: Response, problem: ProblemError, instance: stri
 }
 
 export const notFoundHandler: RequestHandler = (req, _res, next) => {
-  next(new ProblemError(404, "not-found", `No route for ${req.method} ${req.path}`));
+  next(problem("not-found", `No route for ${req.method} ${req.path}`));
 };
 
 interface HttpLikeError {
@@ -93,43 +201,28 @@ export function toProblem(err: unknown): ProblemError {
   const domain = err instanceof DomainError ? problemOf(err, MANAGEMENT_PROBLEMS) : undefined;
   if (domain) return domain;
   if (unavailableDependency(err)) {
-    return new ProblemError(
-      503,
-      "service-unavailable",
+    return problem(
+      "dependency-unavailable",
       "A backing service (database or blob storage) is unavailable; retry later",
-      { headers: { "Retry-After": "5" } },
     );
   }
   const e = (typeof err === "object" && err !== null ? err : {}) as HttpLikeError;
   // body-parser / express errors carry a 4xx status and `expose: true`.
   const status = typeof e.status === "number" ? e.status : typeof e.statusCode === "number" ? e.statusCode : 500;
   if (status >= 400 && status < 500) {
-    const detail =
-      e.type === "entity.parse.failed"
-        ? "Malformed JSON body"
-        : e.type === "entity.too.large"
-          ? "Request body too large"
-          : e.type === "encoding.unsupported" || e.type === "charset.unsupported"
-            ? "Unsupported body encoding"
-            : (PROBLEM_TITLES[status] ?? "Bad request");
-    return new ProblemError(status, STATUS_SLUGS[status] ?? `http-${status}`, detail, {
-      title: PROBLEM_TITLES[status] ?? "Client Error",
-    });
+    if (e.type === "entity.too.large") return problem("too-large", "Request body too large");
+    if (e.type === "encoding.unsupported" || e.type === "charset.unsupported")
+      return problem("json-required", "Unsupported body encoding");
+    return problem("invalid-input", e.type === "entity.parse.failed" ? "Malformed JSON body" : "Bad request");
   }
-  return new ProblemError(500, "internal-error", "An unexpected error occurred");
+  return problem("internal-error", "An unexpected error occurred");
 }
 
-/** Slugs for the 4xx errors Express and body-parser raise themselves (they carry only a status). */
-const STATUS_SLUGS: Record<number, string> = {
-  400: "validation-error",
-  401: "unauthorized",
-  404: "not-found",
-  409: "conflict",
-  413: "payload-too-large",
-  415: "unsupported-media-type",
-};
-
-/** Express error handler: logs (and counts) what is not the caller's fault, then sends toProblem's answer. */
+/**
+ * Express error handler: logs what is not the caller's fault at error (and counts it), every
+ * other problem at info with its type and detail (why the request was refused), then sends
+ * toProblem's answer.
+ */
 export function errorHandler(options: ErrorHandlerOptions): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) {
@@ -147,6 +240,8 @@ export function errorHandler(options: ErrorHandlerOptions): ErrorRequestHandler 
       log.error({ err, dependency, method: req.method, path: instance }, `backing service unavailable: ${dependency}`);
     } else if (problem.status === 500) {
       log.error({ err, method: req.method, path: instance }, "unhandled error");
+    } else {
+      log.info({ problem: problem.toLog(), method: req.method, path: instance }, `request refused: ${problem.slug}`);
     }
     sendProblem(res, problem, instance);
   };

@@ -204,6 +204,16 @@ describe("/library", () => {
     expect(js.headers["content-security-policy"]).toBeDefined();
   });
 
+  it("sends a browser at the service's root to the library (GET and HEAD); other methods stay 404", async () => {
+    for (const method of ["get", "head"] as const) {
+      const res = await request(t.app)[method]("/");
+      expect(res.status).toBe(302);
+      expect(res.headers.location).toBe("/library");
+    }
+    expect((await request(t.app).get("/").redirects(1)).text).toContain("/library/assets/app-1.js");
+    expectProblem(await request(t.app).post("/").send({}), 404);
+  });
+
   it("uses only the media origin of MEDIA_PUBLIC_URL", () => {
     expect(libraryContentSecurityPolicy("https://img.example.com/base/")).toContain(
       "img-src 'self' https://img.example.com data: blob:",

@@ -352,8 +352,15 @@ describe("logs", () => {
       status: 200,
       durationMs: expect.any(Number),
     });
-    expect(entries.filter((e) => e.requestId === "log-test-0002")).toHaveLength(1);
-    expect(entries.find((e) => e.requestId === "log-test-0003")).toMatchObject({ status: 401, level: "warn" });
+    // The access line and the refusal's reason (the unknown query field, never its value).
+    expect(entries.filter((e) => e.requestId === "log-test-0002").map((e) => e.msg)).toEqual([
+      "request refused: validation-error",
+      "request completed",
+    ]);
+    expect(entries.find((e) => e.requestId === "log-test-0003" && e.msg === "request completed")).toMatchObject({
+      status: 401,
+      level: "warn",
+    });
     // The error handler logs through the request's child logger: the line carries the request id.
     const error = entries.find((e) => e.requestId === "log-test-0004" && e.dependency === "storage");
     expect(error).toMatchObject({ level: "error", msg: expect.stringMatching(/unavailable: storage/) });
@@ -366,6 +373,71 @@ describe("logs", () => {
     expect(all).not.toContain(token);
     for (const part of token.split(".")) expect(all).not.toContain(part);
     expect(all).not.toMatch(/authorization|bearer/i);
+  });
+});
+
+describe("logs: why a request was refused", () => {
+  it("logs each problem's status, type and detail at info, with the request id; never the token, a filename or a name a user wrote", async () => {
+    const lines: string[] = [];
+    const log = createLogger({
+      service: "management",
+      level: "info",
+      destination: { write: (s: string) => lines.push(s) },
+    });
+    const { app } = appWith({ log });
+    const token = t.token("ws-ops-refusals");
+    const auth = `Bearer ${token}`;
+    const send = (req: request.Test, rid: string) => req.set("Authorization", auth).set("X-Request-Id", rid);
+
+    const corrupt = fixture("rocket.jpg").subarray(0, 2000);
+    const refused = await send(request(app).post("/v1/assets/upload"), "refuse-422").attach("file", corrupt, {
+      filename: "Jane Doe passport.jpg",
+      contentType: "image/jpeg",
+    });
+    expect(refused.status).toBe(422);
+    expect(
+      (await send(request(app).post("/v1/asset-collections").send({ name: "Jane's birthday" }), "c1")).status,
+    ).toBe(201);
+    const twice = await send(
+      request(app).post("/v1/asset-collections").send({ name: "Jane's birthday" }),
+      "refuse-409",
+    );
+    expect(twice.status).toBe(409);
+    expect((await send(request(app).get("/v1/assets?limit=0"), "refuse-400")).status).toBe(400);
+    expect((await request(app).get("/v1/assets").set("X-Request-Id", "refuse-401")).status).toBe(401);
+
+    const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const refusal = (rid: string) => entries.find((e) => e.requestId === rid && e.msg !== "request completed");
+    expect(refusal("refuse-422")).toEqual(
+      expect.objectContaining({
+        level: "info",
+        msg: "request refused: undecodable-image",
+        method: "POST",
+        path: "/v1/assets/upload",
+        problem: { status: 422, type: "undecodable-image", detail: refused.body.detail },
+      }),
+    );
+    expect(refusal("refuse-409")).toMatchObject({
+      level: "info",
+      problem: {
+        status: 409,
+        type: "conflict",
+        detail: "A collection of this name already exists in this workspace",
+        errors: [{ path: "body.name", message: "must be unique within the workspace" }],
+      },
+    });
+    expect(refusal("refuse-400")).toMatchObject({
+      level: "info",
+      problem: { status: 400, type: "validation-error", errors: [expect.objectContaining({ path: "query.limit" })] },
+    });
+    expect(refusal("refuse-401")).toMatchObject({
+      level: "info",
+      problem: { status: 401, type: "unauthorized", detail: expect.stringMatching(/^Missing Authorization header/) },
+    });
+
+    const all = lines.join("");
+    for (const part of token.split(".")) expect(all).not.toContain(part);
+    expect(all).not.toMatch(/Jane|passport/);
   });
 });
 
@@ -414,7 +486,7 @@ describe("graceful shutdown (the real service, SIGTERM)", () => {
     const url = (await child.waitFor(/^Management API: (http:\/\/\S+)$/m))[1]!;
     // The banner: the docs URL, and `pnpm run token` (plain `pnpm token` is pnpm's own command).
     await child.waitFor(/^Get a token: +pnpm run token --workspace <workspace-id>$/m);
-    expect(child.output()).toContain(`API reference:  ${url}/docs\n`);
+    expect(child.output()).toContain(`API reference:  ${url}/docs\nMedia library:  ${url}/library\n`);
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
 
     const token = signToken(secret, { workspaceId: "ws-shutdown", sub: "ops", ttl: "10m" });

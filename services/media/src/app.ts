@@ -23,7 +23,7 @@ import { catalogRouter } from "./catalog";
 import { originalsHandler, ROUTE_ORIGINAL, type OriginalsDeps } from "./originals";
 import { presetsRouter } from "./presets";
 import type { MediaMetrics } from "./metrics";
-import { MEDIA_PROBLEMS, ProblemError, instanceOf, writeProblem } from "./problem";
+import { MEDIA_PROBLEMS, ProblemError, instanceOf, problem, writeProblem } from "./problem";
 import type { MediaRouteDeps } from "./delivery/media-route";
 
 /*
@@ -196,11 +196,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
     const path = instanceOf(req.url);
     if (!looksLikeMediaPath(path)) return next();
     if (req.method !== "GET" && req.method !== "HEAD") {
-      return next(
-        new ProblemError(405, "method-not-allowed", `${req.method} is not allowed; media URLs answer GET and HEAD`, {
-          headers: { Allow: "GET, HEAD" },
-        }),
-      );
+      return next(problem("method-not-allowed", `${req.method} is not allowed; media URLs answer GET and HEAD`));
     }
     try {
       await route.serve(req, res, { track: () => req.log });
@@ -210,7 +206,7 @@ export function createMediaApp(deps: MediaAppDeps): Express {
   });
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
-    next(new ProblemError(404, "not-found", `No route for ${req.method} ${instanceOf(req.url)}`));
+    next(problem("not-found", `No route for ${req.method} ${instanceOf(req.url)}`));
   });
 
   // Express recognises error handlers by their four parameters.
@@ -368,8 +364,9 @@ export function createDirectEntry(deps: {
 
 /**
  * The one answer to a failure, for the Express app and the direct media entry alike: counted
- * (countFailure), mapped to its problem (toProblem), logged when unexpected, written. A response
- * whose head is already out cannot carry a problem: its connection is cut.
+ * (countFailure), mapped to its problem (toProblem), logged (at error when unexpected, else at info
+ * with its type and detail: why the request was refused), written. A response whose head is
+ * already out cannot carry a problem: its connection is cut.
  */
 export function answerFailure(
   err: unknown,
@@ -383,10 +380,11 @@ export function answerFailure(
     return;
   }
   countFailure(err, deps);
-  const problem = toProblem(err);
+  const answer = toProblem(err);
   const path = instanceOf(req.url);
-  if (problem.slug === "internal-error") log.error({ err, method: req.method, path }, "unhandled error");
-  writeProblem(res, problem, path, req.method === "HEAD");
+  if (answer.slug === "internal-error") log.error({ err, method: req.method, path }, "unhandled error");
+  else log.info({ problem: answer.toLog(), method: req.method, path }, `request refused: ${answer.slug}`);
+  writeProblem(res, answer, path, req.method === "HEAD");
 }
 
 /** Counts the failures that have their own series (rejections at the queue, timeouts). */
@@ -409,6 +407,6 @@ export function toProblem(err: unknown): ProblemError {
       : err instanceof StorageUnavailableError
         ? new StorageDownError({ cause: err })
         : err;
-  const problem = domain instanceof DomainError ? problemOf(domain, MEDIA_PROBLEMS) : undefined;
-  return problem ?? new ProblemError(500, "internal-error", "An unexpected error occurred");
+  const answer = domain instanceof DomainError ? problemOf(domain, MEDIA_PROBLEMS) : undefined;
+  return answer ?? problem("internal-error", "An unexpected error occurred");
 }

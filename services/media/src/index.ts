@@ -16,6 +16,7 @@ export {
 export { signMediaPath, signedMediaUrl } from "./delivery/signing";
 export { createMediaMetrics, counterHelp, type CounterName, type MediaCounters, type MediaMetrics } from "./metrics";
 export { ROUTE_MEDIA } from "./app";
+export { MEDIA_PROBLEMS } from "./problem";
 export type { RenderFn } from "./render/pipeline/render";
 
 if (require.main === module) {

@@ -240,6 +240,53 @@ describe("logs never carry URL signatures", () => {
   });
 });
 
+describe("logs: why a request was refused", () => {
+  it("logs each problem's status, type and detail at info with the request id; never a signature or the purge secret", async () => {
+    const key = "ops-refusal-signing-key-0123456789";
+    const { logger, lines } = capturingLogger();
+    const media = await startTestMedia({ logger, signingKey: key, purgeSecret: "ops-refusal-purge-secret-0123456789" });
+    try {
+      const id = await media.store.putFixture("astronaut.png");
+      const sig = signedMediaUrl(`/thumbnail:size=66/${id}.png`, key).split("sig=")[1]!;
+      const forged = `${sig.slice(0, -2)}xx`;
+      const get = (path: string, rid: string, init: RequestInit = {}) =>
+        fetch(`${media.url}${path}`, { ...init, headers: { "X-Request-Id": rid, ...init.headers } });
+      expect((await get(`/thumbnail:size=66/${id}.png?sig=${forged}`, "refuse-403")).status).toBe(403);
+      const bad = await get(signedMediaUrl(`/thumbnail:size=0/${id}.png`, key), "refuse-400");
+      expect(bad.status).toBe(400);
+      const purge = await get("/internal/purge", "refuse-401", {
+        method: "POST",
+        headers: { Authorization: "Bearer not-the-secret-but-close-0123456789", "Content-Type": "application/json" },
+        body: JSON.stringify({ assetIds: [id] }),
+      });
+      expect(purge.status).toBe(401);
+
+      const refusal = (rid: string) => lines.find((l) => l.requestId === rid && l.msg.startsWith("request refused"));
+      expect(refusal("refuse-403")).toMatchObject({
+        level: "info",
+        msg: "request refused: invalid-signature",
+        path: `/thumbnail:size=66/${id}.png`,
+        problem: { status: 403, type: "invalid-signature", detail: expect.any(String) },
+      });
+      expect(refusal("refuse-400")).toMatchObject({
+        level: "info",
+        problem: {
+          status: 400,
+          type: "invalid-media-url",
+          detail: ((await bad.json()) as { detail: string }).detail,
+          errors: [expect.objectContaining({ path: "thumbnail.size" })],
+        },
+      });
+      expect(refusal("refuse-401")).toMatchObject({ level: "info", problem: { status: 401, type: "unauthorized" } });
+      const all = JSON.stringify(lines);
+      expect(all).not.toContain(forged);
+      expect(all).not.toContain("not-the-secret-but-close");
+    } finally {
+      await media.close();
+    }
+  });
+});
+
 describe("queue metrics", () => {
   let media: TestMedia | undefined;
   afterEach(() => media?.close());

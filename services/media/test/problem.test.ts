@@ -1,4 +1,4 @@
-import { ImagePixelLimitError, MediaUrlError, UndecodableImageError } from "@media-platform/contracts";
+import { IMAGE_PROBLEMS, ImagePixelLimitError, MediaUrlError, UndecodableImageError } from "@media-platform/contracts";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { toProblem } from "../src/app";
 import { AssetNotFoundError } from "../src/delivery/asset-not-found";
@@ -140,9 +140,17 @@ describe("media's problem table (MEDIA_PROBLEMS)", () => {
     expect(toProblem(passed)).toBe(passed);
   });
 
-  it("holds a row for every shared image code", () => {
-    expect(Object.keys(MEDIA_PROBLEMS)).toEqual(
-      expect.arrayContaining(["unsupported-image", "undecodable-image", "image-too-large"]),
-    );
+  it("holds a row for the shared image codes an original can meet, with their shared status and type", () => {
+    for (const code of ["undecodable-image", "image-too-large"] as const) {
+      const { status, type, title } = MEDIA_PROBLEMS[code];
+      expect([code, status, type, title]).toEqual([
+        code,
+        IMAGE_PROBLEMS[code].status,
+        IMAGE_PROBLEMS[code].type,
+        IMAGE_PROBLEMS[code].title,
+      ]);
+    }
+    // An original media cannot read is undecodable, whatever the reason: 415 speaks of an upload.
+    expect(Object.keys(MEDIA_PROBLEMS)).not.toContain("unsupported-image");
   });
 });

@@ -96,7 +96,7 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
     example: {
       slug: "conflict",
       title: "Conflict",
-      detail: 'A collection named "Trip" already exists in this workspace',
+      detail: "A collection of this name already exists in this workspace",
       errors: [{ path: "body.name", message: "must be unique within the workspace" }],
     },
   },

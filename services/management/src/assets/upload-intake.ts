@@ -8,7 +8,7 @@ import type { NextFunction, Request, RequestHandler, Response } from "express";
 import multer from "multer";
 import { StorageUnavailableError } from "@media-platform/storage";
 import { SPOOL_PREFIX, type UploadSettings } from "../config/uploads";
-import { ProblemError, badRequest } from "../problem";
+import { badRequest, problem } from "../problem";
 
 /**
  * The HTTP intake of an upload (POST /v1/assets/upload and PUT /v1/assets/:id/original): the
@@ -20,9 +20,7 @@ import { ProblemError, badRequest } from "../problem";
 const MULTIPART_SLACK = 64 * 1024;
 
 const tooLarge = (max: number) =>
-  new ProblemError(413, "payload-too-large", `The file exceeds the upload limit of ${max} bytes`, {
-    headers: { Connection: "close" },
-  });
+  problem("too-large", `The file exceeds the upload limit of ${max} bytes`, { headers: { Connection: "close" } });
 
 /** Per-request state shared by the middleware and the storage engine. */
 interface UploadState {
@@ -147,11 +145,7 @@ export function uploadMiddleware(maxUploadBytes: number, settings: UploadSetting
         admitted === "workspace"
           ? `at most ${gate.maxPerWorkspace} per workspace on this instance`
           : `at most ${gate.max} per instance`;
-      next(
-        new ProblemError(503, "service-unavailable", `Too many uploads in progress (${limit}); retry later`, {
-          headers: { "Retry-After": "2", Connection: "close" },
-        }),
-      );
+      next(problem("uploads-busy", `Too many uploads in progress (${limit}); retry later`));
       return;
     }
 
@@ -180,12 +174,7 @@ export function uploadMiddleware(maxUploadBytes: number, settings: UploadSetting
     };
     const onIdle = () =>
       // Connection: close ends the socket after the answer, which also makes multer drop the part.
-      finish(
-        new ProblemError(408, "request-timeout", `No upload data received for ${settings.bodyIdleTimeoutMs / 1000} s`, {
-          title: "Request Timeout",
-          headers: { Connection: "close" },
-        }),
-      );
+      finish(problem("upload-idle", `No upload data received for ${settings.bodyIdleTimeoutMs / 1000} s`));
     state.onData();
 
     upload(req, res, (err: unknown) => {

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import { ProblemError } from "../problem";
+import { problem } from "../problem";
 import { AuthError, type Principal, type TokenVerifier } from "./keys";
 
 declare global {
@@ -13,7 +13,7 @@ declare global {
 }
 
 const unauthorized = (detail: string, error?: string) =>
-  new ProblemError(401, "unauthorized", detail, {
+  problem("invalid-token", detail, {
     headers: {
       "WWW-Authenticate": error ? `Bearer realm="media-platform", error="${error}"` : 'Bearer realm="media-platform"',
     },
@@ -45,6 +45,6 @@ export function requireAuth(verifier: TokenVerifier): RequestHandler {
 }
 
 export function principalOf(req: Request): Principal {
-  if (!req.principal) throw new ProblemError(401, "unauthorized", "Not authenticated");
+  if (!req.principal) throw unauthorized("Not authenticated");
   return req.principal;
 }

@@ -49,7 +49,8 @@ export async function createCollection(
     });
   } catch (err) {
     if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") {
-      throw new ConflictError(`A collection named ${JSON.stringify(input.name)} already exists in this workspace`, [
+      // The name stays out of the detail: details are logged, and a name is what a user wrote.
+      throw new ConflictError("A collection of this name already exists in this workspace", [
         { path: "body.name", message: "must be unique within the workspace" },
       ]);
     }

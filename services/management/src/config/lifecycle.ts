@@ -30,7 +30,7 @@ export const lifecycleEnvShape = {
 /** Environment of change propagation: media purges, eager renders, the CDN. */
 export const propagationEnvShape = {
   MEDIA_PURGE_URLS: urlList.describe(
-    "Internal base URLs of the media service told to purge an asset after a delete or replace (one replica is enough with Redis; every replica without). Unset = MEDIA_PUBLIC_URL only when it is a loopback address (one host, embedded); else none, since the purge secret must not go to a CDN",
+    "Internal base URLs of the media service told to purge an asset after a delete, replace or focal-point change (one replica is enough with Redis; every replica without). Unset = MEDIA_PUBLIC_URL only when it is a loopback address (one host, embedded); else none, since the purge secret must not go to a CDN",
   ),
   MEDIA_PURGE_SECRET: z
     .string()
@@ -57,7 +57,7 @@ export const propagationEnvShape = {
       "must be an http(s) URL",
     )
     .describe(
-      "Called (POST) after each delete or replace with the asset id ({assetId} in the URL is replaced, and it is the JSON body), with retries",
+      "Called (POST) after each delete, replace and focal-point change, before the answer, with the asset id ({assetId} in the URL is replaced, and it is the JSON body). A 5xx, 408, 429 or network error is retried (4 attempts, 100/200/400 ms apart); any other 4xx is not. Then logged and counted in cache_purge_failures_total",
     ),
 };
 

@@ -3,7 +3,7 @@ import path from "node:path";
 import express, { Router, type Request } from "express";
 import { devTokenRequestSchema, type DevTokenResponse } from "@media-platform/contracts";
 import { signToken } from "../auth/keys";
-import { parseOr400, ProblemError } from "../problem";
+import { parseOr400, problem } from "../problem";
 
 /** Where the browser app is served. */
 export const LIBRARY_PATH = "/library";
@@ -62,12 +62,17 @@ const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
 const isLoopback = (req: Request): boolean => LOOPBACK.has(req.socket.remoteAddress ?? "");
 
 /**
- * GET /library: the media library app (its settings passed as <meta> tags, since the policy
- * forbids inline scripts); /library/assets/*: its hashed files; POST /library/dev-token: the
- * development sign-in, registered only when `devSignIn` is given.
+ * GET /: a redirect to /library. GET /library: the media library app (its settings passed as
+ * <meta> tags, since the policy forbids inline scripts); /library/assets/*: its hashed files;
+ * POST /library/dev-token: the development sign-in, registered only when `devSignIn` is given.
  */
 export function libraryRouter(options: LibraryOptions): Router {
   const r = Router();
+  // The service's root is where a browser lands first: the library, not a 404 problem.
+  r.get("/", (_req, res) => {
+    res.setHeader("Cache-Control", "no-cache");
+    res.redirect(302, LIBRARY_PATH);
+  });
   const csp = libraryContentSecurityPolicy(options.mediaPublicUrl);
   r.use(LIBRARY_PATH, (_req, res, next) => {
     res.setHeader("Content-Security-Policy", csp);
@@ -84,7 +89,7 @@ export function libraryRouter(options: LibraryOptions): Router {
         return;
       }
       if (!isLoopback(req)) {
-        throw new ProblemError(403, "forbidden", "The development sign-in answers requests from this machine only");
+        throw problem("forbidden", "The development sign-in answers requests from this machine only");
       }
       const input = parseOr400(devTokenRequestSchema, req.body ?? {}, "body");
       const token = signToken(dev.secret, {
@@ -118,8 +123,7 @@ export function libraryRouter(options: LibraryOptions): Router {
       return;
     }
     if (!options.dir) {
-      throw new ProblemError(
-        503,
+      throw problem(
         "library-not-built",
         "The library app is not built: run `pnpm build:library` (pnpm start builds it)",
       );

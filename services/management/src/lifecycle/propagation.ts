@@ -13,7 +13,10 @@ export interface PropagationOptions {
   /** CDN_PURGE_URL: `{assetId}` is replaced; the body is {"assetId": ...}. */
   cdnPurgeUrl: string | undefined;
   log: Logger;
-  /** Attempts per call (default 4: 0, 100, 300, 700 ms apart) and per-attempt timeout. */
+  /**
+   * Attempts per call (default 4, waiting 100, 200 and 400 ms between them; a 4xx other than 408
+   * and 429 is not retried) and per-attempt timeout.
+   */
   attempts?: number;
   timeoutMs?: number;
   /** Counts purge calls that failed every attempt (`lifecycle_purge_failures_total{target}`). */
@@ -27,7 +30,7 @@ export interface PropagationOptions {
  *    generation (part of every Redis cache key) and tells the other replicas over pub/sub;
  *  - the CDN (CDN_PURGE_URL), once per asset.
  * The caller awaits it before answering, so once a DELETE or PUT returns, media URLs already tell
- * the new truth. Each call is retried with backoff; a target still failing is logged and counted,
+ * the new truth. Each call is retried with backoff (isRetryable); a target still failing is logged and counted,
  * never turned into an error of the request (the change itself is committed).
  */
 export class ChangePropagator implements ChangePropagation {
@@ -63,6 +66,7 @@ export class ChangePropagator implements ChangePropagation {
 
   private async call(target: "media" | "cdn", url: string, body: string, headers: Record<string, string>) {
     let lastError = "";
+    let retried = true;
     for (let attempt = 1; attempt <= this.attempts; attempt++) {
       if (attempt > 1) await sleep(100 * 2 ** (attempt - 2));
       try {
@@ -75,17 +79,30 @@ export class ChangePropagator implements ChangePropagation {
         await res.arrayBuffer().catch(() => undefined);
         if (res.ok) return;
         lastError = `HTTP ${res.status}`;
-        // A refused secret or a bad request will not get better by retrying.
-        if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) break;
+        if (!isRetryable(res.status)) {
+          retried = false;
+          break;
+        }
       } catch (err) {
         lastError = err instanceof Error ? err.message : String(err);
       }
     }
     this.options.onFailure?.(target);
     // The URL only (never the secret, which travels in a header).
-    this.options.log.error({ target, url, error: lastError }, "cache purge failed; cached renditions may be stale");
+    this.options.log.error(
+      { target, url, error: lastError, retried },
+      retried
+        ? "cache purge failed; cached renditions may be stale"
+        : "cache purge refused, not retried (check the purge URL and what it accepts); cached renditions may be stale",
+    );
   }
 }
+
+/**
+ * A purge answer worth another attempt: a server error, 408 (timeout) or 429 (throttled). Any
+ * other 4xx (a refused secret, a wrong path or method, a bad request) answers the same next time.
+ */
+export const isRetryable = (status: number): boolean => status >= 500 || status === 408 || status === 429;
 
 /** MEDIA_PURGE_SECRET, or in embedded mode the generated one both services find in the shared DATA_DIR. */
 export const mediaPurgeSecret = (config: LifecycleConfig, dataDir: string): string =>

@@ -8,3 +8,4 @@ export { loadConfig, managementEnvSchema, type ManagementConfig } from "../confi
 export { startManagement, type RunningManagement } from "../server";
 export { createApp, type AppDeps } from "../app";
 export { createManagementMetrics, type ManagementMetrics } from "../metrics";
+export { MANAGEMENT_PROBLEMS } from "../problem";

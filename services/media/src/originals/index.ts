@@ -16,7 +16,7 @@ import type { Metrics } from "@media-platform/observability";
 import { originalKey, StorageUnavailableError, type BlobStore } from "@media-platform/storage";
 import { cacheControlFor, type CachePolicy } from "../cache/entry";
 import { requireSignature, type UrlSigner } from "../delivery/signing";
-import { ProblemError, instanceOf } from "../problem";
+import { instanceOf, problem } from "../problem";
 
 /** Route label of originals in `http_request_duration_seconds`. */
 export const ROUTE_ORIGINAL = "/original/:assetId.:ext";
@@ -78,11 +78,7 @@ export function originalsHandler(deps: OriginalsDeps) {
     const target = req.url;
     if (!isOriginalPath(instanceOf(target))) return next();
     if (req.method !== "GET" && req.method !== "HEAD") {
-      return next(
-        new ProblemError(405, "method-not-allowed", `${req.method} is not allowed; originals answer GET and HEAD`, {
-          headers: { Allow: "GET, HEAD" },
-        }),
-      );
+      return next(problem("method-not-allowed", `${req.method} is not allowed; originals answer GET and HEAD`));
     }
     try {
       const refused = deps.gate?.(target);
@@ -102,9 +98,7 @@ export function originalsHandler(deps: OriginalsDeps) {
         throw err;
       }
       if (!blob) {
-        throw new ProblemError(404, "asset-not-found", `No asset ${request.assetId} exists`, {
-          title: "Asset not found",
-        });
+        throw problem("asset-not-found", `No asset ${request.assetId} exists`);
       }
       const headers: Record<string, string | number> = {
         "Content-Type": blob.contentType,

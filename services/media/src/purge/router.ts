@@ -1,7 +1,7 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import express, { Router, type RequestHandler } from "express";
 import { PURGE_PATH, purgeRequestSchema } from "@media-platform/contracts";
-import { ProblemError } from "../problem";
+import { problem } from "../problem";
 import type { AssetPurger } from "./asset-purger";
 
 /** GET /internal/generation/<assetId> (see purgeRouter). */
@@ -18,11 +18,7 @@ export function bearerAuthorization(secret: string): RequestHandler {
   const expected = digest(`Bearer ${secret}`);
   return (req, _res, next) => {
     if (timingSafeEqual(digest(req.headers.authorization ?? ""), expected)) return next();
-    next(
-      new ProblemError(401, "unauthorized", "The internal endpoints need the shared purge secret", {
-        headers: { "WWW-Authenticate": "Bearer" },
-      }),
-    );
+    next(problem("internal-unauthorized", "The internal endpoints need the shared purge secret"));
   };
 }
 
@@ -39,7 +35,7 @@ export function purgeRouter(purger: AssetPurger, secret: string): Router {
   const json = express.json({ limit: "100kb" });
   const parseJson: RequestHandler = (req, res, next) =>
     json(req, res, (err?: unknown) =>
-      next(err ? new ProblemError(400, "invalid-purge-request", "The body is not valid JSON") : undefined),
+      next(err ? problem("invalid-purge-request", "The body is not valid JSON") : undefined),
     );
   // For edge caches that cannot purge by tag (nginx without a purge module): the CDN asks for the
   // asset's generation (cached by it for 1 s) and puts it in its cache key, so a purge here
@@ -61,7 +57,7 @@ export function purgeRouter(purger: AssetPurger, secret: string): Router {
   r.post(PURGE_PATH, authorize, parseJson, async (req, res) => {
     const parsed = purgeRequestSchema.safeParse(req.body);
     if (!parsed.success) {
-      throw new ProblemError(400, "invalid-purge-request", 'Expected {"assetIds": [1-1000 lowercase UUIDs]}', {
+      throw problem("invalid-purge-request", 'Expected {"assetIds": [1-1000 lowercase UUIDs]}', {
         errors: parsed.error.issues.map((i) => ({ path: ["body", ...i.path].join("."), message: i.message })),
       });
     }
