@@ -25,6 +25,11 @@ export { ProblemError, type FieldError };
 export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementErrorCode> = {
   // Status, type and title as media answers them: one problem type, one title (RFC 9457).
   ...IMAGE_PROBLEMS,
+  "metadata-removal-failed": {
+    status: 422,
+    type: "metadata-removal-failed",
+    title: "Location data could not be removed",
+  },
   "not-found": { status: 404, type: "not-found", title: PROBLEM_TITLES[404]! },
   "invalid-input": { status: 400, type: "validation-error", title: PROBLEM_TITLES[400]! },
   conflict: { status: 409, type: "conflict", title: PROBLEM_TITLES[409]! },
