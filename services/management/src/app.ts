@@ -75,6 +75,7 @@ export function createApp(deps: AppDeps): Express {
       dir: deps.libraryDir ?? null,
       mediaPublicUrl: deps.mediaPublicUrl,
       devSignIn: deps.devSignIn,
+      mediaSigned: deps.mediaSigningKey !== undefined,
       uploads: {
         perWorkspace: uploadsPerWorkspace(deps.uploads ?? defaultUploadSettings()),
         maxBytes: deps.maxUploadBytes,
