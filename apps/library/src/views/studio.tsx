@@ -321,7 +321,10 @@ export function Studio({ id }: { id: string }) {
     if (!path || !asset) return;
     const mine = ++generation.current;
     const timer = setTimeout(async () => {
-      const base = preset ? [`preset:name=${preset}`] : segments;
+      // The snippet's sizes replace a trailing resize rather than shrinking its result again.
+      let end = segments.length;
+      while (end > 0 && segments[end - 1]!.startsWith("resize:")) end--;
+      const base = preset ? [`preset:name=${preset}`] : segments.slice(0, end);
       const candidates = SRCSET_WIDTHS.map((w) => mediaPath(asset, [...base, `resize:width=${w}`]));
       const isOriginal = path.startsWith("/original/");
       // One signing round trip for everything this view shows.
