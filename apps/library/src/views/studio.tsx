@@ -497,7 +497,10 @@ export function Studio({ id }: { id: string }) {
                       <button type="button" disabled={index === steps.length - 1} onClick={() => move(index, 1)}>
                         Move down <span class="visually-hidden">step {index + 1}</span>
                       </button>
-                      <button type="button" onClick={() => setSteps(steps.filter((s) => s.key !== step.key))}>
+                      <button
+                        type="button"
+                        onClick={() => setSteps((prev) => (prev ?? []).filter((s) => s.key !== step.key))}
+                      >
                         Remove <span class="visually-hidden">step {index + 1}</span>
                       </button>
                     </div>
