@@ -104,7 +104,7 @@ const ownEnvSchema = z.object({
   MEDIA_SIGNING_KEY: z
     .preprocess(blankAsUnset, z.string().min(16, "must be at least 16 characters").optional())
     .describe(
-      "The media service's MEDIA_SIGNING_KEY: POST /v1/media-urls/sign signs URLs of the caller's assets with it; unset = URLs are returned unsigned",
+      "The media service's MEDIA_SIGNING_KEY: every media URL the API hands out (asset mediaUrl, POST /v1/media-urls/sign and sign-batch, the library) is signed with it; unset = URLs are returned unsigned",
     ),
   MEDIA_URL_LIFETIME_SECONDS: z
     .preprocess(
