@@ -320,6 +320,9 @@ export function Studio({ id }: { id: string }) {
   useEffect(() => {
     if (!path || !asset) return;
     const mine = ++generation.current;
+    // The link shown is always the one previewed: a changed chain has none until it works.
+    setPreview((prev) => (prev?.url ? { ...prev, url: undefined } : prev));
+    setSrcset(null);
     const timer = setTimeout(async () => {
       // The snippet's sizes replace a trailing resize rather than shrinking its result again.
       let end = segments.length;
@@ -356,6 +359,14 @@ export function Studio({ id }: { id: string }) {
       } catch (err) {
         next.problem = describeError(err);
       }
+      if (mine !== generation.current) {
+        if (next.objectUrl) URL.revokeObjectURL(next.objectUrl);
+        return;
+      }
+      setPreview((prev) => {
+        if (prev?.objectUrl) URL.revokeObjectURL(prev.objectUrl);
+        return next;
+      });
       // The srcset: each candidate at the width it really gives, each real width once.
       let entries: SrcsetEntry[] | null = null;
       if (!next.problem) {
@@ -369,15 +380,7 @@ export function Studio({ id }: { id: string }) {
         });
         entries = [...byWidth.values()].sort((a, b) => a.width - b.width);
       }
-      if (mine !== generation.current) {
-        if (next.objectUrl) URL.revokeObjectURL(next.objectUrl);
-        return;
-      }
-      setPreview((prev) => {
-        if (prev?.objectUrl) URL.revokeObjectURL(prev.objectUrl);
-        return next;
-      });
-      setSrcset(entries);
+      if (mine === generation.current) setSrcset(entries);
     }, PREVIEW_DEBOUNCE_MS);
     return () => clearTimeout(timer);
   }, [path, preset]);

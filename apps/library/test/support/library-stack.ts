@@ -230,7 +230,8 @@ export async function noHorizontalOverflow(page: Page): Promise<void> {
   expect(scroll).toBeLessThanOrEqual(inner);
 }
 
-// Polling matchers: the page updates after debounces and network round trips.
+// Polling matchers: the page updates after debounces and network round trips (renders on a
+// loaded machine can take seconds).
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace jest {
@@ -252,7 +253,7 @@ async function poll<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs:
 }
 
 expect.extend({
-  async toHaveCountEventually(locator: { count(): Promise<number> }, count: number, timeoutMs = 10_000) {
+  async toHaveCountEventually(locator: { count(): Promise<number> }, count: number, timeoutMs = 20_000) {
     const seen = await poll(
       () => locator.count(),
       (n) => n === count,
@@ -261,12 +262,13 @@ expect.extend({
     return { pass: seen === count, message: () => `expected ${count} elements, saw ${seen}` };
   },
   async toHaveTextEventually(
-    locator: { textContent(): Promise<string | null> },
+    locator: { textContent(options?: { timeout?: number }): Promise<string | null> },
     text: string | RegExp,
-    timeoutMs = 10_000,
+    timeoutMs = 20_000,
   ) {
     const matches = (s: string | null) => (typeof text === "string" ? (s ?? "").trim() === text : text.test(s ?? ""));
-    const seen = await poll(() => locator.textContent(), matches, timeoutMs);
+    // An element not (yet) on the page reads as null, polled again like a wrong text.
+    const seen = await poll(() => locator.textContent({ timeout: 500 }).catch(() => null), matches, timeoutMs);
     return { pass: matches(seen), message: () => `expected text ${String(text)}, saw ${JSON.stringify(seen)}` };
   },
 });
