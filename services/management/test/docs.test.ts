@@ -237,7 +237,12 @@ describe("route table vs the management app", () => {
       "POST /v1/media-urls/sign",
       await agent.post("/v1/media-urls/sign").send({ path: `/thumbnail:size=64/${assetId}.png` }),
     );
+    check(
+      "POST /v1/media-urls/sign-batch",
+      await agent.post("/v1/media-urls/sign-batch").send({ paths: [`/thumbnail:size=64/${assetId}.png`] }),
+    );
     check("DELETE /v1/assets/:assetId", await agent.delete(`/v1/assets/${assetId}`));
+    check("GET /v1/assets/:assetId/trash-thumbnail", await agent.get(`/v1/assets/${assetId}/trash-thumbnail`));
     check("POST /v1/assets/:assetId/restore", await agent.post(`/v1/assets/${assetId}/restore`));
     for (const r of managementRoutes.filter((x) => !x.auth)) {
       const res = await request(app).get(r.path);
