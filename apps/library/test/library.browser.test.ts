@@ -34,14 +34,14 @@ const WORKSPACE = "browser-test";
 /** The test's upload cap: a file above it is refused before a byte is sent. */
 const MAX_UPLOAD_BYTES = 3 * 1024 * 1024;
 /** Words that belong in developer documentation, not in the studio's tooltips. */
-const DEVELOPER_WORDS = /Extension|spec\b|MEDIA_|PATCH|\/v1\/|libvips|SSIMULACRA|maxDimension/;
+const DEVELOPER_WORDS = /Extension|spec\b|MEDIA_|PATCH|\/v1\/|libvips|SSIMULACRA|maxDimension|safety cap/;
 
 let stack: Stack;
 const step = (name: string, body: () => Promise<void>) => runStep(stack, name, body);
 
 beforeAll(async () => {
   stack = await startStack("unsigned", { MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES) });
-}, 180_000);
+}, 240_000);
 
 afterAll(async () => {
   await stack?.stop();
@@ -242,6 +242,8 @@ it("signs in, uploads a batch, edits, builds URLs, selects in bulk, trashes and 
       const added = page.locator(`.step[data-step="${name}"]`).last();
       expect(await added.locator(".hint").textContent()).not.toMatch(DEVELOPER_WORDS);
       const params = await added.locator(".param").count();
+      for (const range of await added.locator('[data-testid="param-range"]').allTextContents())
+        expect(range).not.toMatch(DEVELOPER_WORDS);
       const tips = await added.locator('[data-testid="param-tip"]').allTextContents();
       expect(tips).toHaveLength(params);
       for (const tip of tips) {
@@ -427,7 +429,7 @@ it("signs in, uploads a batch, edits, builds URLs, selects in bulk, trashes and 
     await page.getByRole("heading", { name: "Trash", exact: true }).waitFor();
     await expect(cards()).toHaveCountEventually(6);
     // Real thumbnails, rendered by the API for the signed-in owner.
-    await imagesLoaded(page);
+    await imagesLoaded(page, ".grid img.image", 6);
     const sizes = await page
       .locator(".grid img.image")
       .evaluateAll((imgs) =>

@@ -27,7 +27,7 @@ const step = (name: string, body: () => Promise<void>) => runStep(stack, name, b
 
 beforeAll(async () => {
   stack = await startStack("signed", { MEDIA_SIGNING_KEY: KEY });
-}, 180_000);
+}, 240_000);
 
 afterAll(async () => {
   await stack?.stop();
@@ -60,7 +60,7 @@ it("shows, offers and refreshes only signed media URLs, and every one loads", as
     ]);
     await expect(page.getByTestId("upload-summary")).toHaveTextEventually("2 of 2 files uploaded", 60_000);
     await expect(page.locator(".grid .card")).toHaveCountEventually(3);
-    await imagesLoaded(page);
+    await imagesLoaded(page, ".grid img.image", 3);
     const srcs = await page.locator(".grid img.image").evaluateAll((i) => i.map((x) => (x as HTMLImageElement).src));
     expect(srcs).toHaveLength(3);
     for (const src of srcs) expect(src).toMatch(SIGNED);
@@ -148,7 +148,7 @@ it("shows, offers and refreshes only signed media URLs, and every one loads", as
     await page.goto(`${management}/library#/assets/${id}`);
     await page.getByRole("button", { name: "Move to trash" }).click();
     await page.getByRole("heading", { name: "Trash", exact: true }).waitFor();
-    await imagesLoaded(page);
+    await imagesLoaded(page, ".grid img.image", 1);
     const shown = await page
       .locator(".grid img.image")
       .evaluateAll((imgs) =>

@@ -114,6 +114,9 @@ function sliderStep(p: CatalogParam): number {
   return span <= 2 ? 0.01 : span <= 20 ? 0.1 : 1;
 }
 
+/** The catalog's range without the operator's words (which setting caps it: the docs say). */
+const plainRange = (range: string): string => range.replace(/\s*\((safety cap|[A-Z_]{6,})[^)]*\)/g, "");
+
 /** The tooltip of a parameter: the studio's own words, the catalog's only for a step it does not know. */
 const helpOf = (step: string, param: CatalogParam): string =>
   STUDIO_HELP[step]?.params[param.name] ?? param.description;
@@ -245,7 +248,7 @@ function ParamControl({
       </div>
       {control}
       <small id={`${id}-range`} data-testid="param-range">
-        {param.range}
+        {plainRange(param.range)}
         {set ? "" : fallback !== null ? ` · default ${fallback}` : " · not applied unless set"}
       </small>
       {error && (

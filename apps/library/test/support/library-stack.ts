@@ -35,7 +35,7 @@ export interface Stack {
 }
 
 async function waitReady(url: string, child: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + 90_000;
+  const deadline = Date.now() + 150_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`service exited (${child.exitCode}): ${log()}`);
     const ok = await fetch(`${url}/readyz`).then(
@@ -45,7 +45,7 @@ async function waitReady(url: string, child: ChildProcess, log: () => string): P
     if (ok) return;
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`${url} not ready in 90 s: ${log()}`);
+  throw new Error(`${url} not ready in 150 s: ${log()}`);
 }
 
 /** Both services (with `env` on top of the embedded defaults) and a browser page on them. */
@@ -213,14 +213,18 @@ export async function dropFiles(page: Page, files: { name: string; type: string;
   await page.dispatchEvent('[data-testid="drop-zone"]', "drop", { dataTransfer: transfer });
 }
 
-/** Every image of the grid (or of `selector`) has loaded with pixels. */
-export async function imagesLoaded(page: Page, selector = ".grid img.image"): Promise<void> {
+/** Every image of the grid (or of `selector`) has loaded with pixels; `count` of them when given. */
+export async function imagesLoaded(page: Page, selector = ".grid img.image", count?: number): Promise<void> {
   await page.waitForFunction(
-    (sel) => {
-      const images = [...document.querySelectorAll<HTMLImageElement>(sel)];
-      return images.length > 0 && images.every((i) => i.complete && i.naturalWidth > 0);
+    ([sel, n]) => {
+      const images = [...document.querySelectorAll<HTMLImageElement>(sel as string)];
+      return (
+        images.length > 0 &&
+        (n === null || images.length === n) &&
+        images.every((i) => i.complete && i.naturalWidth > 0)
+      );
     },
-    selector,
+    [selector, count ?? null] as const,
     { timeout: 30_000 },
   );
 }
