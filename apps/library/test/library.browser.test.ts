@@ -270,7 +270,8 @@ it("signs in, uploads a batch, edits, builds URLs, selects in bulk, trashes and 
     await kind.selectOption("auto");
     const url = page.getByTestId("media-url");
     const chain = `${media}/resize:width=600/format:type=webp`;
-    await expect(url).toHaveTextEventually(`${chain}:quality=auto/${harbourId}.jpg`);
+    // quality=auto encodes up to four times: a loaded machine takes its time.
+    await expect(url).toHaveTextEventually(`${chain}:quality=auto/${harbourId}.jpg`, 60_000);
     await expect(page.getByTestId("preview-facts")).toHaveTextEventually(/^MISS · 600 × 450 px · image\/webp/);
     await kind.selectOption({ label: "a number" });
     await format.getByLabel("quality value").fill("60");

@@ -3,7 +3,8 @@
  * the page shows or offers carries a signature and an expiry the API gave it (the grid, the
  * asset page, the studio's preview, /info, srcset and link), every one loads, a trashed asset
  * shows its thumbnail in the trash and stays unreachable publicly. axe-core and a screenshot on
- * every view (test-artifacts/library/signed-*.png).
+ * every view (test-artifacts/library/signed-*.png). Half a day later the page has asked for its
+ * URLs again, before they lapse.
  */
 import {
   apiUpload,
@@ -159,6 +160,24 @@ it("shows, offers and refreshes only signed media URLs, and every one loads", as
     expect((await fetch(publicUrl.mediaUrl)).status).toBe(404);
     expect(await axeViolations(page)).toEqual([]);
     await shoot(stack, "trash");
+  });
+
+  await step("refresh-before-expiry", async () => {
+    // Half a day later (the URLs live more than 12 h of the default day), the page asks for its
+    // URLs again before they lapse, and keeps showing its images.
+    await page.clock.install();
+    await page.goto(`${management}/library#/`);
+    await imagesLoaded(page, ".grid img.image", 2);
+    const signs = () => stack.requests.filter((u) => u.endsWith("/v1/media-urls/sign-batch")).length;
+    const before = signs();
+    await page.clock.fastForward("12:05:00");
+    for (let i = 0; i < 100 && signs() === before; i++) await page.waitForTimeout(100);
+    expect(signs()).toBeGreaterThan(before);
+    await imagesLoaded(page, ".grid img.image", 2);
+    for (const src of await page
+      .locator(".grid img.image")
+      .evaluateAll((i) => i.map((x) => (x as HTMLImageElement).src)))
+      expect(src).toMatch(SIGNED);
   });
 
   // Every request to the media service carried a signature, and nothing was refused.

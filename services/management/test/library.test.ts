@@ -189,6 +189,7 @@ describe("/library", () => {
     dev = await createTestApp({
       libraryDir: dir,
       devSignIn: { secret: devSecret, workspaceClaim: "workspace_id", ttlSeconds: 3600 },
+      mediaSigningKey: SIGNING_KEY,
     });
   });
   afterAll(async () => {
@@ -212,6 +213,7 @@ describe("/library", () => {
       expect(res.text).toContain('<meta name="upload-concurrency" content="4">');
       expect(res.text).toContain(`<meta name="max-upload-bytes" content="${50 * 1024 * 1024}">`);
       expect(res.text).not.toContain("dev-sign-in");
+      expect(res.text).not.toContain("media-signed");
     }
     const js = await request(t.app).get("/library/assets/app-1.js");
     expect(js.status).toBe(200);
@@ -242,6 +244,8 @@ describe("/library", () => {
     await expect(verifier.verify(res.body.token)).resolves.toEqual({ workspaceId: "studio", userId: "library-dev" });
     const page = await request(dev.app).get("/library");
     expect(page.text).toContain('<meta name="dev-sign-in" content="true">');
+    // The API signs media URLs there: the page asks it for every one it shows.
+    expect(page.text).toContain('<meta name="media-signed" content="true">');
     const defaulted = await request(dev.app).post("/library/dev-token").send({});
     expect(defaulted.body.workspaceId).toBe("default");
     expectProblem(await request(dev.app).post("/library/dev-token").send({ workspaceId: "" }), 400);

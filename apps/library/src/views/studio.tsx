@@ -41,6 +41,8 @@ interface Step {
 }
 
 interface Preview {
+  /** The chain changed: this is the previous chain's image while the new one loads. */
+  pending?: boolean;
   /** The URL shown and offered to copy (signed when the deployment signs); absent while it fails. */
   url?: string;
   objectUrl?: string;
@@ -323,8 +325,11 @@ export function Studio({ id }: { id: string }) {
   useEffect(() => {
     if (!path || !asset) return;
     const mine = ++generation.current;
-    // The link shown is always the one previewed: a changed chain has none until it works.
-    setPreview((prev) => (prev?.url ? { ...prev, url: undefined } : prev));
+    // The link and the messages shown are always the previewed chain's: a changed chain has
+    // none until its answer is in (the last image stays, marked as updating).
+    setPreview((prev) =>
+      prev ? { objectUrl: prev.objectUrl, width: prev.width, height: prev.height, pending: true } : prev,
+    );
     setSrcset(null);
     const timer = setTimeout(async () => {
       // The snippet's sizes replace a trailing resize rather than shrinking its result again.
@@ -546,7 +551,9 @@ export function Studio({ id }: { id: string }) {
             <div class="studio-preview empty" />
           )}
           <p class="preview-facts" role="status" aria-live="polite" data-testid="preview-facts">
-            {preview?.objectUrl &&
+            {preview?.pending && "Updating the preview…"}
+            {!preview?.pending &&
+              preview?.objectUrl &&
               `${preview.xCache ?? "?"} · ${preview.width ?? "…"} × ${preview.height ?? "…"} px · ${preview.contentType ?? ""} · ${preview.bytes?.toLocaleString("en")} bytes`}
           </p>
           {failing && (
