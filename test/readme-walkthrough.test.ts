@@ -94,9 +94,7 @@ describe("README walkthrough", () => {
     expect([avatar.format, avatar.width, avatar.height, avatar.hasAlpha]).toEqual(["png", 256, 256, true]);
     rmSync(out, { recursive: true, force: true });
     // The asset is in the workspace the library's development sign-in opens by default.
-    const token = (
-      await runBash("pnpm -s run token --workspace default", { ...env })
-    ).stdout.trim();
+    const token = (await runBash("pnpm -s run token --workspace default", { ...env })).stdout.trim();
     const listed = await fetch(`${management!.url}/v1/assets`, { headers: { Authorization: `Bearer ${token}` } });
     expect(((await listed.json()) as { assets: { id: string }[] }).assets.map((a) => a.id)).toContain(id);
   }, 120_000);
