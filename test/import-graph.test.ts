@@ -75,7 +75,10 @@ const MANAGEMENT_LAYERS: Layers = [
     ],
   },
   // What every domain service writes through or names: the outbox, an asset's blob layout, the caller.
-  { name: "domain vocabulary", paths: ["webhooks/outbox.ts", "assets/blobs.ts", "auth/keys.ts"] },
+  {
+    name: "domain vocabulary",
+    paths: ["webhooks/outbox.ts", "assets/blobs.ts", "assets/media-links.ts", "auth/keys.ts"],
+  },
   // Assets: analysis of an upload, the one write of an original, listing, search, sweeps.
   {
     name: "assets",
@@ -98,7 +101,10 @@ const MANAGEMENT_LAYERS: Layers = [
     ],
   },
   // The lifecycle of assets (trash, restore, replace, versions, batch) and telling caches about it.
-  { name: "lifecycle", paths: ["lifecycle/service.ts", "lifecycle/propagation.ts"] },
+  {
+    name: "lifecycle",
+    paths: ["lifecycle/service.ts", "lifecycle/propagation.ts", "lifecycle/trash-thumbnail.ts"],
+  },
   // Services built on the lifecycle, and the background work.
   {
     name: "collections, media URLs and jobs",

@@ -35,8 +35,8 @@ describe("docs error tables", () => {
 
   it("management: the 422 row names the metadata rewrite, the 503 row the per-workspace upload cap", () => {
     const rows = rowsOf("management");
-    expect(rows.find((r) => r.startsWith("| 422 | `undecodable-image` |"))).toMatch(
-      /metadata cannot be rewritten without its GPS position/,
+    expect(rows.find((r) => r.startsWith("| 422 | `metadata-removal-failed` |"))).toMatch(
+      /GPS position and serial numbers could not be removed/,
     );
     expect(rows.find((r) => r.startsWith("| 503 + `Retry-After` | `service-unavailable` |"))).toMatch(
       /`MAX_CONCURRENT_UPLOADS` .*`MAX_CONCURRENT_UPLOADS_PER_WORKSPACE`/,

@@ -1,7 +1,7 @@
 // The README's walkthrough, run as it stands: the bash block between the walkthrough markers is
 // extracted, both services start on the embedded defaults (a fresh DATA_DIR, free ports), and
 // the script runs against them with bash. It must exit 0 and print what its comments promise.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import MarkdownIt from "markdown-it";
@@ -61,7 +61,6 @@ describe("README walkthrough", () => {
 
   afterAll(async () => {
     await Promise.all([stop(media), stop(management)]);
-    rmSync(path.join(ROOT, "avatar.png"), { force: true });
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -85,9 +84,18 @@ describe("README walkthrough", () => {
       expect.stringMatching(/^content-type: image\/png\r?$/i),
       expect.stringMatching(/^x-cache: MISS\r?$/i),
       expect.stringMatching(/^x-cache: HIT\r?$/i),
-      expect.stringMatching(/^avatar\.png: \d+ bytes$/),
+      expect.stringMatching(/^avatar\.png: \d+ bytes in \S+$/),
     ]);
-    const avatar = await sharp(path.join(ROOT, "avatar.png")).metadata();
+    // Written to a temporary folder, never into the repository.
+    const out = /in (\S+)$/.exec(lines[lines.length - 1]!)![1]!;
+    expect(path.resolve(out).startsWith(path.resolve(tmpdir()))).toBe(true);
+    expect(existsSync(path.join(ROOT, "avatar.png"))).toBe(false);
+    const avatar = await sharp(path.join(out, "avatar.png")).metadata();
     expect([avatar.format, avatar.width, avatar.height, avatar.hasAlpha]).toEqual(["png", 256, 256, true]);
+    rmSync(out, { recursive: true, force: true });
+    // The asset is in the workspace the library's development sign-in opens by default.
+    const token = (await runBash("pnpm -s run token --workspace default", { ...env })).stdout.trim();
+    const listed = await fetch(`${management!.url}/v1/assets`, { headers: { Authorization: `Bearer ${token}` } });
+    expect(((await listed.json()) as { assets: { id: string }[] }).assets.map((a) => a.id)).toContain(id);
   }, 120_000);
 });

@@ -13,7 +13,18 @@ export const settings = {
   devSignIn: meta("dev-sign-in") === "true",
   /** The management API: the page's own origin. */
   apiUrl: window.location.origin,
+  /** The deployment signs media URLs: every one the page shows comes from POST /v1/media-urls/sign-batch. */
+  mediaSigned: meta("media-signed") === "true",
+  /** Uploads one workspace may have in flight (the upload queue's size). */
+  uploadConcurrency: positive(meta("upload-concurrency"), 4),
+  /** The server's upload size cap. */
+  maxUploadBytes: positive(meta("max-upload-bytes"), 50 * 1024 * 1024),
 };
+
+function positive(value: string | null, fallback: number): number {
+  const n = Number(value);
+  return Number.isSafeInteger(n) && n > 0 ? n : fallback;
+}
 
 /** sessionStorage: the token lives as long as the tab, never in a URL or a cookie. */
 const TOKEN_KEY = "media-library-token";

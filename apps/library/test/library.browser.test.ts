@@ -1,168 +1,111 @@
 /**
  * The media library in headless Chromium (Debian's /usr/bin/chromium, or CHROMIUM_PATH) against
- * both services started as `pnpm start` starts them, in embedded mode on free ports: sign-in,
- * drag-and-drop upload, search, tags, focal point, the URL studio, trash and restore, plus
- * accessibility (axe-core), both widths, the Content-Security-Policy and third-party requests.
- * A failing step leaves a screenshot in test-artifacts/library/.
- * LIBRARY_SCREENSHOTS=<folder> also saves the documentation screenshots there.
+ * both services started as `pnpm start` starts them, in embedded mode on free ports, without URL
+ * signing (library.signed.browser.test.ts runs the signed deployment): sign-in, a batch of 50
+ * files through the upload queue (with the server busy part of the time), search, tags, focal
+ * point, the URL studio, multi-select and bulk actions, the trash with its thumbnails, and the
+ * first view of a 200-asset grid. axe-core on every view; a screenshot of every view in
+ * test-artifacts/library/ (and of a failing step). LIBRARY_SCREENSHOTS=<folder> also saves the
+ * documentation screenshots there.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
+import http from "node:http";
 import path from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
-import { buildLibrary } from "../../../scripts/library-build";
-import { CHROMIUM, launchChromium } from "../../../test/support/chromium";
-import { freePort } from "../../../test/support/net";
+import sharp from "sharp";
+import {
+  ARTIFACTS,
+  apiUpload,
+  axeViolations,
+  corpus,
+  devToken,
+  dropFiles,
+  imagesLoaded,
+  noHorizontalOverflow,
+  root,
+  shoot,
+  signIn,
+  startStack,
+  step as runStep,
+  type Stack,
+} from "./support/library-stack";
 
-const root = path.resolve(__dirname, "../../..");
-const CORPUS = path.resolve(root, "../shared/fixtures/corpus/sharp");
-const ARTIFACTS = path.join(root, "test-artifacts", "library");
 const DOC_SHOTS = process.env.LIBRARY_SCREENSHOTS ? path.resolve(root, process.env.LIBRARY_SCREENSHOTS) : null;
 const WORKSPACE = "browser-test";
+/** The test's upload cap: a file above it is refused before a byte is sent. */
+const MAX_UPLOAD_BYTES = 3 * 1024 * 1024;
+/** Words that belong in developer documentation, not in the studio's tooltips. */
+const DEVELOPER_WORDS = /Extension|spec\b|MEDIA_|PATCH|\/v1\/|libvips|SSIMULACRA|maxDimension|safety cap/;
 
-if (!fs.existsSync(CORPUS)) throw new Error(`the image corpus is missing: ${CORPUS}`);
-if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed (apt-get install chromium)`);
-
-const corpus = (name: string): Buffer => fs.readFileSync(path.join(CORPUS, name));
-
-async function waitReady(url: string, child: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + 45_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`service exited (${child.exitCode}): ${log()}`);
-    const ok = await fetch(`${url}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${url} not ready in 45 s: ${log()}`);
-}
-
-let dataDir: string;
-let management: string;
-let media: string;
-const children: ChildProcess[] = [];
-let context: BrowserContext;
-let page: Page;
-const requests: string[] = [];
-const consoleErrors: string[] = [];
-
-/** Runs one part of the journey; on failure keeps a screenshot of the page as it was. */
-async function step(name: string, body: () => Promise<void>): Promise<void> {
-  try {
-    await body();
-  } catch (error) {
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true }).catch(() => undefined);
-    throw error;
-  }
-}
-
-async function axeViolations(): Promise<string[]> {
-  // Evaluated through the DevTools protocol, which the page's script-src does not govern.
-  const source = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
-  await page.evaluate(source);
-  const results = await page.evaluate(async () => {
-    const axe = (
-      globalThis as unknown as {
-        axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
-      }
-    ).axe;
-    return (await axe.run()).violations;
-  });
-  return results
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
-}
-
-async function noHorizontalOverflow(): Promise<void> {
-  const [scroll, inner] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
-  expect(scroll).toBeLessThanOrEqual(inner);
-}
+let stack: Stack;
+const step = (name: string, body: () => Promise<void>) => runStep(stack, name, body);
 
 beforeAll(async () => {
-  buildLibrary({ quiet: true });
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "library-browser-"));
-  const [managementPort, mediaPort] = [await freePort(), await freePort()];
-  management = `http://127.0.0.1:${managementPort}`;
-  media = `http://127.0.0.1:${mediaPort}`;
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
-  Object.assign(env, {
-    DATA_DIR: dataDir,
-    HOST: "127.0.0.1",
-    MANAGEMENT_PORT: String(managementPort),
-    MEDIA_PORT: String(mediaPort),
-    MEDIA_PUBLIC_URL: media,
-    LOG_LEVEL: "warn",
-  });
-  for (const [entry, url] of [
-    ["services/management/src/index.ts", management],
-    ["services/media/src/index.ts", media],
-  ] as const) {
-    let output = "";
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(root, entry)], {
-      cwd: root,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stdout!.on("data", (c: Buffer) => (output = (output + c.toString()).slice(-4000)));
-    child.stderr!.on("data", (c: Buffer) => (output = (output + c.toString()).slice(-4000)));
-    children.push(child);
-    await waitReady(url, child, () => output);
-  }
-  context = await launchChromium("library", { viewport: { width: 1280, height: 800 } });
-
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on("request", (r) => requests.push(r.url()));
-  page.on("console", (m) => {
-    if (m.type() === "error") consoleErrors.push(m.text());
-  });
-  page.on("pageerror", (e) => consoleErrors.push(e.message));
-  // Every Content-Security-Policy violation, counted in the page (an init script is not a page script).
-  await context.addInitScript(() => {
-    const w = globalThis as unknown as { cspViolations: string[] };
-    w.cspViolations = [];
-    document.addEventListener("securitypolicyviolation", (e) =>
-      w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`),
-    );
-  });
-  page.on("dialog", (d) => void d.accept());
-}, 120_000);
+  stack = await startStack("unsigned", { MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES) });
+}, 240_000);
 
 afterAll(async () => {
-  await context?.close().catch(() => undefined);
-  for (const child of children) if (child.exitCode === null) child.kill("SIGTERM");
-  await Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once("exit", r)))));
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  await stack?.stop();
 }, 30_000);
 
-/** Drops files on the drop zone as a user's drag and drop does (a DataTransfer of Files). */
-async function dropFiles(files: { name: string; type: string; bytes: Buffer }[]): Promise<void> {
-  const transfer = await page.evaluateHandle(
-    (list) => {
-      const dt = new DataTransfer();
-      for (const f of list) {
-        const bytes = Uint8Array.from(atob(f.base64), (c) => c.charCodeAt(0));
-        dt.items.add(new File([bytes], f.name, { type: f.type }));
-      }
-      return dt;
-    },
-    files.map((f) => ({ name: f.name, type: f.type, base64: f.bytes.toString("base64") })),
+const cards = () => stack.page.locator(".grid .card");
+
+/** Distinct small PNGs (one colour each): a batch as a camera card would give, only smaller. */
+function tiles(count: number): Promise<{ name: string; type: string; bytes: Buffer }[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) => ({
+      name: `tile-${String(i).padStart(2, "0")}.png`,
+      type: "image/png",
+      bytes: await sharp({
+        create: { width: 48, height: 32, channels: 3, background: { r: (i * 37) % 256, g: (i * 91) % 256, b: i * 5 } },
+      })
+        .png()
+        .toBuffer(),
+    })),
   );
-  await page.dispatchEvent('[data-testid="drop-zone"]', "drop", { dataTransfer: transfer });
 }
 
-const cards = () => page.locator(".grid .card");
+/**
+ * Holds `count` of the workspace's upload slots with uploads that send their headers and then
+ * nothing, as slow phones on the same account do; released by destroying the sockets.
+ */
+async function holdUploadSlots(count: number, token: string): Promise<() => void> {
+  const url = new URL(`${stack.management}/v1/assets/upload`);
+  const held: http.ClientRequest[] = [];
+  for (let i = 0; i < count; i++) {
+    const req = http.request({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: "POST",
+      headers: {
+        Authorization: `Bearer ${token}`,
+        "Content-Type": "multipart/form-data; boundary=held",
+        "Content-Length": "100000",
+      },
+    });
+    req.on("error", () => undefined);
+    req.write('--held\r\nContent-Disposition: form-data; name="file"; filename="slow.png"\r\n\r\n');
+    held.push(req);
+  }
+  // The server counts a slot from the request's arrival: wait until the held ones are in.
+  await new Promise((r) => setTimeout(r, 500));
+  return () => held.forEach((r) => r.destroy());
+}
 
-it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashes and restores", async () => {
+it("signs in, uploads a batch, edits, builds URLs, selects in bulk, trashes and restores", async () => {
+  const { page, management, media } = stack;
   let harbourId = "";
+  const statuses: number[] = [];
+  page.on("response", (r) => {
+    if (r.url().endsWith("/v1/assets/upload")) statuses.push(r.status());
+  });
 
   await step("sign-in", async () => {
     const response = await page.goto(`${management}/library`);
     expect(response?.status()).toBe(200);
     expect(response?.headers()["content-security-policy"]).toContain("script-src 'self'");
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(stack, "sign-in");
     await page.getByLabel("Workspace").fill(WORKSPACE);
     await page.getByRole("button", { name: "Sign in as developer" }).click();
     await page.getByRole("heading", { name: "Library", exact: true }).waitFor();
@@ -171,33 +114,56 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     expect(page.url()).not.toContain("ey");
   });
 
-  await step("upload", async () => {
-    await dropFiles([
+  await step("upload-batch", async () => {
+    // 50 files at once, while two other uploads of the workspace hold two of its four slots.
+    const token = (await page.evaluate(() => sessionStorage.getItem("media-library-token")))!;
+    const release = await holdUploadSlots(2, token);
+    const files = [
       { name: "Landscape_1.jpg", type: "image/jpeg", bytes: corpus("Landscape_1.jpg") },
-      { name: "flowers.jpeg", type: "image/jpeg", bytes: corpus("flowers.jpeg") },
+      ...(await tiles(46)),
       { name: "corrupt-header.jpg", type: "image/jpeg", bytes: corpus("corrupt-header.jpg") },
-    ]);
-    await page.locator('.upload-item[data-state="done"]').nth(1).waitFor();
-    const refused = page.locator('.upload-item[data-state="refused"]');
-    await refused.waitFor();
-    expect(await page.locator('.upload-item[data-state="uploading"]').count()).toBe(0);
-    // The server's problem detail, as sent.
-    expect(await refused.locator(".error").textContent()).toMatch(/^Refused: .+/);
-    expect(await page.locator("#total-progress").getAttribute("value")).toBe(
-      await page.locator("#total-progress").getAttribute("max"),
-    );
-    await expect(cards()).toHaveCountEventually(2);
-    await expect(page.getByTestId("count")).toHaveTextEventually("2 assets");
-    // Each card shows its thumbnail from the media service.
-    await page.waitForFunction(() =>
-      [...document.querySelectorAll<HTMLImageElement>(".grid img.image")].every(
-        (i) => i.complete && i.naturalWidth > 0,
-      ),
-    );
-    expect(await axeViolations()).toEqual([]);
+      { name: "notes.txt", type: "text/plain", bytes: Buffer.from("shopping list\n") },
+      { name: "huge-scan.jpg", type: "image/jpeg", bytes: Buffer.alloc(MAX_UPLOAD_BYTES + 1024 * 1024, 0xff) },
+    ];
+    expect(files).toHaveLength(50);
+    await dropFiles(page, files);
+    const summary = page.getByTestId("upload-summary");
+    // The queue never sends more than the server's limit; the busy answers make files wait, not fail.
+    await expect(summary).toHaveTextEventually(/waiting/);
+    await shoot(stack, "upload-in-progress");
+    await page.waitForTimeout(2500);
+    release();
+    await expect(summary).toHaveTextEventually("47 of 50 files uploaded · 3 not uploaded", 90_000);
+    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(47);
+    // The total counts files finished, not bytes.
+    expect(await page.getByTestId("upload-total").getAttribute("value")).toBe("50");
+    expect(await page.getByTestId("upload-total").getAttribute("max")).toBe("50");
+    // Each refusal says what happened and what to do.
+    const reason = (name: string) =>
+      page.locator(".upload-item", { hasText: name }).locator(".upload-failure").textContent();
+    expect(await reason("notes.txt")).toMatch(/^Format not supported: TXTSave or export it as JPEG, PNG/);
+    expect(await reason("huge-scan.jpg")).toMatch(/^File too large: 4\.0 MBFiles can be up to 3\.0 MB/);
+    expect(await reason("corrupt-header.jpg")).toMatch(/^Image is damaged or incompleteOpen it in an image editor/);
+    // Besides the busy answers, one answer per file sent: the oversized file never left the browser.
+    expect(statuses.filter((s) => s !== 503).sort()).toEqual([...Array(47).fill(201), 415, 422]);
+    await expect(page.getByTestId("count")).toHaveTextEventually("47 assets");
+    const listed = await fetch(`${management}/v1/assets?limit=1`, { headers: { Authorization: `Bearer ${token}` } });
+    expect(((await listed.json()) as { count: number }).count).toBe(47);
+    expect(await axeViolations(page)).toEqual([]);
+    await page.evaluate(() => document.querySelector(".upload-list")?.scrollTo(0, 1e6));
+    await shoot(stack, "upload-list");
+    // Clear finished: the list goes, the grid comes back up.
+    await page.getByRole("button", { name: "Clear finished" }).click();
+    expect(await page.locator(".upload-item").count()).toBe(0);
+    await imagesLoaded(page);
+    await shoot(stack, "grid");
   });
 
   await step("edit-title-and-tags", async () => {
+    // The first file of the batch: the oldest, past the first page; found by its name.
+    await page.getByLabel("Search").fill("Landscape");
+    await expect(cards()).toHaveCountEventually(1);
     await page.locator('.card a[aria-label="Landscape_1.jpg"]').click();
     await page.getByRole("heading", { name: "Landscape_1.jpg" }).waitFor();
     harbourId = /#\/assets\/([0-9a-f-]+)/.exec(page.url())![1]!;
@@ -208,7 +174,8 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     await page.getByLabel("Tags (comma-separated)").press("Enter");
     await page.locator(".status", { hasText: "Tags saved" }).waitFor();
     expect(await page.locator("ul.tags li").allTextContents()).toEqual(["boats", "evening"]);
-    expect(await axeViolations()).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(stack, "asset-page");
   });
 
   await step("search", async () => {
@@ -218,10 +185,10 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     await expect(cards()).toHaveCountEventually(1);
     expect(await cards().locator(".title").textContent()).toBe("Harbour at dusk");
     await page.getByLabel("Search").fill("");
-    await page.getByLabel("Tag").fill("evening");
+    await page.getByLabel("Tag", { exact: true }).fill("evening");
     await expect(page.getByTestId("count")).toHaveTextEventually("1 asset");
-    await page.getByLabel("Tag").fill("");
-    await expect(cards()).toHaveCountEventually(2);
+    await page.getByLabel("Tag", { exact: true }).fill("");
+    await expect(page.getByTestId("count")).toHaveTextEventually("47 assets");
   });
 
   await step("focal-point", async () => {
@@ -249,11 +216,70 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     await expect(page.locator("figcaption")).toHaveTextEventually(/now 0\.9, 0\.25/);
   });
 
-  await step("studio", async () => {
+  await step("studio-opens-working", async () => {
     await page.getByRole("link", { name: "Open in URL studio" }).click();
     await page.getByRole("heading", { name: "URL studio" }).waitFor();
-    await page.getByLabel("Transformation").selectOption("resize");
+    // A working first step (the original is 600 px wide: its own width), never an error.
+    const facts = page.getByTestId("preview-facts");
+    await expect(facts).toHaveTextEventually(/^MISS · 600 × 450 px · image\/jpeg/);
+    expect(await page.getByTestId("media-url").textContent()).toBe(`${media}/resize:width=600/${harbourId}.jpg`);
+    expect(await page.getByTestId("preview-problem").count()).toBe(0);
+    await expect(page.getByTestId("url-facts")).toHaveTextEventually(/Size600 × 450 pxFormatJPEG/);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(stack, "studio", { fullPage: true });
+    if (DOC_SHOTS) await page.screenshot({ path: path.join(DOC_SHOTS, "studio.png") });
+  });
+
+  await step("studio-help-and-defaults", async () => {
+    // Every parameter of every step has one tooltip, written for users.
+    const names = await page
+      .getByLabel("Transformation")
+      .locator("option")
+      .evaluateAll((o) => o.map((x) => (x as HTMLOptionElement).value));
+    for (const name of names) {
+      await page.getByLabel("Transformation").selectOption(name);
+      await page.getByRole("button", { name: "Add step" }).click();
+      const added = page.locator(`.step[data-step="${name}"]`).last();
+      expect(await added.locator(".hint").textContent()).not.toMatch(DEVELOPER_WORDS);
+      const params = await added.locator(".param").count();
+      for (const range of await added.locator('[data-testid="param-range"]').allTextContents())
+        expect(range).not.toMatch(DEVELOPER_WORDS);
+      const tips = await added.locator('[data-testid="param-tip"]').allTextContents();
+      expect(tips).toHaveLength(params);
+      for (const tip of tips) {
+        expect(tip.length).toBeGreaterThan(10);
+        expect(tip).not.toMatch(DEVELOPER_WORDS);
+      }
+      await added.getByRole("button", { name: /^Remove/ }).click();
+    }
+    // The real default of an unset quality: the encoder's for the output format.
+    await page.getByLabel("Transformation").selectOption("format");
     await page.getByRole("button", { name: "Add step" }).click();
+    const format = page.locator('.step[data-step="format"]');
+    const quality = format.locator('.param[data-param="quality"]');
+    await format.getByLabel("type", { exact: true }).selectOption("webp");
+    expect(await quality.getByTestId("param-range").textContent()).toContain("default 80");
+    expect(await quality.getByLabel("quality value").inputValue()).toBe("80");
+    await format.getByLabel("type", { exact: true }).selectOption("jpeg");
+    expect(await quality.getByTestId("param-range").textContent()).toContain("default 82");
+    // quality=auto, then back to a number.
+    await format.getByLabel("type", { exact: true }).selectOption("webp");
+    await format.getByLabel("Set quality").check();
+    const kind = format.getByLabel("quality kind", { exact: true });
+    expect(await kind.locator("option").allTextContents()).toEqual(["a number", "auto"]);
+    await kind.selectOption("auto");
+    const url = page.getByTestId("media-url");
+    const chain = `${media}/resize:width=600/format:type=webp`;
+    // quality=auto encodes up to four times: a loaded machine takes its time.
+    await expect(url).toHaveTextEventually(`${chain}:quality=auto/${harbourId}.jpg`, 60_000);
+    await expect(page.getByTestId("preview-facts")).toHaveTextEventually(/^MISS · 600 × 450 px · image\/webp/);
+    await kind.selectOption({ label: "a number" });
+    await format.getByLabel("quality value").fill("60");
+    await expect(url).toHaveTextEventually(`${chain}:quality=60/${harbourId}.jpg`);
+    await format.getByRole("button", { name: /^Remove/ }).click();
+  });
+
+  await step("studio-chain", async () => {
     await page.getByLabel("width value").fill("200");
     await page.getByLabel("Transformation").selectOption("grayscale");
     await page.getByRole("button", { name: "Add step" }).click();
@@ -282,63 +308,160 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     await expect(facts).toHaveTextEventually(/^MISS · 201 × 15[01] px/);
     await page.getByLabel("width value").fill("200");
     await expect(facts).toHaveTextEventually(/^HIT · 200 × 150 px/);
-    expect(await axeViolations()).toEqual([]);
-    if (DOC_SHOTS) {
-      await page.evaluate(() => window.scrollTo(0, 0));
-      await page.screenshot({ path: path.join(DOC_SHOTS, "studio.png") });
-    }
-    // A value the service refuses: its problem detail next to the parameter it names.
+  });
+
+  await step("studio-errors-inline", async () => {
+    // A value the service refuses: its problem next to the parameter, and no link to copy.
     await page.getByLabel("width value").fill("0");
     const error = page.locator('.step[data-step="resize"] .param[data-param="width"] [data-testid="param-error"]');
     await error.waitFor();
     expect(await error.textContent()).toMatch(/^"0" is below the allowed range/);
+    await expect(page.getByTestId("media-url-pending")).toHaveTextEventually("No link while the steps have an error.");
+    expect(await page.getByTestId("media-url").count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Copy link" }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Copy snippet" }).count()).toBe(0);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(stack, "studio-error", { fullPage: true });
   });
 
-  await step("studio-quality-auto", async () => {
-    // A quality takes auto besides the numbers: chosen in the studio, quality=auto is in the URL.
-    await page.getByLabel("width value").fill("200");
-    await page.getByLabel("Transformation").selectOption("format");
-    await page.getByRole("button", { name: "Add step" }).click();
-    const format = page.locator('.step[data-step="format"]');
-    await format.getByLabel("type", { exact: true }).selectOption("webp");
-    await format.getByLabel("Set quality").check();
-    const kind = format.getByLabel("quality kind", { exact: true });
-    expect(await kind.locator("option").allTextContents()).toEqual(["a number", "auto"]);
-    await kind.selectOption("auto");
-    const url = page.getByTestId("media-url");
-    const chain = `${media}/resize:width=200/grayscale/format:type=webp`;
-    await expect(url).toHaveTextEventually(`${chain}:quality=auto/${harbourId}.jpg`);
-    await expect(page.getByTestId("preview-facts")).toHaveTextEventually(/^MISS · 200 × 150 px · image\/webp/);
-    expect(await format.getByLabel("quality value").isDisabled()).toBe(true);
-    // Back to a number, typed in.
-    await kind.selectOption({ label: "a number" });
-    await format.getByLabel("quality value").fill("60");
-    await expect(url).toHaveTextEventually(`${chain}:quality=60/${harbourId}.jpg`);
-    expect(await axeViolations()).toEqual([]);
+  await step("studio-srcset-truth", async () => {
+    // Without the resize: the original is 600 px wide, so 640, 960, 1280 and 1920 all give 600.
+    await page
+      .locator('.step[data-step="resize"]')
+      .getByRole("button", { name: /^Remove/ })
+      .click();
+    await expect(page.locator(".step")).toHaveCountEventually(1);
+    const snippet = page.getByTestId("srcset");
+    await snippet.waitFor();
+    await expect(snippet).toHaveTextEventually(/ 600w"/);
+    const text = (await snippet.textContent())!;
+    expect([...text.matchAll(/ (\d+)w/g)].map((m) => m[1])).toEqual(["320", "600"]);
+    expect(text).toContain(`${media}/grayscale/resize:width=320/${harbourId}.jpg 320w`);
+    expect(text).toContain(`${media}/grayscale/resize:width=640/${harbourId}.jpg 600w`);
+    // No step at all: the original.
+    await page
+      .locator('.step[data-step="grayscale"]')
+      .getByRole("button", { name: /^Remove/ })
+      .click();
+    await expect(page.getByTestId("media-url")).toHaveTextEventually(`${media}/original/${harbourId}.jpg`);
+    await expect(page.getByTestId("preview-facts")).toHaveTextEventually(/ · 600 × 450 px · image\/jpeg/);
   });
 
-  await step("trash-and-restore", async () => {
-    await page.goto(`${management}/library#/assets/${harbourId}`);
-    await page.getByRole("button", { name: "Move to trash" }).click();
+  await step("bulk-select-and-tag", async () => {
+    await page.goto(`${management}/library#/`);
+    await expect(cards()).toHaveCountEventually(40);
+    // Click the first card's box, shift-click the fifth: five selected.
+    await cards().nth(0).getByRole("checkbox").click();
+    await cards()
+      .nth(4)
+      .getByRole("checkbox")
+      .click({ modifiers: ["Shift"] });
+    const bar = page.getByTestId("bulk-bar");
+    await expect(bar.locator("p")).toHaveTextEventually("5 selected");
+    // The keyboard: from the fifth card, right arrow, space: a sixth.
+    await cards().nth(4).locator("a.card-link").focus();
+    await page.keyboard.press("ArrowRight");
+    expect(await page.evaluate(() => document.activeElement?.closest(".card")?.getAttribute("data-asset-id"))).toBe(
+      await cards().nth(5).getAttribute("data-asset-id"),
+    );
+    await page.keyboard.press("Space");
+    await expect(bar.locator("p")).toHaveTextEventually("6 selected");
+    // Down a row and back up: the same column.
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("ArrowUp");
+    expect(await page.evaluate(() => document.activeElement?.closest(".card")?.getAttribute("data-asset-id"))).toBe(
+      await cards().nth(5).getAttribute("data-asset-id"),
+    );
+    const chosen = await page
+      .locator(".grid .card.selected")
+      .evaluateAll((c) => c.map((x) => x.getAttribute("data-asset-id")));
+    expect(chosen).toHaveLength(6);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(stack, "bulk-selection");
+    await bar.getByLabel("Tag", { exact: true }).fill("holiday");
+    await bar.getByRole("button", { name: "Add tag" }).click();
+    await expect(page.getByTestId("bulk-status")).toHaveTextEventually("Tagged: 6 assets");
+    await page.getByLabel("Tag", { exact: true }).fill("holiday");
+    await expect(page.getByTestId("count")).toHaveTextEventually("6 assets");
+    expect((await cards().evaluateAll((c) => c.map((x) => x.getAttribute("data-asset-id")))).sort()).toEqual(
+      [...chosen].sort(),
+    );
+  });
+
+  await step("bulk-collection-and-select-all", async () => {
+    const token = (await page.evaluate(() => sessionStorage.getItem("media-library-token")))!;
+    const created = await fetch(`${management}/v1/asset-collections`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ name: "Holidays" }),
+    });
+    const collectionId = ((await created.json()) as { id: string }).id;
+    await page.reload();
+    await page.getByLabel("Tag", { exact: true }).fill("holiday");
+    await expect(page.getByTestId("count")).toHaveTextEventually("6 assets");
+    // Select all of the current filter, then file them in the collection.
+    await page.getByRole("button", { name: /^Select all/ }).click();
+    const bar = page.getByTestId("bulk-bar");
+    await expect(bar.locator("p")).toHaveTextEventually("6 selected");
+    await bar.getByLabel("Collection").selectOption(collectionId);
+    await bar.getByRole("button", { name: "Move to collection" }).click();
+    await expect(page.getByTestId("bulk-status")).toHaveTextEventually("Moved: 6 assets");
+    const inCollection = await fetch(`${management}/v1/assets?collectionId=${collectionId}`, {
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    expect(((await inCollection.json()) as { count: number }).count).toBe(6);
+  });
+
+  let trashedIds: string[] = [];
+  await step("bulk-trash-with-thumbnails", async () => {
+    // Select all 6 again and move them to the trash.
+    await page.getByRole("button", { name: /^Select all/ }).click();
+    const bar = page.getByTestId("bulk-bar");
+    await expect(bar.locator("p")).toHaveTextEventually("6 selected");
+    trashedIds = await cards().evaluateAll((c) => c.map((x) => x.getAttribute("data-asset-id")!));
+    const publicUrl = (await cards().nth(0).locator("img.image").getAttribute("src"))!.split("?")[0]!;
+    expect((await fetch(publicUrl)).status).toBe(200);
+    await bar.getByRole("button", { name: "Move to trash" }).click();
+    await expect(page.getByTestId("bulk-status")).toHaveTextEventually("Moved to the trash: 6 assets");
+    await expect(page.getByTestId("count")).toHaveTextEventually("0 assets");
+    // The public media URL of a trashed asset answers 404.
+    expect((await fetch(publicUrl)).status).toBe(404);
+    await page.getByRole("link", { name: "Trash" }).click();
     await page.getByRole("heading", { name: "Trash", exact: true }).waitFor();
-    await expect(cards()).toHaveCountEventually(1);
-    await page.getByRole("button", { name: "Restore Harbour at dusk" }).click();
+    await expect(cards()).toHaveCountEventually(6);
+    // Real thumbnails, rendered by the API for the signed-in owner.
+    await imagesLoaded(page, ".grid img.image", 6);
+    const sizes = await page
+      .locator(".grid img.image")
+      .evaluateAll((imgs) =>
+        imgs.map((i) => [(i as HTMLImageElement).src.slice(0, 5), (i as HTMLImageElement).naturalWidth]),
+      );
+    expect(sizes).toEqual(Array(6).fill(["blob:", 256]));
+    expect((await fetch(`${management}/v1/assets/${trashedIds[0]}/trash-thumbnail`)).status).toBe(401);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot(stack, "trash");
+  });
+
+  await step("bulk-restore", async () => {
+    await cards().nth(0).getByRole("checkbox").click();
+    await cards()
+      .nth(5)
+      .getByRole("checkbox")
+      .click({ modifiers: ["Shift"] });
+    await page.getByTestId("bulk-bar").getByRole("button", { name: "Restore selected" }).click();
+    await expect(page.getByTestId("bulk-status")).toHaveTextEventually("Restored: 6 assets");
     await expect(cards()).toHaveCountEventually(0);
     await page.getByRole("link", { name: "Library", exact: true }).click();
-    await expect(cards()).toHaveCountEventually(2);
+    await expect(page.getByTestId("count")).toHaveTextEventually("47 assets");
     if (DOC_SHOTS) {
-      await page.waitForFunction(() =>
-        [...document.querySelectorAll<HTMLImageElement>(".grid img.image")].every(
-          (i) => i.complete && i.naturalWidth > 0,
-        ),
-      );
+      await imagesLoaded(page);
       await page.waitForTimeout(500);
       await page.screenshot({ path: path.join(DOC_SHOTS, "library.png") });
     }
   });
 
   await step("duplicate-warning", async () => {
-    await dropFiles([{ name: "again.jpg", type: "image/jpeg", bytes: corpus("Landscape_1.jpg") }]);
+    await dropFiles(page, [{ name: "again.jpg", type: "image/jpeg", bytes: corpus("Landscape_1.jpg") }]);
     const duplicate = page.locator(".upload-item", { hasText: "again.jpg" }).locator(".duplicates img");
     await duplicate.waitFor();
     expect(await duplicate.getAttribute("alt")).toBe("Existing asset Harbour at dusk");
@@ -346,17 +469,17 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
       const img = document.querySelector<HTMLImageElement>(".duplicates img");
       return img !== null && img.complete && img.naturalWidth === 256;
     });
-    await expect(cards()).toHaveCountEventually(3);
+    await expect(page.getByTestId("count")).toHaveTextEventually("48 assets");
   });
 
   await step("widths", async () => {
     for (const width of [375, 1440]) {
       await page.setViewportSize({ width, height: 800 });
-      for (const hash of ["#/", `#/assets/${harbourId}`, `#/assets/${harbourId}/studio`]) {
+      for (const hash of ["#/", `#/assets/${harbourId}`, `#/assets/${harbourId}/studio`, "#/trash"]) {
         await page.goto(`${management}/library${hash}`);
         await page.locator("h1").first().waitFor();
         await page.waitForLoadState("networkidle");
-        await noHorizontalOverflow();
+        await noHorizontalOverflow(page);
       }
     }
     await page.setViewportSize({ width: 1280, height: 800 });
@@ -370,77 +493,60 @@ it("signs in, uploads, searches, edits, sets a focal point, builds a URL, trashe
     expect(await page.evaluate(() => sessionStorage.getItem("media-library-token"))).toBeNull();
   });
 
-  await step("infinite-scroll", async () => {
-    // 45 assets in a fresh workspace: the grid shows a page of 40, the rest as the end scrolls into view.
-    const { token } = (await (
-      await fetch(`${management}/library/dev-token`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ workspaceId: "browser-scroll" }),
-      })
-    ).json()) as { token: string };
-    const png = corpus("2x2_fdcce6.png");
-    for (let i = 0; i < 45; i++) {
-      const form = new FormData();
-      form.append("file", new Blob([new Uint8Array(png)], { type: "image/png" }), `tile-${i}.png`);
-      const res = await fetch(`${management}/v1/assets/upload`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${token}` },
-        body: form,
-      });
-      expect(res.status).toBe(201);
-    }
-    await page.goto(`${management}/library#/`);
-    await page.getByLabel("Workspace").fill("browser-scroll");
-    await page.getByRole("button", { name: "Sign in as developer" }).click();
-    await expect(page.getByTestId("count")).toHaveTextEventually("45 assets");
-    expect(await cards().count()).toBe(40);
-    await page.locator(".sentinel").scrollIntoViewIfNeeded();
-    await expect(cards()).toHaveCountEventually(45);
-    expect(await page.getByRole("button", { name: "Load more" }).count()).toBe(0);
-  });
-
   // Only the two services (and data:/blob: URLs the page makes itself); no policy violations.
-  const foreign = requests.filter(
+  const foreign = stack.requests.filter(
     (u) => !u.startsWith(`${management}/`) && !u.startsWith(`${media}/`) && !/^(data|blob):/.test(u),
   );
   expect(foreign).toEqual([]);
   expect(await page.evaluate(() => (globalThis as unknown as { cspViolations: string[] }).cspViolations)).toEqual([]);
-  expect(consoleErrors.filter((e) => !/401|Unauthorized|status of 4\d\d/.test(e))).toEqual([]);
-}, 90_000);
+  expect(stack.consoleErrors.filter((e) => !/401|Unauthorized|status of (4\d\d|503)/.test(e))).toEqual([]);
+}, 300_000);
 
-// Polling matchers: the page updates after debounces and network round trips.
-declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace
-  namespace jest {
-    interface Matchers<R> {
-      toHaveCountEventually(count: number): Promise<R>;
-      toHaveTextEventually(text: string | RegExp): Promise<R>;
-    }
+it("shows the first screen of a 200-asset grid within the budget, then scrolls through the rest", async () => {
+  const { page, management } = stack;
+  // 200 assets in a fresh workspace, uploaded four at a time (the workspace's limit).
+  const token = await devToken(stack, "browser-200");
+  const png = corpus("2x2_fdcce6.png");
+  for (let i = 0; i < 200; i += 4) {
+    await Promise.all([0, 1, 2, 3].map((j) => apiUpload(stack, token, `tile-${i + j}.png`, png)));
   }
-}
-
-async function poll<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  let value = await read();
-  while (!ok(value) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100));
-    value = await read();
-  }
-  return value;
-}
-
-expect.extend({
-  async toHaveCountEventually(locator: { count(): Promise<number> }, count: number) {
-    const seen = await poll(
-      () => locator.count(),
-      (n) => n === count,
+  await signIn(stack, "browser-200");
+  // The first view, measured as a person waits for it: a fresh load until every thumbnail in the
+  // viewport has its pixels (ms since the navigation started, by the page's own clock). Once
+  // with every thumbnail rendered for the first time (MISS), then as any later visitor sees it:
+  // the media service's cache warm, the browser's cache off.
+  const firstView = async (): Promise<number> => {
+    await page.goto("about:blank");
+    await page.goto(`${management}/library#/`);
+    return page.evaluate(
+      () =>
+        new Promise<number>((resolve) => {
+          const check = () => {
+            const inView = [...document.querySelectorAll<HTMLImageElement>(".grid img.image")].filter(
+              (i) => i.getBoundingClientRect().top < window.innerHeight,
+            );
+            if (inView.length > 0 && inView.every((i) => i.complete && i.naturalWidth > 0)) resolve(performance.now());
+            else requestAnimationFrame(check);
+          };
+          check();
+        }),
     );
-    return { pass: seen === count, message: () => `expected ${count} elements, saw ${seen}` };
-  },
-  async toHaveTextEventually(locator: { textContent(): Promise<string | null> }, text: string | RegExp) {
-    const matches = (s: string | null) => (typeof text === "string" ? (s ?? "").trim() === text : text.test(s ?? ""));
-    const seen = await poll(() => locator.textContent(), matches);
-    return { pass: matches(seen), message: () => `expected text ${String(text)}, saw ${JSON.stringify(seen)}` };
-  },
-});
+  };
+  const cdp = await stack.context.newCDPSession(page);
+  await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
+  const cold = await firstView();
+  const warm = await firstView();
+  await cdp.send("Network.setCacheDisabled", { cacheDisabled: false });
+  await expect(page.getByTestId("count")).toHaveTextEventually("200 assets");
+  expect(await page.locator(".grid .card").count()).toBe(40);
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const figures = { assets: 200, coldMs: Math.round(cold), warmMs: Math.round(warm) };
+  fs.writeFileSync(path.join(ARTIFACTS, "first-view.json"), JSON.stringify(figures));
+  console.log(`first view of a 200-asset grid: ${JSON.stringify(figures)}`);
+  // The budget is 1.5 s on a quiet machine for the view as visitors see it; a loaded CI machine
+  // gets three times that. The cold view renders 40 thumbnails at once: reported, not asserted.
+  expect(warm).toBeLessThan(4500);
+  await shoot(stack, "grid-200");
+  await page.locator(".sentinel").scrollIntoViewIfNeeded();
+  await expect(page.locator(".grid .card")).toHaveCountEventually(80);
+}, 240_000);

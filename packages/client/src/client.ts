@@ -23,7 +23,9 @@ import {
   type FacetField,
   type ListIncludeField,
   signMediaUrlResponseSchema,
+  signMediaUrlsResponseSchema,
   type SignMediaUrlResponse,
+  type SignMediaUrlsResponse,
   type ListAssetsResponse,
   type ListCollectionsResponse,
   type patchAssetSchema,
@@ -116,6 +118,8 @@ interface RequestSpec<T> {
   json?: unknown;
   form?: FormData;
   schema?: z.ZodType<T>;
+  /** The success body is bytes (an image), returned as a Blob. */
+  binary?: boolean;
   /** Expected success status. */
   expect: number;
 }
@@ -346,6 +350,30 @@ export class MediaPlatformClient {
     });
   }
 
+  /**
+   * POST /v1/media-urls/sign-batch: many paths at once (a page of a grid). `urls` maps each path of
+   * a live asset of yours to its URL; the others are in `notFound`. Signed URLs carry `expiresAt`.
+   */
+  signMediaUrls(paths: string[], options: { expiresAt?: number } = {}): Promise<SignMediaUrlsResponse> {
+    return this.request({
+      method: "POST",
+      path: "/v1/media-urls/sign-batch",
+      json: { paths, expiresAt: options.expiresAt },
+      schema: signMediaUrlsResponseSchema,
+      expect: 200,
+    });
+  }
+
+  /** GET /v1/assets/:assetId/trash-thumbnail: a 256 x 256 WebP of an asset in the trash (media answers 404 for it). */
+  getTrashThumbnail(assetId: string): Promise<Blob> {
+    return this.request({
+      method: "GET",
+      path: `/v1/assets/${encodeURIComponent(assetId)}/trash-thumbnail`,
+      binary: true,
+      expect: 200,
+    });
+  }
+
   // ------------------------------------------------------------------------------------------
   // Documentation
 
@@ -406,6 +434,7 @@ export class MediaPlatformClient {
       });
     }
     if (response.status === 204) return undefined as T;
+    if (spec.binary) return (await response.blob()) as T;
     const text = await response.text();
     let json: unknown;
     try {

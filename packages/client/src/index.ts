@@ -16,6 +16,7 @@ export type {
   FacetField,
   ListIncludeField,
   SignMediaUrlResponse,
+  SignMediaUrlsResponse,
   ListCollectionsResponse,
   Problem,
   TransformationStep,

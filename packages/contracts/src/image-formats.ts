@@ -12,6 +12,13 @@ export type AssetFormat = (typeof ASSET_FORMATS)[number];
 export type RasterFormat = Exclude<AssetFormat, "svg">;
 
 /** The format a rendition of an original stored as `format` is encoded in (unless a step says otherwise). */
+/**
+ * The encoder quality a lossy output gets when its URL sets none (`format:type=webp` without
+ * `quality`): what the media service encodes with and what the studio shows as the default.
+ */
+export const DEFAULT_ENCODER_QUALITY = { jpeg: 82, webp: 80, avif: 55 } as const;
+export type LossyFormat = keyof typeof DEFAULT_ENCODER_QUALITY;
+
 export const renditionFormatOf = (format: AssetFormat): RasterFormat => (format === "svg" ? "png" : format);
 
 /** `extensions[0]` is the one the platform writes (e.g. in an asset's example `mediaUrl`). */

@@ -622,25 +622,28 @@ export type BatchResponse = z.infer<typeof batchResponseSchema>;
 /** PUT /v1/assets/:assetId/original: no text fields besides the `file` part. */
 export const replaceFieldsSchema = z.object({}).strict().describe("multipart/form-data: only the required `file` part");
 
+const mediaPathSchema = z
+  .string()
+  .max(2000, "must be at most 2000 characters")
+  .regex(
+    /^\/[\x21-\x7e]+$/,
+    "must be a media path starting with / (e.g. /thumbnail:size=256/<assetId>.png), printable ASCII without spaces",
+  )
+  .refine((p) => !p.includes("?") && !p.includes("#"), "must not carry a query or fragment: expiresAt adds exp")
+  .describe("Media path as the media service receives it, e.g. /resize:width=800/<assetId>.jpg");
+
+const signExpirySchema = z
+  .number()
+  .int("must be whole unix seconds")
+  .positive("must be whole unix seconds")
+  .optional()
+  .describe(
+    "Unix seconds after which the signed URL answers 403 (covered by the signature); absent: the server's MEDIA_URL_LIFETIME_SECONDS applies",
+  );
+
 /** POST /v1/media-urls/sign: a media path of one of the caller's assets, to be signed server-side. */
 export const signMediaUrlRequestSchema = z
-  .object({
-    path: z
-      .string()
-      .max(2000, "must be at most 2000 characters")
-      .regex(
-        /^\/[\x21-\x7e]+$/,
-        "must be a media path starting with / (e.g. /thumbnail:size=256/<assetId>.png), printable ASCII without spaces",
-      )
-      .refine((p) => !p.includes("?") && !p.includes("#"), "must not carry a query or fragment: expiresAt adds exp")
-      .describe("Media path as the media service receives it, e.g. /resize:width=800/<assetId>.jpg"),
-    expiresAt: z
-      .number()
-      .int("must be whole unix seconds")
-      .positive("must be whole unix seconds")
-      .optional()
-      .describe("Unix seconds after which the signed URL answers 403 (covered by the signature)"),
-  })
+  .object({ path: mediaPathSchema, expiresAt: signExpirySchema })
   .strict()
   .describe("POST /v1/media-urls/sign body");
 export type SignMediaUrlRequest = z.infer<typeof signMediaUrlRequestSchema>;
@@ -654,6 +657,39 @@ export const signMediaUrlResponseSchema = z
   })
   .describe("A media URL of the caller's asset");
 export type SignMediaUrlResponse = z.infer<typeof signMediaUrlResponseSchema>;
+
+/** Most paths one POST /v1/media-urls/sign-batch may name: a page of a grid with its srcset sizes. */
+export const MAX_SIGN_BATCH_PATHS = 500;
+
+/** POST /v1/media-urls/sign-batch: many media paths at once (a page of a grid). */
+export const signMediaUrlsRequestSchema = z
+  .object({
+    paths: z
+      .array(mediaPathSchema)
+      .min(1, "at least one path")
+      .max(MAX_SIGN_BATCH_PATHS, `at most ${MAX_SIGN_BATCH_PATHS} paths`)
+      .describe(`Media paths, 1-${MAX_SIGN_BATCH_PATHS}`),
+    expiresAt: signExpirySchema,
+  })
+  .strict()
+  .describe("POST /v1/media-urls/sign-batch body");
+export type SignMediaUrlsRequest = z.infer<typeof signMediaUrlsRequestSchema>;
+
+export const signMediaUrlsResponseSchema = z
+  .object({
+    urls: z
+      .record(z.string(), z.string().url())
+      .describe("Each path of a live asset of the workspace -> its absolute media URL"),
+    notFound: z.array(z.string()).describe("Paths naming no live asset of the workspace (another's, trashed, none)"),
+    signed: z.boolean().describe("true when the server holds MEDIA_SIGNING_KEY and signed the URLs"),
+    expiresAt: z
+      .number()
+      .int()
+      .nullable()
+      .describe("Unix seconds the signed URLs stop working at (their exp); null: they do not expire, or are unsigned"),
+  })
+  .describe("Media URLs of the caller's assets");
+export type SignMediaUrlsResponse = z.infer<typeof signMediaUrlsResponseSchema>;
 
 /** POST /library/dev-token (embedded authentication only): a token for the development sign-in. */
 export const devTokenRequestSchema = z

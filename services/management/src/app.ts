@@ -5,6 +5,7 @@ import type { TokenVerifier } from "./auth/keys";
 import { requireAuth } from "./auth/middleware";
 import { collectionsRouter } from "./collections/routes";
 import type { AppContext } from "./context";
+import { defaultUploadSettings, uploadsPerWorkspace } from "./config/uploads";
 import { docsRouter } from "./docs";
 import { libraryRouter, type DevSignIn } from "./library/router";
 import { lifecycleRouter } from "./lifecycle/routes";
@@ -70,7 +71,16 @@ export function createApp(deps: AppDeps): Express {
   // The media library app: public static files under a strict Content-Security-Policy; it calls
   // /v1 with the token its user pastes (or, in embedded mode only, the development sign-in's).
   app.use(
-    libraryRouter({ dir: deps.libraryDir ?? null, mediaPublicUrl: deps.mediaPublicUrl, devSignIn: deps.devSignIn }),
+    libraryRouter({
+      dir: deps.libraryDir ?? null,
+      mediaPublicUrl: deps.mediaPublicUrl,
+      devSignIn: deps.devSignIn,
+      mediaSigned: deps.mediaSigningKey !== undefined,
+      uploads: {
+        perWorkspace: uploadsPerWorkspace(deps.uploads ?? defaultUploadSettings()),
+        maxBytes: deps.maxUploadBytes,
+      },
+    }),
   );
 
   // Everything else under /v1: a bearer token, JSON bodies.

@@ -16,8 +16,13 @@ export interface AppContext {
   blobStore: BlobStore;
   log: Logger;
   mediaPublicUrl: string;
-  /** MEDIA_SIGNING_KEY: POST /v1/media-urls/sign signs with it; undefined = URLs stay unsigned. */
+  /** MEDIA_SIGNING_KEY: every media URL the API hands out is signed with it; undefined = URLs stay unsigned. */
   mediaSigningKey?: string;
+  /**
+   * MEDIA_URL_LIFETIME_SECONDS: the exp of every URL the API signs on its own (assets/media-links.ts);
+   * 0 = no exp. Default a day.
+   */
+  mediaUrlLifetimeSeconds?: number;
   maxUploadBytes: number;
   limitInputPixels: number;
   /** KEEP_GPS: keep the GPS position in the asset's exif (default false: left out). */

@@ -7,7 +7,13 @@ import { DomainError, type FieldError, type ImageErrorCode } from "@media-platfo
  * errors an upload can raise are the shared ones of @media-platform/contracts.
  */
 export type ManagementErrorCode =
-  ImageErrorCode | "not-found" | "invalid-input" | "conflict" | "blob-missing" | "invalid-token";
+  | ImageErrorCode
+  | "metadata-removal-failed"
+  | "not-found"
+  | "invalid-input"
+  | "conflict"
+  | "blob-missing"
+  | "invalid-token";
 
 /** No such resource in the caller's workspace (an unknown, foreign or malformed id alike). */
 export class NotFoundError extends DomainError<ManagementErrorCode> {
@@ -56,6 +62,18 @@ export class MissingBlobError extends DomainError<ManagementErrorCode> {
   constructor(detail: string) {
     super(detail);
     this.name = "MissingBlobError";
+  }
+}
+
+/**
+ * An upload whose private metadata (GPS position, serial numbers) could not be taken out of the
+ * stored original: it decoded, so "cannot be decoded" would send its owner after the wrong cause.
+ */
+export class MetadataRemovalError extends DomainError<ManagementErrorCode> {
+  readonly code = "metadata-removal-failed";
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(detail, options);
+    this.name = "MetadataRemovalError";
   }
 }
 

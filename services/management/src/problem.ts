@@ -101,8 +101,15 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
   "undecodable-image": {
     ...IMAGE_PROBLEMS["undecodable-image"],
     when:
-      "an upload that cannot be decoded (truncated or corrupt, no dimensions), whose metadata cannot be rewritten " +
-      "without its GPS position (the stored original is served publicly), or an SVG above 5 MiB or 20000 elements, or not UTF-8",
+      "an upload that cannot be decoded (truncated or corrupt, no dimensions), or an SVG above 5 MiB or 20000 elements, or not UTF-8",
+  },
+  "metadata-removal-failed": {
+    status: 422,
+    type: "metadata-removal-failed",
+    title: "Location data could not be removed",
+    when:
+      "an upload whose GPS position and serial numbers could not be removed from the stored original (it is served " +
+      "publicly), so it is not stored",
   },
   "image-too-large": {
     ...IMAGE_PROBLEMS["image-too-large"],

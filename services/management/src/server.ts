@@ -79,6 +79,7 @@ export async function startManagement(
       verifier,
       mediaPublicUrl: config.mediaPublicUrl,
       mediaSigningKey: config.mediaSigningKey,
+      mediaUrlLifetimeSeconds: config.mediaUrlLifetimeSeconds,
       maxUploadBytes: config.maxUploadBytes,
       limitInputPixels: config.limitInputPixels,
       keepGps: config.keepGps,

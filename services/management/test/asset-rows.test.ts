@@ -1,6 +1,7 @@
 import sharp from "sharp";
 import { liveAssetsByIds } from "../src/assets/rows";
 import { fullTextSearch } from "../src/assets/search";
+import { MediaLinks } from "../src/assets/media-links";
 import { serializeListedAsset } from "../src/assets/serializer";
 import { createTestApp, fixture, PHOTOS, upload, type TestApp } from "./helpers";
 
@@ -81,7 +82,11 @@ describe("the full-text page's rows", () => {
     for (const [i, userTitle] of titles.entries()) {
       const name = PHOTOS[i]!;
       const id = (await upload(t.as(FTS), fixture(name), name)).body.id as string;
-      await t.as(FTS).patch(`/v1/assets/${id}`).send({ userTitle, userTags: ["quay"] }).expect(200);
+      await t
+        .as(FTS)
+        .patch(`/v1/assets/${id}`)
+        .send({ userTitle, userTags: ["quay"] })
+        .expect(200);
       ids.push(id);
     }
     await t.as(FTS).delete(`/v1/assets/${ids[3]}`).expect(204);
@@ -104,7 +109,9 @@ describe("the full-text page's rows", () => {
       expect(res.body).toEqual({
         count: hits.length,
         assets: hits.map((h) => ({
-          ...JSON.parse(JSON.stringify(serializeListedAsset(rowOf.get(h.id)!, "http://media.test"))),
+          ...JSON.parse(
+            JSON.stringify(serializeListedAsset(rowOf.get(h.id)!, new MediaLinks("http://media.test", undefined))),
+          ),
           score: h.score,
         })),
       });

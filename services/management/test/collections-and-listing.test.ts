@@ -1,4 +1,5 @@
 import { encodeCursor } from "../src/assets/cursor";
+import { MediaLinks } from "../src/assets/media-links";
 import { serializeListedAsset } from "../src/assets/serializer";
 import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./helpers";
 
@@ -249,10 +250,14 @@ describe("GET /v1/assets listing", () => {
           ...("format" in query ? { format: query.format, searchText: { contains: query.search } } : {}),
         },
         orderBy:
-          field === "userTitle" ? [{ userTitle: { sort: dir, nulls: "last" } }, { id: dir }] : [{ [field]: dir }, { id: dir }],
+          field === "userTitle"
+            ? [{ userTitle: { sort: dir, nulls: "last" } }, { id: dir }]
+            : [{ [field]: dir }, { id: dir }],
       });
       expect(reference.length).toBeGreaterThan(2);
-      const expected = reference.map((a) => JSON.parse(JSON.stringify(serializeListedAsset(a, "http://media.test"))));
+      const expected = reference.map((a) =>
+        JSON.parse(JSON.stringify(serializeListedAsset(a, new MediaLinks("http://media.test", undefined)))),
+      );
       const served: unknown[] = [];
       let cursor: string | null = null;
       do {
@@ -269,12 +274,18 @@ describe("GET /v1/assets listing", () => {
       expect(served).toEqual(expected);
       // A cursor on the last row: an empty page, still with the count of every match.
       const last = reference[reference.length - 1]!;
-      const v = field === "bytes" ? last.bytes.toString() : field === "userTitle" ? last.userTitle : last[field].toISOString();
+      const v =
+        field === "bytes" ? last.bytes.toString() : field === "userTitle" ? last.userTitle : last[field].toISOString();
       const end = await t
         .as(LWS)
         .get("/v1/assets")
         .query({ ...query, cursor: encodeCursor({ s: query.sort, v, id: last.id }) });
-      expect([end.status, end.body.assets, end.body.count, end.body.nextCursor]).toEqual([200, [], reference.length, null]);
+      expect([end.status, end.body.assets, end.body.count, end.body.nextCursor]).toEqual([
+        200,
+        [],
+        reference.length,
+        null,
+      ]);
     },
   );
 
@@ -283,7 +294,10 @@ describe("GET /v1/assets listing", () => {
     for (const c of [a!, b!]) await t.as(LWS).delete(`/v1/assets/${c.id}`).expect(204);
     const trash = await t.as(LWS).get("/v1/assets").query({ trashed: true, sort: "createdAt", limit: 1 });
     expect([trash.body.count, trash.body.assets.map((x: { id: string }) => x.id)]).toEqual([2, [a!.id]]);
-    const rest = await t.as(LWS).get("/v1/assets").query({ trashed: true, sort: "createdAt", cursor: trash.body.nextCursor });
+    const rest = await t
+      .as(LWS)
+      .get("/v1/assets")
+      .query({ trashed: true, sort: "createdAt", cursor: trash.body.nextCursor });
     expect([rest.body.count, rest.body.assets.map((x: { id: string }) => x.id), rest.body.nextCursor]).toEqual([
       2,
       [b!.id],

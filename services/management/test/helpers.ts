@@ -141,6 +141,7 @@ export async function createTestApp(
       | "keepGps"
       | "originalMetadata"
       | "mediaSigningKey"
+      | "mediaUrlLifetimeSeconds"
       | "libraryDir"
       | "devSignIn"
     >
@@ -170,6 +171,7 @@ export async function createTestApp(
     keepGps: options.keepGps,
     originalMetadata: options.originalMetadata,
     mediaSigningKey: options.mediaSigningKey,
+    mediaUrlLifetimeSeconds: options.mediaUrlLifetimeSeconds,
     libraryDir: options.libraryDir,
     devSignIn: options.devSignIn,
   };

@@ -92,12 +92,24 @@ describe("POST /v1/media-urls/sign", () => {
     await unsigned.close();
   });
 
-  it("signs a path of the caller's asset with the server's key", async () => {
+  it("signs a path of the caller's asset with the server's key, expiring by MEDIA_URL_LIFETIME_SECONDS' window", async () => {
     const p = `/resize:width=200/grayscale/${id}.jpg`;
+    const before = Math.floor(Date.now() / 1000);
     const res = await t.as(WS).post("/v1/media-urls/sign").send({ path: p });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ url: `http://media.test${p}?sig=${signMediaPath(p, SIGNING_KEY)}`, signed: true });
+    const exp = Number(/\?exp=(\d+)&/.exec(res.body.url)?.[1]);
+    // The default lifetime is a day, in windows of 12 hours: more than half of it is left, at most all.
+    expect(exp - before).toBeGreaterThan(43_200 - 5);
+    expect(exp - before).toBeLessThanOrEqual(86_400);
+    expect(exp % 43_200).toBe(0);
+    const signedPart = `${p}?exp=${exp}`;
+    expect(res.body).toEqual({
+      url: `http://media.test${signedPart}&sig=${signMediaPath(signedPart, SIGNING_KEY)}`,
+      signed: true,
+    });
     expect(signMediaUrlResponseSchema.parse(res.body)).toEqual(res.body);
+    // The same path again: the same string (one cache entry per rendition, not per request).
+    expect((await t.as(WS).post("/v1/media-urls/sign").send({ path: p })).body.url).toBe(res.body.url);
   });
 
   it("covers exp with the signature", async () => {
@@ -177,6 +189,7 @@ describe("/library", () => {
     dev = await createTestApp({
       libraryDir: dir,
       devSignIn: { secret: devSecret, workspaceClaim: "workspace_id", ttlSeconds: 3600 },
+      mediaSigningKey: SIGNING_KEY,
     });
   });
   afterAll(async () => {
@@ -196,7 +209,11 @@ describe("/library", () => {
           "form-action 'none'; frame-ancestors 'none'",
       );
       expect(res.text).toContain('<meta name="media-url" content="http://media.test">');
+      // The upload queue's size: half of MAX_CONCURRENT_UPLOADS' default 8; and the size cap.
+      expect(res.text).toContain('<meta name="upload-concurrency" content="4">');
+      expect(res.text).toContain(`<meta name="max-upload-bytes" content="${50 * 1024 * 1024}">`);
       expect(res.text).not.toContain("dev-sign-in");
+      expect(res.text).not.toContain("media-signed");
     }
     const js = await request(t.app).get("/library/assets/app-1.js");
     expect(js.status).toBe(200);
@@ -237,6 +254,8 @@ describe("/library", () => {
     await expect(verifier.verify(res.body.token)).resolves.toEqual({ workspaceId: "studio", userId: "library-dev" });
     const page = await request(dev.app).get("/library");
     expect(page.text).toContain('<meta name="dev-sign-in" content="true">');
+    // The API signs media URLs there: the page asks it for every one it shows.
+    expect(page.text).toContain('<meta name="media-signed" content="true">');
     const defaulted = await request(dev.app).post("/library/dev-token").send({});
     expect(defaulted.body.workspaceId).toBe("default");
     expectProblem(await request(dev.app).post("/library/dev-token").send({ workspaceId: "" }), 400);

@@ -419,7 +419,9 @@ describe("header facts stored with the original (blob metadata the media service
 
   it("every original names its workspace (media draws overlays of the same workspace only)", async () => {
     const workspaceOf = async (key: string) => (await t.blobStore.head(key))?.metadata?.[ORIGINAL_WORKSPACE_METADATA];
-    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#123" } }).png().toBuffer();
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#123" } })
+      .png()
+      .toBuffer();
     const asset = await uploadOne(WS, png);
     expect(await workspaceOf(originalKey(asset.id))).toBe(WS);
     expect((await put(WS, `/v1/assets/${asset.id}/original`).attach("file", png, "again.png")).status).toBe(200);

@@ -79,7 +79,11 @@ describe("token lifetime", () => {
       spawnSync(
         process.execPath,
         ["--import", "tsx", "services/management/src/cli/token.ts", "--workspace", "w", "--ttl", ttl],
-        { cwd: root, env: childEnv({ AUTH_JWT_SECRET: "a-test-secret-of-enough-length-0123456789" }), encoding: "utf8" },
+        {
+          cwd: root,
+          env: childEnv({ AUTH_JWT_SECRET: "a-test-secret-of-enough-length-0123456789" }),
+          encoding: "utf8",
+        },
       );
     const refused = run("2d");
     expect(refused.status).toBe(2);

@@ -1,11 +1,12 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { AssetDto, CollectionDto } from "@media-platform/client";
 import type { AssetPatch } from "@media-platform/client";
 import { CollectionOptions } from "../components/collection-options";
-import { placeholderUrl, thumbnailUrl, titleOf } from "../components/thumb";
-import { mediaHref, mediaPath } from "../media";
+import { freshUrl, placeholderUrl, THUMBNAIL_STEP, titleOf } from "../components/thumb";
+import { mediaPath, useMediaUrls } from "../media";
 import { href, navigate } from "../route";
 import { client, describeError } from "../session";
+import { formatBytes } from "../upload/problems";
 
 interface Version {
   version: number;
@@ -15,9 +16,6 @@ interface Version {
   bytes: number;
   replacedAt: string;
 }
-
-const formatBytes = (n: number): string =>
-  n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
 
 export function AssetPage({ id }: { id: string }) {
   const [asset, setAsset] = useState<AssetDto | null>(null);
@@ -48,6 +46,11 @@ export function AssetPage({ id }: { id: string }) {
     }
   }
 
+  const previewPath = asset ? mediaPath(asset, ["resize:width=1200"]) : null;
+  const thumbPath = asset ? mediaPath(asset, [THUMBNAIL_STEP]) : null;
+  const urls = useMediaUrls(previewPath && thumbPath ? [previewPath, thumbPath] : []);
+  const reloaded = useReloaded(asset, [previewPath && urls[previewPath], thumbPath && urls[thumbPath]]);
+
   if (!asset) {
     return error ? (
       <p class="error" role="alert">
@@ -57,7 +60,9 @@ export function AssetPage({ id }: { id: string }) {
       <p>Loading…</p>
     );
   }
-  const preview = mediaHref(mediaPath(asset, ["resize:width=1200"])) + `?v=${Date.parse(asset.updatedAt)}`;
+  const previewUrl = urls[previewPath!];
+  const thumbUrl = urls[thumbPath!];
+  const preview = previewUrl ? freshUrl(previewUrl, asset) : undefined;
   const placeholder = placeholderUrl(asset.placeholder);
 
   function setFocus(event: MouseEvent) {
@@ -120,6 +125,7 @@ export function AssetPage({ id }: { id: string }) {
         <figure class="preview">
           <div class="focal-frame" style={placeholder ? { backgroundImage: `url("${placeholder}")` } : undefined}>
             <img
+              key={`p${reloaded}`}
               src={preview}
               alt={`${titleOf(asset)}: click to set the focal point`}
               width={asset.width}
@@ -159,7 +165,14 @@ export function AssetPage({ id }: { id: string }) {
           </form>
           <div class="thumbnail-preview">
             <p>Thumbnail (centres on the focal point)</p>
-            <img src={thumbnailUrl(asset)} alt="Thumbnail" width={128} height={128} data-testid="thumbnail" />
+            <img
+              key={`t${reloaded}`}
+              src={thumbUrl ? freshUrl(thumbUrl, asset) : undefined}
+              alt="Thumbnail"
+              width={128}
+              height={128}
+              data-testid="thumbnail"
+            />
           </div>
         </figure>
         <div class="details">
@@ -328,4 +341,27 @@ function FocalCoordinate({ axis, value }: { axis: "x" | "y"; value: number }) {
       />
     </>
   );
+}
+
+/**
+ * A signed URL takes no cache-busting parameter (its signature covers the query), so when the
+ * asset changes (a focal point, a replace) the browser's copies of its signed URLs are fetched
+ * again (`cache: "reload"` refreshes the HTTP cache) and the images remounted. Returns a counter
+ * that changes once they are.
+ */
+function useReloaded(asset: AssetDto | null, urls: (string | null | undefined)[]): number {
+  const [count, setCount] = useState(0);
+  const seen = useRef<string | null>(null);
+  const updatedAt = asset?.updatedAt ?? null;
+  useEffect(() => {
+    const first = seen.current === null;
+    seen.current = updatedAt;
+    if (first || updatedAt === null) return;
+    const signed = urls.filter((u): u is string => typeof u === "string" && u.includes("sig="));
+    if (signed.length === 0) return;
+    void Promise.all(signed.map((u) => fetch(u, { cache: "reload", mode: "cors" }).catch(() => null))).then(() =>
+      setCount((n) => n + 1),
+    );
+  }, [updatedAt]);
+  return count;
 }

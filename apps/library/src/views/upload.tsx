@@ -1,99 +1,65 @@
-import { useRef, useState } from "preact/hooks";
-import type { AssetDto, Problem, UploadResponse } from "@media-platform/client";
-import { thumbnailUrl, titleOf } from "../components/thumb";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import type { AssetDto, UploadResponse } from "@media-platform/client";
+import { freshUrl, THUMBNAIL_STEP, titleOf } from "../components/thumb";
+import { mediaPath, useMediaUrl } from "../media";
 import { href } from "../route";
-import { client, settings, signOut, token } from "../session";
+import { client, settings, token } from "../session";
+import { formatBytes } from "../upload/problems";
+import { summarize, UploadQueue, type UploadItem } from "../upload/queue";
+import { multipartTransport } from "../upload/transport";
 
-interface Item {
-  key: number;
-  name: string;
-  size: number;
-  loaded: number;
-  state: "uploading" | "done" | "refused";
-  asset?: UploadResponse;
-  duplicates?: AssetDto[];
-  problem?: string;
+type Item = UploadItem<UploadResponse>;
+
+const STATE_LABEL: Record<Item["state"], string> = {
+  queued: "Waiting",
+  uploading: "Uploading",
+  processing: "Processing",
+  done: "Done",
+  refused: "Not uploaded",
+};
+
+/** The line under the drop zone: files, not bytes, so it never says 100% while the server still works. */
+function summaryText(items: readonly Item[]): string {
+  const c = summarize(items);
+  const parts = [`${c.done} of ${c.total} ${c.total === 1 ? "file" : "files"} uploaded`];
+  if (c.refused) parts.push(`${c.refused} not uploaded`);
+  if (c.uploading) parts.push(`${c.uploading} uploading`);
+  if (c.processing) parts.push(`${c.processing} processing`);
+  if (c.queued) parts.push(`${c.queued} waiting`);
+  return parts.join(" · ");
 }
-
-/**
- * One multipart POST per file through XMLHttpRequest: fetch reports no upload progress. Resolves
- * with the status and the parsed body (the asset, or the problem).
- */
-function send(file: File, collectionId: string, onProgress: (fraction: number) => void) {
-  return new Promise<{ status: number; body: unknown }>((resolve, reject) => {
-    const form = new FormData();
-    if (collectionId) form.append("collectionId", collectionId);
-    form.append("warnAboutDuplicateImages", "true");
-    form.append("file", file, file.name);
-    const xhr = new XMLHttpRequest();
-    xhr.open("POST", `${settings.apiUrl}/v1/assets/upload`);
-    xhr.setRequestHeader("Authorization", `Bearer ${token.get() ?? ""}`);
-    xhr.setRequestHeader("Accept", "application/json, application/problem+json");
-    // The body is the file plus the multipart framing: progress is the fraction sent.
-    xhr.upload.onprogress = (e) => {
-      if (e.lengthComputable && e.total > 0) onProgress(Math.min(1, e.loaded / e.total));
-    };
-    xhr.onload = () => {
-      let body: unknown;
-      try {
-        body = JSON.parse(xhr.responseText);
-      } catch {
-        body = { title: xhr.statusText, detail: xhr.responseText.slice(0, 300) };
-      }
-      resolve({ status: xhr.status, body });
-    };
-    xhr.onerror = () => reject(new Error("network error"));
-    xhr.send(form);
-  });
-}
-
-let nextKey = 0;
 
 export function Upload({ collectionId, onUploaded }: { collectionId: string; onUploaded: () => void }) {
-  const [items, setItems] = useState<Item[]>([]);
+  const [items, setItems] = useState<readonly Item[]>([]);
   const [over, setOver] = useState(false);
-  const input = useRef<HTMLInputElement>(null);
-  const update = (key: number, patch: Partial<Item>) =>
-    setItems((prev) => prev.map((i) => (i.key === key ? { ...i, ...patch } : i)));
-
-  async function uploadAll(files: File[]) {
-    const batch = files.map((f) => ({
-      file: f,
-      item: { key: nextKey++, name: f.name, size: f.size, loaded: 0, state: "uploading" as const },
-    }));
-    setItems((prev) => [...batch.map((b) => b.item), ...prev]);
-    await Promise.all(
-      batch.map(async ({ file, item }) => {
-        try {
-          const { status, body } = await send(file, collectionId, (fraction) =>
-            update(item.key, { loaded: Math.round(fraction * item.size) }),
-          );
-          if (status === 401) signOut();
-          if (status !== 201) {
-            const problem = body as Partial<Problem>;
-            update(item.key, { state: "refused", problem: problem.detail ?? problem.title ?? `HTTP ${status}` });
-            return;
-          }
-          const asset = body as UploadResponse;
-          const duplicates = await Promise.all(
-            (asset.duplicates ?? []).map((d) => client.getAsset(d.assetId).catch(() => null)),
-          );
-          update(item.key, {
-            state: "done",
-            loaded: item.size,
-            asset,
-            duplicates: duplicates.filter((d): d is AssetDto => d !== null),
-          });
-        } catch (err) {
-          update(item.key, { state: "refused", problem: err instanceof Error ? err.message : String(err) });
-        }
+  const [expanded, setExpanded] = useState(true);
+  const queue = useMemo(
+    () =>
+      new UploadQueue<UploadResponse>({
+        transport: multipartTransport(settings.apiUrl, () => token.get() ?? ""),
+        concurrency: settings.uploadConcurrency,
+        maxBytes: settings.maxUploadBytes,
+        accept: (body) => body as UploadResponse,
+        onChange: setItems,
       }),
-    );
-    onUploaded();
-  }
+    [],
+  );
+  useEffect(() => () => queue.abortAll(), [queue]);
+  // The grid shows new assets as they land: once per settled burst, not once per file.
+  const done = items.filter((i) => i.state === "done").length;
+  useEffect(() => {
+    if (done === 0) return;
+    const timer = setTimeout(onUploaded, 300);
+    return () => clearTimeout(timer);
+  }, [done]);
 
-  const totalSize = items.reduce((s, i) => s + i.size, 0);
-  const totalLoaded = items.reduce((s, i) => s + (i.state === "uploading" ? i.loaded : i.size), 0);
+  const add = (files: File[]) => {
+    if (files.length === 0) return;
+    setExpanded(true);
+    queue.add(files, collectionId);
+  };
+  const counts = summarize(items);
+  const finished = counts.done + counts.refused;
 
   return (
     <section class="upload" aria-labelledby="upload-title">
@@ -111,8 +77,7 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
         onDrop={(e) => {
           e.preventDefault();
           setOver(false);
-          const files = [...(e.dataTransfer?.files ?? [])];
-          if (files.length) void uploadAll(files);
+          add([...(e.dataTransfer?.files ?? [])]);
         }}
       >
         <p>Drop images here, or</p>
@@ -120,7 +85,6 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
           Choose files
         </label>
         <input
-          ref={input}
           id="files"
           class="visually-hidden"
           type="file"
@@ -129,50 +93,116 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
           onChange={(e) => {
             const files = [...(e.currentTarget.files ?? [])];
             e.currentTarget.value = "";
-            if (files.length) void uploadAll(files);
+            add(files);
           }}
         />
       </div>
       {items.length > 0 && (
-        <div class="progress-list">
-          <label for="total-progress">Total: {Math.round((100 * totalLoaded) / Math.max(totalSize, 1))}%</label>
-          <progress id="total-progress" max={totalSize || 1} value={totalLoaded} />
-          <ul>
+        <div class="upload-panel">
+          <div class="upload-summary">
+            <p role="status" aria-live="polite" data-testid="upload-summary">
+              {summaryText(items)}
+            </p>
+            <progress aria-label="Files finished" max={items.length} value={finished} data-testid="upload-total" />
+            <div class="upload-actions">
+              <button
+                type="button"
+                aria-expanded={expanded}
+                aria-controls="upload-list"
+                onClick={() => setExpanded(!expanded)}
+              >
+                {expanded ? "Hide list" : "Show list"}
+              </button>
+              <button type="button" onClick={() => queue.clearFinished()} disabled={finished === 0}>
+                Clear finished
+              </button>
+            </div>
+          </div>
+          <ul id="upload-list" class="upload-list" hidden={!expanded} aria-label="Uploads">
             {items.map((item) => (
-              <li key={item.key} class={`upload-item ${item.state}`} data-state={item.state}>
-                <label for={`progress-${item.key}`}>{item.name}</label>
-                <progress
-                  id={`progress-${item.key}`}
-                  max={item.size || 1}
-                  value={item.state === "uploading" ? item.loaded : item.size}
-                />
-                {item.state === "done" && item.asset && (
-                  <a href={href.asset(item.asset.id)}>Open {titleOf(item.asset)}</a>
-                )}
-                {item.state === "refused" && (
-                  <p class="error" role="alert">
-                    Refused: {item.problem}
-                  </p>
-                )}
-                {item.duplicates && item.duplicates.length > 0 && (
-                  <div class="duplicates" role="note">
-                    <p>Possible duplicate of:</p>
-                    <ul>
-                      {item.duplicates.map((d) => (
-                        <li key={d.id}>
-                          <a href={href.asset(d.id)}>
-                            <img src={thumbnailUrl(d)} alt={`Existing asset ${titleOf(d)}`} width={64} height={64} />
-                          </a>
-                        </li>
-                      ))}
-                    </ul>
-                  </div>
-                )}
-              </li>
+              <UploadRow key={item.key} item={item} onRetry={() => queue.retry(item.key)} />
             ))}
           </ul>
         </div>
       )}
     </section>
+  );
+}
+
+function UploadRow({ item, onRetry }: { item: Item; onRetry: () => void }) {
+  const waiting = item.state === "queued" && item.retryAt !== undefined;
+  return (
+    <li class={`upload-item ${item.state}`} data-state={item.state}>
+      <div class="upload-line">
+        <span class="upload-name">{item.name}</span>
+        <span class="upload-state">
+          {waiting ? "Waiting: the server is busy" : STATE_LABEL[item.state]}
+          {item.state === "uploading" && ` ${formatBytes(item.sent)} of ${formatBytes(item.size)}`}
+        </span>
+        {item.state === "done" && item.asset && (
+          <a href={href.asset(item.asset.id)}>
+            Open <span class="visually-hidden">{titleOf(item.asset)}</span>
+          </a>
+        )}
+      </div>
+      {(item.state === "uploading" || item.state === "processing") && (
+        <progress
+          aria-label={`${item.name} sent`}
+          max={item.size || 1}
+          value={item.state === "processing" ? item.size || 1 : item.sent}
+        />
+      )}
+      {item.state === "refused" && item.failure && (
+        <div class="upload-failure" role="alert">
+          <p class="failure-title">{item.failure.title}</p>
+          <p>{item.failure.action}</p>
+          {item.failure.detail && <p class="failure-detail">{item.failure.detail}</p>}
+          {item.failure.retryable && (
+            <button type="button" onClick={onRetry}>
+              Try again <span class="visually-hidden">{item.name}</span>
+            </button>
+          )}
+        </div>
+      )}
+      {item.asset?.duplicates && item.asset.duplicates.length > 0 && (
+        <Duplicates ids={item.asset.duplicates.map((d) => d.assetId)} />
+      )}
+    </li>
+  );
+}
+
+/** Assets the new one may duplicate: their thumbnails, linked. */
+function Duplicates({ ids }: { ids: string[] }) {
+  const [assets, setAssets] = useState<AssetDto[]>([]);
+  useEffect(() => {
+    void Promise.all(ids.map((id) => client.getAsset(id).catch(() => null))).then((found) =>
+      setAssets(found.filter((a): a is AssetDto => a !== null)),
+    );
+  }, [ids.join()]);
+  if (assets.length === 0) return null;
+  return (
+    <div class="duplicates" role="note">
+      <p>Possible duplicate of:</p>
+      <ul>
+        {assets.map((d) => (
+          <DuplicateThumb key={d.id} asset={d} />
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+function DuplicateThumb({ asset }: { asset: AssetDto }) {
+  const url = useMediaUrl(mediaPath(asset, [THUMBNAIL_STEP]));
+  return (
+    <li>
+      <a href={href.asset(asset.id)}>
+        {url ? (
+          <img src={freshUrl(url, asset)} alt={`Existing asset ${titleOf(asset)}`} width={64} height={64} />
+        ) : (
+          <span>{titleOf(asset)}</span>
+        )}
+      </a>
+    </li>
   );
 }

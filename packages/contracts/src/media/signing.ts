@@ -57,6 +57,21 @@ export function expirySeconds(expiresAt: number | Date): number {
 }
 
 /**
+ * The expiry of a URL signed now to live about `lifetimeSeconds`, rounded up to a shared window
+ * of half the lifetime: every URL signed for a rendition within one window is the same string, so
+ * a CDN (and the media service's caches, keyed on the request-target) keeps one copy, not one
+ * per page view. The URL lives more than half the lifetime and at most the whole of it; a client
+ * that re-signs once half the lifetime has passed never holds an expired one.
+ */
+export function windowedExpiry(nowMs: number, lifetimeSeconds: number): number {
+  if (!Number.isSafeInteger(lifetimeSeconds) || lifetimeSeconds < 2) {
+    throw new RangeError(`lifetimeSeconds must be a whole number >= 2 (got ${String(lifetimeSeconds)})`);
+  }
+  const window = Math.floor(lifetimeSeconds / 2);
+  return (Math.floor(nowMs / 1000 / window) + 2) * window;
+}
+
+/**
  * The signed form of a media URL path: `<path>?sig=<sig>`, or with a version and an expiry
  * `<path>?v=<version>&exp=<unix seconds>&sig=<sig>`. `path` may already carry a query (e.g.
  * `/original/<id>.jpg?download=photo.jpg`); `v`, `exp` and `sig` are appended after it.

@@ -8,6 +8,8 @@ import {
   listedAssetSchema,
   signMediaUrlRequestSchema,
   signMediaUrlResponseSchema,
+  signMediaUrlsRequestSchema,
+  signMediaUrlsResponseSchema,
   listAssetsResponseSchema,
   listCollectionsResponseSchema,
   patchAssetSchema,
@@ -47,6 +49,7 @@ const outputComponents: Record<string, z.ZodType> = {
   AssetVersionList: listAssetVersionsResponseSchema,
   BatchResult: batchResponseSchema,
   MediaUrl: signMediaUrlResponseSchema,
+  MediaUrlBatch: signMediaUrlsResponseSchema,
   Problem: problemSchema,
 };
 
@@ -56,6 +59,7 @@ const inputComponents: Record<string, z.ZodType> = {
   CollectionCreate: createCollectionSchema,
   BatchRequest: batchRequestSchema,
   MediaUrlSignRequest: signMediaUrlRequestSchema,
+  MediaUrlSignBatchRequest: signMediaUrlsRequestSchema,
 };
 
 /** Base of the problem `type` URIs the management service sends. */

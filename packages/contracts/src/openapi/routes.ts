@@ -22,6 +22,8 @@ import {
   replaceFieldsSchema,
   signMediaUrlRequestSchema,
   signMediaUrlResponseSchema,
+  signMediaUrlsRequestSchema,
+  signMediaUrlsResponseSchema,
 } from "../management";
 
 /**
@@ -241,6 +243,19 @@ export const managementRoutes: readonly ApiRoute[] = [
     problems: [404, 409],
   },
   {
+    method: "get",
+    path: "/v1/assets/:assetId/trash-thumbnail",
+    operationId: "getTrashThumbnail",
+    summary: "A thumbnail of an asset in the trash",
+    description:
+      "A 256 x 256 WebP of a trashed asset (centre crop, upright, first frame), for the owner only. The media service answers 404 for every URL of a trashed asset, signed or not, so the trash shows its assets through this route. 404 for a live asset (use its media URLs) or another workspace's. `Cache-Control: private`.",
+    tag: TAGS.assets,
+    auth: true,
+    params: assetIdParamsSchema,
+    responses: { 200: { description: "The thumbnail (image/webp)", contentType: "image/webp" } },
+    problems: [404, 422],
+  },
+  {
     method: "put",
     path: "/v1/assets/:assetId/original",
     operationId: "replaceAssetOriginal",
@@ -309,6 +324,19 @@ export const managementRoutes: readonly ApiRoute[] = [
     body: { type: "json", schema: signMediaUrlRequestSchema, description: "Media path and optional expiry" },
     responses: { 200: { description: "The media URL", schema: signMediaUrlResponseSchema } },
     problems: [400, 404, 415],
+  },
+  {
+    method: "post",
+    path: "/v1/media-urls/sign-batch",
+    operationId: "signMediaUrls",
+    summary: "Sign many media URLs of your assets at once",
+    description:
+      "The batch form of `POST /v1/media-urls/sign`, for a page of a grid: up to 500 paths in one round trip. Paths naming no live asset of the caller's workspace are listed in `notFound` instead of failing the batch. Without `expiresAt` the URLs carry the server's expiry (MEDIA_URL_LIFETIME_SECONDS, rounded to a shared window), so every client asking within one window gets identical URLs and a CDN caches one copy per rendition.",
+    tag: TAGS.mediaUrls,
+    auth: true,
+    body: { type: "json", schema: signMediaUrlsRequestSchema, description: "Media paths and optional expiry" },
+    responses: { 200: { description: "The media URLs", schema: signMediaUrlsResponseSchema } },
+    problems: [400, 415],
   },
   {
     method: "get",

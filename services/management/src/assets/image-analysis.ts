@@ -10,7 +10,7 @@ import {
   type AssetFormat,
   type OriginalHeader,
 } from "@media-platform/contracts";
-import { InvalidInputError } from "../domain-errors";
+import { InvalidInputError, MetadataRemovalError } from "../domain-errors";
 import { displayedSize, extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
 import { removePrivateMetadata, type OriginalMetadataPolicy } from "./original-privacy";
 import { isGzip, looksLikeSvg, sanitiseSvg } from "./svg-original";
@@ -113,8 +113,11 @@ export async function analyseImage(
       keepGps: options.keepGps,
     }).then(
       (size) => size ?? file.size,
-      () => {
-        throw new UndecodableImageError("The image's metadata could not be rewritten without its GPS position");
+      (err: unknown) => {
+        throw new MetadataRemovalError(
+          "The image's metadata could not be rewritten without its GPS position and serial numbers; re-save the image (or export it without location data) and upload it again",
+          { cause: err },
+        );
       },
     ));
   return {

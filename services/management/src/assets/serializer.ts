@@ -9,16 +9,17 @@ import {
 } from "@media-platform/contracts";
 import type { Asset } from "../generated/prisma/client";
 import { focalPointOf } from "./attributes";
+import type { MediaLinks } from "./media-links";
 
-export function mediaUrlFor(mediaPublicUrl: string, asset: Pick<Asset, "id" | "format">): string {
+/** The asset's example URL, `/thumbnail:size=256/<id>.<ext>`, signed when the server signs. */
+export function mediaUrlFor(links: MediaLinks, asset: Pick<Asset, "id" | "format">): string {
   const extension = IMAGE_FORMATS[asset.format as AssetFormat].extensions[0];
-  return (
-    mediaPublicUrl +
-    formatMediaPath({ steps: [{ name: "thumbnail", params: { size: 256 } }], assetId: asset.id, extension })
+  return links.url(
+    formatMediaPath({ steps: [{ name: "thumbnail", params: { size: 256 } }], assetId: asset.id, extension }),
   );
 }
 
-export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
+export function serializeAsset(asset: Asset, links: MediaLinks): AssetDto {
   return {
     id: asset.id,
     workspaceId: asset.workspaceId,
@@ -38,7 +39,7 @@ export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
     updatedAt: asset.updatedAt.toISOString(),
     version: asset.version,
     deletedAt: asset.deletedAt?.toISOString() ?? null,
-    mediaUrl: mediaUrlFor(mediaPublicUrl, asset),
+    mediaUrl: mediaUrlFor(links, asset),
     placeholder: asset.placeholder,
     placeholderDataUrl: asset.placeholderDataUrl,
     dominantColor: asset.dominantColor,
@@ -54,10 +55,10 @@ export function serializeAsset(asset: Asset, mediaPublicUrl: string): AssetDto {
 /** An asset as lists show it: the heavy fields only when `include` names them. */
 export function serializeListedAsset(
   asset: Asset,
-  mediaPublicUrl: string,
+  links: MediaLinks,
   include: readonly ListIncludeField[] = [],
 ): ListedAssetDto {
-  const { placeholderDataUrl, exif, ...rest } = serializeAsset(asset, mediaPublicUrl);
+  const { placeholderDataUrl, exif, ...rest } = serializeAsset(asset, links);
   const listed: ListedAssetDto = rest;
   if (include.includes("placeholderDataUrl")) listed.placeholderDataUrl = placeholderDataUrl;
   if (include.includes("exif")) listed.exif = exif;

@@ -30,6 +30,7 @@ import { countFacets } from "./facets";
 import { rankFullText } from "./search";
 import { ASSET_COLUMNS, liveAssetsByIds } from "./rows";
 import { serializeAsset, serializeListedAsset } from "./serializer";
+import { mediaLinksOf } from "./media-links";
 import { analyseImage, type SpooledFile } from "./image-analysis";
 import { recordEvents, type Tx } from "../webhooks/outbox";
 import { analysedOriginal, putOriginal, recordOriginal } from "./original-write";
@@ -102,7 +103,7 @@ export async function uploadAsset(
         event: (row) => ({
           type: "asset.created",
           workspaceId,
-          data: { ...serializeAsset(row, ctx.mediaPublicUrl) },
+          data: { ...serializeAsset(row, mediaLinksOf(ctx)) },
         }),
       }),
     );
@@ -130,7 +131,7 @@ export async function uploadAsset(
     }
     throw err;
   }
-  const dto: UploadResponse = serializeAsset(asset, ctx.mediaPublicUrl);
+  const dto: UploadResponse = serializeAsset(asset, mediaLinksOf(ctx));
   if (duplicates) dto.duplicates = duplicates;
   return dto;
 }
@@ -160,7 +161,7 @@ async function loadAsset(ctx: AppContext, workspaceId: string, id: string): Prom
 }
 
 export async function getAsset(ctx: AppContext, principal: Principal, id: string): Promise<AssetDto> {
-  return serializeAsset(await loadAsset(ctx, principal.workspaceId, id), ctx.mediaPublicUrl);
+  return serializeAsset(await loadAsset(ctx, principal.workspaceId, id), mediaLinksOf(ctx));
 }
 
 /**
@@ -189,7 +190,7 @@ export async function patchAsset(
     data.focalX = focalPoint?.x ?? null;
     data.focalY = focalPoint?.y ?? null;
   }
-  if (Object.keys(data).length === 0) return serializeAsset(existing, ctx.mediaPublicUrl);
+  if (Object.keys(data).length === 0) return serializeAsset(existing, mediaLinksOf(ctx));
   let focalChanged = false;
   let blobWritten = false;
   let dto: AssetDto;
@@ -197,7 +198,7 @@ export async function patchAsset(
     dto = await ctx.prisma.$transaction(async (tx) => {
       const before = focalPoint !== undefined ? await lockedFocalPoint(tx, workspaceId, id) : undefined;
       const updated = await tx.asset.update({ where: { id, workspaceId, deletedAt: null }, data });
-      const serialized = serializeAsset(updated, ctx.mediaPublicUrl);
+      const serialized = serializeAsset(updated, mediaLinksOf(ctx));
       await recordEvents(tx, ctx.webhookUrls ?? [], [{ type: "asset.updated", workspaceId, data: { ...serialized } }]);
       if (focalPoint !== undefined) {
         focalChanged = !sameFocalPoint(before ?? null, focalPoint);
@@ -289,7 +290,8 @@ export async function listAssets(
     rows.length > query.limit && last
       ? encodeCursor({ s: query.sort, v: cursorValue(last, field), id: last.id })
       : null;
-  const assets = page.map((a) => serializeListedAsset(a, ctx.mediaPublicUrl, query.include));
+  const links = mediaLinksOf(ctx);
+  const assets = page.map((a) => serializeListedAsset(a, links, query.include));
   const capped = listed.capped ?? (await countCapped(ctx, conditions));
   if (capped <= LIST_EXACT_COUNT_LIMIT) return { count: capped, assets, nextCursor, ...facets };
   return {
@@ -394,9 +396,10 @@ export async function searchAssetsFullText(
     hits.map((h) => h.id),
   );
   const byId = new Map(rows.map((r) => [r.id, r]));
+  const links = mediaLinksOf(ctx);
   const assets = hits.flatMap((h) => {
     const row = byId.get(h.id);
-    return row ? [{ ...serializeListedAsset(row, ctx.mediaPublicUrl, query.include), score: h.score }] : [];
+    return row ? [{ ...serializeListedAsset(row, links, query.include), score: h.score }] : [];
   });
   return { count: assets.length, assets, ...facets };
 }

@@ -7,7 +7,7 @@ import { pipeline } from "node:stream/promises";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import multer from "multer";
 import { StorageUnavailableError } from "@media-platform/storage";
-import { SPOOL_PREFIX, type UploadSettings } from "../config/uploads";
+import { SPOOL_PREFIX, uploadsPerWorkspace, type UploadSettings } from "../config/uploads";
 import { badRequest, problem } from "../problem";
 
 /**
@@ -77,7 +77,10 @@ export class UploadGate {
     readonly max: number,
     maxPerWorkspace?: number,
   ) {
-    this.maxPerWorkspace = Math.min(max, maxPerWorkspace ?? Math.max(1, Math.floor(max / 2)));
+    this.maxPerWorkspace = uploadsPerWorkspace({
+      maxConcurrentUploads: max,
+      maxConcurrentUploadsPerWorkspace: maxPerWorkspace,
+    });
   }
   /** "ok", or which limit is reached (nothing is counted then). */
   tryEnter(workspaceId: string): "ok" | "instance" | "workspace" {

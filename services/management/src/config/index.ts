@@ -26,6 +26,10 @@ export const DEFAULT_STATEMENT_CACHE = 256;
  * Every environment variable of the management service (storage variables come from
  * @media-platform/storage and are validated by its own schema). Keys are the variable names.
  */
+/** MEDIA_URL_LIFETIME_SECONDS: default a day; at least ten minutes (a client re-signs at half), at most a year. */
+export const DEFAULT_MEDIA_URL_LIFETIME_SECONDS = 86_400;
+export const MIN_MEDIA_URL_LIFETIME_SECONDS = 600;
+export const MAX_MEDIA_URL_LIFETIME_SECONDS = 31_536_000;
 /** AUTH_MAX_TOKEN_LIFETIME_SECONDS' default: a day. */
 export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
 /** AUTH_CLOCK_SKEW_SECONDS' default and upper bound: clocks of issuer and API may differ by this much. */
@@ -100,7 +104,21 @@ const ownEnvSchema = z.object({
   MEDIA_SIGNING_KEY: z
     .preprocess(blankAsUnset, z.string().min(16, "must be at least 16 characters").optional())
     .describe(
-      "The media service's MEDIA_SIGNING_KEY: POST /v1/media-urls/sign signs URLs of the caller's assets with it; unset = URLs are returned unsigned",
+      "The media service's MEDIA_SIGNING_KEY: every media URL the API hands out (asset mediaUrl, POST /v1/media-urls/sign and sign-batch, the library) is signed with it; unset = URLs are returned unsigned",
+    ),
+  MEDIA_URL_LIFETIME_SECONDS: z
+    .preprocess(
+      blankAsUnset,
+      z.coerce
+        .number()
+        .int()
+        .refine((v) => v === 0 || (v >= MIN_MEDIA_URL_LIFETIME_SECONDS && v <= MAX_MEDIA_URL_LIFETIME_SECONDS), {
+          message: `must be 0 or ${MIN_MEDIA_URL_LIFETIME_SECONDS}-${MAX_MEDIA_URL_LIFETIME_SECONDS}`,
+        })
+        .default(DEFAULT_MEDIA_URL_LIFETIME_SECONDS),
+    )
+    .describe(
+      "With MEDIA_SIGNING_KEY: how long the media URLs the API signs (asset mediaUrl, /v1/media-urls/sign without expiresAt, the library) stay valid, in seconds; their exp is rounded to a window of half this, so URLs of one rendition are identical within a window and stay valid more than half of it. 0 = signed URLs never expire",
     ),
   AUTH_JWKS_URL: optionalString
     .refine((v) => v === undefined || /^https?:\/\//.test(v), "must be an http(s) URL")
@@ -181,6 +199,8 @@ export interface ManagementConfig {
   mediaPublicUrl: string;
   /** MEDIA_SIGNING_KEY: signs media URLs for POST /v1/media-urls/sign; undefined = unsigned. */
   mediaSigningKey: string | undefined;
+  /** MEDIA_URL_LIFETIME_SECONDS: lifetime of the media URLs the API signs (0 = no exp). */
+  mediaUrlLifetimeSeconds: number;
   auth: {
     jwksUrl: string | undefined;
     jwtSecret: string | undefined;
@@ -264,6 +284,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     orphanSweep: { graceMs: e.ORPHAN_GRACE_SECONDS * 1000, intervalMs: e.ORPHAN_SWEEP_INTERVAL_SECONDS * 1000 },
     mediaPublicUrl: e.MEDIA_PUBLIC_URL,
     mediaSigningKey: e.MEDIA_SIGNING_KEY,
+    mediaUrlLifetimeSeconds: e.MEDIA_URL_LIFETIME_SECONDS,
     auth: {
       jwksUrl: e.AUTH_JWKS_URL,
       jwtSecret: e.AUTH_JWT_SECRET,

@@ -25,3 +25,16 @@ export const defaultUploadSettings = (): UploadSettings => ({
   bodyIdleTimeoutMs: 30_000,
   maxConcurrentUploads: 8,
 });
+
+/**
+ * How many uploads one workspace may have in flight on this process: MAX_CONCURRENT_UPLOADS_PER_WORKSPACE,
+ * else half of MAX_CONCURRENT_UPLOADS (at least 1), never more than the process's cap. The
+ * library's upload queue is sized to it (a <meta> tag), so a batch never meets the 503.
+ */
+export const uploadsPerWorkspace = (
+  settings: Pick<UploadSettings, "maxConcurrentUploads" | "maxConcurrentUploadsPerWorkspace">,
+): number =>
+  Math.min(
+    settings.maxConcurrentUploads,
+    settings.maxConcurrentUploadsPerWorkspace ?? Math.max(1, Math.floor(settings.maxConcurrentUploads / 2)),
+  );

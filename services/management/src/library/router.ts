@@ -23,6 +23,10 @@ export interface LibraryOptions {
   /** Public base URL of the media service: the page may load images from it and fetch it. */
   mediaPublicUrl: string;
   devSignIn?: DevSignIn;
+  /** The API signs media URLs (MEDIA_SIGNING_KEY): the page asks it for every URL it shows. */
+  mediaSigned?: boolean;
+  /** What the upload queue is sized to: uploads one workspace may have in flight, and the size cap. */
+  uploads?: { perWorkspace: number; maxBytes: number };
 }
 
 /**
@@ -112,7 +116,12 @@ export function libraryRouter(options: LibraryOptions): Router {
 
   const meta =
     `<meta name="media-url" content="${escapeAttribute(options.mediaPublicUrl)}">` +
-    (options.devSignIn ? `<meta name="dev-sign-in" content="true">` : "");
+    (options.devSignIn ? `<meta name="dev-sign-in" content="true">` : "") +
+    (options.mediaSigned ? `<meta name="media-signed" content="true">` : "") +
+    (options.uploads
+      ? `<meta name="upload-concurrency" content="${options.uploads.perWorkspace}">` +
+        `<meta name="max-upload-bytes" content="${options.uploads.maxBytes}">`
+      : "");
   r.use(LIBRARY_PATH, (req, res, next) => {
     if (req.method !== "GET" && req.method !== "HEAD") {
       next();

@@ -19,6 +19,7 @@ import {
   runBatch,
   trashAsset,
 } from "./service";
+import { trashThumbnail } from "./trash-thumbnail";
 
 /**
  * The lifecycle routes of /v1/assets (trash, restore, permanent delete, replace, versions, batch),
@@ -38,6 +39,14 @@ export function lifecycleRouter(ctx: AppContext, upload: RequestHandler): Router
 
   r.post(`${ASSETS_PATH}/:assetId/restore`, async (req, res) => {
     res.json(await restoreAsset(ctx, principalOf(req), assetIdOf(req.params)));
+  });
+
+  // The trash's own thumbnails: media answers 404 for a trashed asset, by design.
+  r.get(`${ASSETS_PATH}/:assetId/trash-thumbnail`, async (req, res) => {
+    const thumbnail = await trashThumbnail(ctx, principalOf(req), assetIdOf(req.params));
+    // The owner's browser may keep it while paging the trash; no shared cache may.
+    res.setHeader("Cache-Control", "private, max-age=600");
+    res.type(thumbnail.contentType).send(thumbnail.body);
   });
 
   r.put(`${ASSETS_PATH}/:assetId/original`, upload, async (req, res) => {

@@ -16,6 +16,7 @@ import { Prisma, type Asset } from "../generated/prisma/client";
 import { ConflictError, InvalidInputError, MissingBlobError, NotFoundError } from "../domain-errors";
 import { sanitizeFilename, type UploadedFile } from "../assets/service";
 import { serializeAsset } from "../assets/serializer";
+import { mediaLinksOf } from "../assets/media-links";
 import { imageMetadataFromBytes } from "../assets/image-metadata";
 import { analysedOriginal, putOriginal, recordOriginal, type NewOriginal } from "../assets/original-write";
 import { analyseImage } from "../assets/image-analysis";
@@ -197,7 +198,7 @@ function stateChange(ids: readonly string[], rows: LockedRow[], changed: string[
 }
 
 const assetData = (ctx: AppContext, asset: Asset): Record<string, unknown> =>
-  serializeAsset(asset, ctx.mediaPublicUrl) as unknown as Record<string, unknown>;
+  serializeAsset(asset, mediaLinksOf(ctx)) as unknown as Record<string, unknown>;
 
 /** DELETE /v1/assets/:id: a live asset to the trash; 404 when there is none (trashed included). */
 export async function trashAsset(ctx: AppContext, principal: Principal, id: string): Promise<void> {
@@ -212,7 +213,7 @@ export async function restoreAsset(ctx: AppContext, principal: Principal, id: st
   if (result.changed.length === 0) throw new ConflictError("The asset is not in the trash");
   const asset = await ctx.prisma.asset.findFirst({ where: { id, workspaceId: principal.workspaceId } });
   if (!asset) throw new NotFoundError("Asset not found");
-  return serializeAsset(asset, ctx.mediaPublicUrl);
+  return serializeAsset(asset, mediaLinksOf(ctx));
 }
 
 /**
@@ -379,7 +380,7 @@ async function swapOriginal(
   await ctx.propagator?.assetsChanged([id]);
   // After the purge, so the eager renders normally follow it (the request purges first anyway).
   ctx.eagerRenders?.wake();
-  return serializeAsset(updated, ctx.mediaPublicUrl);
+  return serializeAsset(updated, mediaLinksOf(ctx));
 }
 
 /** Drops the versions of `id` beyond ASSET_VERSIONS_KEPT; returns the keys of their blobs. */

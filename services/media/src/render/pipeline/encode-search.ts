@@ -1,4 +1,5 @@
 import sharp from "sharp";
+import { DEFAULT_ENCODER_QUALITY } from "@media-platform/contracts";
 import type { StepContext } from "../types";
 import { Ssimulacra2Reference } from "../../perceptual/ssimulacra2";
 import { fromRaw, toRaw } from "../raw";
@@ -161,7 +162,9 @@ function withChannels(image: RawImage, channels: 3 | 4): RawImage {
 }
 
 function defaultQuality(format: string): number {
-  return format === "avif" ? 55 : format === "webp" ? 80 : 82;
+  return format in DEFAULT_ENCODER_QUALITY
+    ? DEFAULT_ENCODER_QUALITY[format as keyof typeof DEFAULT_ENCODER_QUALITY]
+    : DEFAULT_ENCODER_QUALITY.jpeg;
 }
 
 /**
