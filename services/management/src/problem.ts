@@ -100,8 +100,7 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
   },
   "undecodable-image": {
     ...IMAGE_PROBLEMS["undecodable-image"],
-    when:
-      "an upload that cannot be decoded (truncated or corrupt, no dimensions), or an SVG above 5 MiB or 20000 elements, or not UTF-8",
+    when: "an upload that cannot be decoded (truncated or corrupt, no dimensions), or an SVG above 5 MiB or 20000 elements, or not UTF-8",
   },
   "metadata-removal-failed": {
     status: 422,
