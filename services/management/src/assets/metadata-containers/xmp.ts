@@ -1,11 +1,12 @@
-import { DOMParser, XMLSerializer, type Attr, type Element } from "@xmldom/xmldom";
+import { SaxesParser, type SaxesAttributeNS, type SaxesTagNS } from "saxes";
 import { MalformedMetadataError, type RemovalRules, type Removed } from "./rules";
 
 /**
- * XMP packets rewritten in place to their own length: the packet is parsed as XML, the properties
- * the rules name are removed (as attributes of an rdf:Description or as elements, with whatever
- * structure they hold), and the serialisation is padded with spaces before the packet's closing
- * `<?xpacket end?>`, where XMP keeps its padding. The containers' lengths and offsets never change.
+ * XMP packets edited in place: the packet is parsed as XML (saxes, with namespaces), and each
+ * property the rules name, an attribute of an rdf:Description or an element with whatever structure
+ * it holds, is overwritten with spaces. Whitespace is what XML allows there, so the packet stays
+ * well formed, at its own length, every other byte as it was; the containers' lengths and offsets
+ * never change.
  *
  * Names are compared without case: writers spell the same field GPSLatitude and GpsLatitude.
  */
@@ -58,76 +59,94 @@ function decode(packet: Buffer, encoding: Encoding): string {
   return le.toString("utf16le");
 }
 
-function encode(text: string, encoding: Encoding): Buffer {
-  if (encoding === "utf8") return Buffer.from(text, "utf8");
-  const le = Buffer.from(text, "utf16le");
-  return encoding === "utf16le" ? le : le.swap16();
-}
-
-/** An empty packet, for the rare serialisation that came out longer than the original. */
-const EMPTY_PACKET = '<?xpacket begin="\uFEFF" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/"/>';
-const PACKET_END = /<\?xpacket\s+end=/;
-
 /** Removes what `rules` name from the XMP packet in `packet`, in place; what was removed. */
 export function rewriteXmp(packet: Buffer, rules: RemovalRules): Removed {
   if (!rules.location && !rules.serials) return [];
   const encoding = encodingOf(packet);
-  // The whole text still decides when the packet is UTF-16 (its letters are not adjacent bytes).
+  // UTF-16 is decoded first: its letters are not adjacent bytes.
   if (encoding === "utf8" && !CANDIDATE.test(packet.toString("latin1"))) return [];
   const text = decode(packet, encoding);
   if (!CANDIDATE.test(text)) return [];
-  const trailing = /\0*$/.exec(text)![0].length;
-  const bom = text.startsWith("\uFEFF") ? "\uFEFF" : "";
-  let document;
-  try {
-    document = new DOMParser({
-      locator: false,
-      // The bytes as they are: a CRLF stays a CRLF.
-      normalizeLineEndings: (source) => source,
-      onError: (level, message) => {
-        if (level !== "warning") throw new MalformedMetadataError(`XMP (${message})`);
-      },
-    }).parseFromString(text.slice(bom.length, text.length - trailing), "text/xml");
-  } catch (err) {
-    throw err instanceof MalformedMetadataError ? err : new MalformedMetadataError("XMP");
+  // A byte order mark is not the parser's: the positions it reports count from after it.
+  const bom = text.startsWith("\uFEFF") ? 1 : 0;
+  const found = propertiesToRemove(text.slice(bom, endOfContent(text)), rules);
+  const ranges = found.ranges.map(([start, end]) => [start + bom, end + bom] as const);
+  const removed = found.removed;
+  if (ranges.length === 0) return [];
+  if (encoding === "utf8") {
+    // Character positions to byte offsets, in one pass over the ranges in order.
+    let chars = 0;
+    let bytes = 0;
+    const byteAt = (position: number): number => {
+      bytes += Buffer.byteLength(text.slice(chars, position), "utf8");
+      chars = position;
+      return bytes;
+    };
+    for (const [start, end] of ranges) packet.fill(0x20, byteAt(start), byteAt(end));
+  } else {
+    const space = encoding === "utf16le" ? Buffer.from([0x20, 0]) : Buffer.from([0, 0x20]);
+    for (const [start, end] of ranges) packet.fill(space, start * 2, end * 2);
   }
-  const removed: Removed = [];
-  const visit = (element: Element): void => {
-    for (const attr of Array.from(element.attributes) as Attr[]) {
-      if (shouldRemove(attr.namespaceURI, attr.localName, rules)) {
-        removed.push(`XMP ${attr.name}`);
-        element.removeAttributeNode(attr);
-      }
-    }
-    for (const child of Array.from(element.childNodes)) {
-      if (child.nodeType !== child.ELEMENT_NODE) continue;
-      const el = child as Element;
-      if (shouldRemove(el.namespaceURI, el.localName, rules)) {
-        removed.push(`XMP ${el.tagName}`);
-        element.removeChild(el);
-      } else visit(el);
-    }
-  };
-  if (document.documentElement) visit(document.documentElement);
-  if (removed.length === 0) return [];
-  const serialised = bom + new XMLSerializer().serializeToString(document);
-  writePadded(packet, serialised, encoding, trailing);
   return removed;
 }
 
-/** Writes `xml` over `packet`, spaces before the closing processing instruction filling the rest. */
-function writePadded(packet: Buffer, xml: string, encoding: Encoding, trailingNuls: number): void {
-  const unit = encoding === "utf8" ? 1 : 2;
-  const room = packet.length - trailingNuls * unit;
-  let candidate = xml;
-  if (encode(candidate, encoding).length > room) {
-    const end = PACKET_END.exec(xml);
-    candidate = end ? `${EMPTY_PACKET}${xml.slice(end.index)}` : EMPTY_PACKET.replace(/^<\?xpacket[^>]*>/, "");
-    if (encode(candidate, encoding).length > room) throw new MalformedMetadataError("XMP (no room to rewrite)");
-  }
-  const spare = (room - encode(candidate, encoding).length) / unit;
-  const end = PACKET_END.exec(candidate);
-  const at = end ? end.index : candidate.length;
-  const padded = `${candidate.slice(0, at)}${" ".repeat(spare)}${candidate.slice(at)}`;
-  encode(padded, encoding).copy(packet, 0);
+/** Where the text ends without its trailing padding (spaces, newlines, NULs). */
+function endOfContent(text: string): number {
+  let end = text.length;
+  while (end > 0 && /[\0\s]/.test(text[end - 1]!)) end--;
+  return end;
+}
+
+/**
+ * The character ranges of the properties to remove, in document order and not nested. An
+ * attribute's range runs from the end of what precedes it in its tag (the whitespace before it
+ * included); an element's from its "<" to the end of its closing tag.
+ */
+function propertiesToRemove(xml: string, rules: RemovalRules): { ranges: Array<[number, number]>; removed: Removed } {
+  const ranges: Array<[number, number]> = [];
+  const removed: Removed = [];
+  const parser = new SaxesParser({ xmlns: true, position: true });
+  /** Of the tag being opened: where it starts, and each attribute's range by name. */
+  let tagStart = 0;
+  let previousEnd = 0;
+  let attributeRanges = new Map<string, [number, number]>();
+  /** Depth inside an element being removed (0: not inside one); the removed element's start. */
+  let removingDepth = 0;
+  let removedStart = 0;
+  parser.on("opentagstart", (tag) => {
+    tagStart = xml.lastIndexOf("<", parser.position - 1);
+    previousEnd = tagStart + 1 + tag.name.length;
+    attributeRanges = new Map();
+  });
+  parser.on("attribute", (attr) => {
+    attributeRanges.set(attr.name, [previousEnd, parser.position]);
+    previousEnd = parser.position;
+  });
+  parser.on("opentag", (tag: SaxesTagNS) => {
+    if (removingDepth > 0) {
+      removingDepth++;
+      return;
+    }
+    if (shouldRemove(tag.uri, tag.local, rules)) {
+      removed.push(`XMP ${tag.name}`);
+      removingDepth = 1;
+      removedStart = tagStart;
+      return;
+    }
+    for (const attr of Object.values(tag.attributes) as SaxesAttributeNS[]) {
+      const range = attributeRanges.get(attr.name);
+      if (range && shouldRemove(attr.uri, attr.local, rules)) {
+        removed.push(`XMP ${attr.name}`);
+        ranges.push(range);
+      }
+    }
+  });
+  parser.on("closetag", () => {
+    if (removingDepth > 0 && --removingDepth === 0) ranges.push([removedStart, parser.position]);
+  });
+  parser.on("error", (err) => {
+    throw new MalformedMetadataError(`XMP (${err.message})`);
+  });
+  parser.write(xml).close();
+  return { ranges, removed };
 }
