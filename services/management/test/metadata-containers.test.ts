@@ -2,7 +2,12 @@ import zlib from "node:zlib";
 import exifReader from "exif-reader";
 import sharp from "sharp";
 import { SaxesParser } from "saxes";
-import { MalformedMetadataError, withoutPrivateMetadata, type MetadataContainer } from "../src/assets/original-privacy";
+import {
+  MalformedMetadataError,
+  withoutPrivateMetadata,
+  type MetadataContainer,
+  type OriginalPrivacyOptions,
+} from "../src/assets/original-privacy";
 import {
   exifBlocks,
   exifSegmentBody,
@@ -33,7 +38,7 @@ import {
  * not metadata (the coded image) and the file's length stay as they were.
  */
 
-const PRIVATE = { policy: "private", keepGps: false } as const;
+const PRIVATE: OriginalPrivacyOptions = { policy: "private", keepGps: false };
 const strip = (bytes: Buffer, container: MetadataContainer, options = PRIVATE) => {
   const before = Buffer.from(bytes);
   const result = withoutPrivateMetadata(bytes, container, options);
@@ -199,7 +204,12 @@ describe("metadata edits by container", () => {
       ]),
     );
     const chunks = pngChunks(result.bytes);
-    const idat = (p: Buffer) => Buffer.concat(pngChunks(p).filter(([t]) => t === "IDAT").map(([, d]) => d));
+    const idat = (p: Buffer) =>
+      Buffer.concat(
+        pngChunks(p)
+          .filter(([t]) => t === "IDAT")
+          .map(([, d]) => d),
+      );
     expect(idat(result.bytes).equals(idat(withProfiles))).toBe(true);
     expect(exifReader(chunks.find(([t]) => t === "eXIf")![1]).GPSInfo ?? null).toBeNull();
     const ztxt = chunks.find(([t]) => t === "zTXt")![1];
@@ -265,7 +275,10 @@ describe("metadata edits by container", () => {
   });
 
   it("leaves a file with nothing private alone, and refuses a malformed XMP packet that must be checked", async () => {
-    const plain = await photo().withExif({ IFD0: { Copyright: "Jane" } }).jpeg().toBuffer();
+    const plain = await photo()
+      .withExif({ IFD0: { Copyright: "Jane" } })
+      .jpeg()
+      .toBuffer();
     expect(strip(plain, "jpeg")).toBeUndefined();
     const broken = withSegments(
       plain,

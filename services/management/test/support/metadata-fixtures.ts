@@ -168,7 +168,7 @@ export const withPngChunks = (png: Buffer, ...chunks: Buffer[]): Buffer =>
 /** The PNG's chunks: [type, data]. */
 export function pngChunks(png: Buffer): Array<[string, Buffer]> {
   const out: Array<[string, Buffer]> = [];
-  for (let at = 8; at + 12 <= png.length; ) {
+  for (let at = 8; at + 12 <= png.length;) {
     const length = png.readUInt32BE(at);
     out.push([png.toString("latin1", at + 4, at + 8), png.subarray(at + 8, at + 8 + length)]);
     at += 12 + length;
@@ -178,7 +178,10 @@ export function pngChunks(png: Buffer): Array<[string, Buffer]> {
 
 /** ImageMagick's "Raw profile type <name>" text: the block in hexadecimal, 36 bytes a line. */
 export function rawProfileText(name: string, block: Buffer): Buffer {
-  const hex = block.toString("hex").match(/.{1,72}/g)!.join("\n");
+  const hex = block
+    .toString("hex")
+    .match(/.{1,72}/g)!
+    .join("\n");
   return Buffer.from(`\n${name}\n${String(block.length).padStart(8)}\n${hex}\n`, "latin1");
 }
 

@@ -49,7 +49,11 @@ export function editJpeg(jpeg: Buffer, rules: RemovalRules, label = "JPEG", nest
       removed.push(...editExifBlock(body.subarray(EXIF_ID.length + 1), rules, `${label} EXIF`));
     } else if (marker === MARKER.app1 && startsWith(body, XMP_ID)) {
       removed.push(...rewriteXmp(body.subarray(XMP_ID.length), rules));
-    } else if (marker === MARKER.app1 && startsWith(body, EXTENDED_XMP_ID) && body.length > EXTENDED_XMP_ID.length + EXTENDED_HEADER) {
+    } else if (
+      marker === MARKER.app1 &&
+      startsWith(body, EXTENDED_XMP_ID) &&
+      body.length > EXTENDED_XMP_ID.length + EXTENDED_HEADER
+    ) {
       const part = body.subarray(EXTENDED_XMP_ID.length);
       const guid = part.toString("latin1", 0, 32);
       const parts = extended.get(guid) ?? [];
