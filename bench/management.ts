@@ -39,6 +39,7 @@ import {
   rankPairs,
 } from "@media-platform/management/assets";
 import { freePort, getJson, median, startProcess, table, type LoadResult } from "./harness";
+import { benchPhoneUploads } from "./phone-uploads";
 import { seedCorpus, WORKSPACE } from "./search-corpus";
 import {
   FACETS,
@@ -1074,7 +1075,7 @@ async function benchSearch(): Promise<string> {
 
 export async function benchManagement(): Promise<string> {
   const parts: string[] = [];
-  if (process.env.BENCH_SKIP_UPLOAD !== "1") parts.push(await benchUploads());
+  if (process.env.BENCH_SKIP_UPLOAD !== "1") parts.push(await benchUploads(), await benchPhoneUploads());
   if (process.env.BENCH_SKIP_SEARCH !== "1") parts.push(await benchSearch());
   const body = parts.join("\n\n");
   // The management section on its own file too: bench/results/latest.md is rewritten by every run.
