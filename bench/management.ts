@@ -38,7 +38,7 @@ import {
   rankExact,
   rankPairs,
 } from "@media-platform/management/assets";
-import { freePort, getJson, median, startProcess, table, type LoadResult } from "./harness";
+import { benchManagementAuthEnv, freePort, getJson, median, startProcess, table, type LoadResult } from "./harness";
 import { benchPhoneUploads } from "./phone-uploads";
 import { seedCorpus, WORKSPACE } from "./search-corpus";
 import {
@@ -203,12 +203,7 @@ async function startService(dataDir: string, db: BenchDatabase): Promise<{ base:
       DATA_DIR: dataDir,
       STORAGE_DRIVER: "fs",
       STORAGE_DIR: path.join(dataDir, "blobs"),
-      AUTH_JWT_SECRET: SECRET,
-      AUTH_JWKS_URL: "",
-      AUTH_PUBLIC_KEY: "",
-      AUTH_ISSUER: "",
-      AUTH_AUDIENCE: "",
-      AUTH_WORKSPACE_CLAIM: "workspace_id",
+      ...benchManagementAuthEnv(SECRET),
       LOG_LEVEL: "warn",
       ...db.env,
     },

@@ -99,6 +99,8 @@ run("the corpus through `pnpm start`", () => {
     const env = {
       ...inherited,
       DATA_DIR: dataDir,
+      // Its own spool folder: an orphan sweep of another test's service never takes an upload in flight.
+      UPLOAD_SPOOL_DIR: path.join(dataDir, "spool"),
       HOST: "127.0.0.1",
       MANAGEMENT_PORT: "0",
       MEDIA_PORT: "0",

@@ -119,6 +119,7 @@ run("real-world corpus through the production bundle", () => {
       PGLITE_DIR: path.join(dataDir, "pg"),
       STORAGE_DRIVER: "fs",
       STORAGE_DIR: path.join(dataDir, "blobs"),
+      UPLOAD_SPOOL_DIR: path.join(dataDir, "spool"),
       DATABASE_URL: "",
       REDIS_URL: "",
       MEDIA_SIGNING_KEY: "",

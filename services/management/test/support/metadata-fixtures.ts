@@ -1,6 +1,6 @@
-import zlib from "node:zlib";
 import exifReader from "exif-reader";
 import sharp from "sharp";
+import { encodeChunk } from "../../src/assets/metadata-containers/png";
 
 /**
  * Files carrying private metadata, made from sharp's output plus the metadata blocks sharp does
@@ -152,14 +152,7 @@ export function extendedXmpBodies(packet: Buffer, parts: number): Buffer[] {
 }
 
 /** A PNG chunk with its CRC. */
-export function pngChunk(type: string, data: Buffer): Buffer {
-  const chunk = Buffer.alloc(12 + data.length);
-  chunk.writeUInt32BE(data.length, 0);
-  chunk.write(type, 4, "latin1");
-  data.copy(chunk, 8);
-  chunk.writeUInt32BE(zlib.crc32(chunk.subarray(4, 8 + data.length)), 8 + data.length);
-  return chunk;
-}
+export const pngChunk = encodeChunk;
 
 /** The PNG with `chunks` inserted after IHDR. */
 export const withPngChunks = (png: Buffer, ...chunks: Buffer[]): Buffer =>

@@ -53,7 +53,8 @@ export function editPng(png: Buffer, rules: RemovalRules): { bytes: Buffer; remo
   return { bytes: Buffer.concat(out), removed };
 }
 
-function encodeChunk(type: string, data: Buffer): Buffer {
+/** A chunk's bytes: length, type, data and CRC. */
+export function encodeChunk(type: string, data: Buffer): Buffer {
   const chunk = Buffer.alloc(12 + data.length);
   chunk.writeUInt32BE(data.length, 0);
   chunk.write(type, 4, "latin1");
