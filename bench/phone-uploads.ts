@@ -207,6 +207,7 @@ export async function benchPhoneUploads(): Promise<string> {
   try {
     return [await uploadRates(dir), "", await strippingCost(dir)].join("\n");
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    // A service that failed to start may still be writing its database folder.
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
   }
 }

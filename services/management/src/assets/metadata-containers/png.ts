@@ -7,8 +7,9 @@ import { rewriteXmp } from "./xmp";
 /**
  * A PNG's metadata chunks: eXIf, the XMP packet (iTXt "XML:com.adobe.xmp", compressed or not), and
  * the text chunks ImageMagick and exiv2 write ("Raw profile type exif|APP1|iptc|8bim|xmp": the block
- * as hexadecimal in a tEXt, zTXt or iTXt chunk). A chunk that changes gets its CRC again; PNG holds
- * no offsets, so a compressed one may change its length. The image chunks are copied as they are.
+ * as hexadecimal in a tEXt, zTXt or iTXt chunk). A chunk edited in place gets its CRC again; PNG
+ * holds no offsets, so a compressed one may change its length (the file is then put together anew,
+ * its image chunks as they were).
  */
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -24,11 +25,14 @@ interface Chunk {
   raw?: Buffer;
 }
 
-/** Applies `rules` to the PNG; the edited file, or undefined when nothing was removed. */
+/**
+ * Applies `rules` to the PNG: in place when every edited chunk keeps its length (its CRC is
+ * rewritten), else as a new file. Undefined when nothing was removed.
+ */
 export function editPng(png: Buffer, rules: RemovalRules): { bytes: Buffer; removed: Removed } | undefined {
   const chunks: Chunk[] = [];
   const removed: Removed = [];
-  let changed = false;
+  let resized = false;
   let at = SIGNATURE.length;
   while (at + 12 <= png.length) {
     const length = png.readUInt32BE(at);
@@ -39,13 +43,15 @@ export function editPng(png: Buffer, rules: RemovalRules): { bytes: Buffer; remo
     const edit = editChunk(type, data, rules);
     if (edit) {
       removed.push(...edit.removed);
-      chunks.push({ type, data: edit.data });
-      changed = true;
-    } else chunks.push({ type, data, raw: png.subarray(at, end) });
+      if (edit.data === data) png.writeUInt32BE(zlib.crc32(png.subarray(at + 4, at + 8 + length)), at + 8 + length);
+      else resized = true;
+    }
+    chunks.push(edit && edit.data !== data ? { type, data: edit.data } : { type, data, raw: png.subarray(at, end) });
     at = end;
     if (type === "IEND") break;
   }
-  if (!changed) return undefined;
+  if (removed.length === 0) return undefined;
+  if (!resized) return { bytes: png, removed };
   const out = [png.subarray(0, SIGNATURE.length)];
   for (const chunk of chunks) out.push(chunk.raw ?? encodeChunk(chunk.type, chunk.data));
   // Whatever followed IEND stays.
@@ -63,12 +69,14 @@ export function encodeChunk(type: string, data: Buffer): Buffer {
   return chunk;
 }
 
-/** The chunk's new data when something was removed from it. */
+/**
+ * The chunk's data when something was removed from it: `data` itself, edited in place, or new data
+ * (a compressed text chunk, compressed again).
+ */
 function editChunk(type: string, data: Buffer, rules: RemovalRules): { data: Buffer; removed: Removed } | undefined {
   if (type === "eXIf") {
-    const copy = Buffer.from(data);
-    const removed = editExifBlock(copy, rules, "PNG eXIf");
-    return removed.length ? { data: copy, removed } : undefined;
+    const removed = editExifBlock(data, rules, "PNG eXIf");
+    return removed.length ? { data, removed } : undefined;
   }
   if (type !== "tEXt" && type !== "zTXt" && type !== "iTXt") return undefined;
   const text = textChunk(type, data);
@@ -78,14 +86,14 @@ function editChunk(type: string, data: Buffer, rules: RemovalRules): { data: Buf
   if (!isXmp && !profile) return undefined;
   let value: Buffer;
   try {
-    value = Buffer.from(text.compressed ? zlib.inflateSync(text.value) : text.value);
+    value = text.compressed ? zlib.inflateSync(text.value) : text.value;
   } catch {
     throw new MalformedMetadataError(`PNG ${type} "${text.keyword}"`);
   }
   const removed = isXmp ? rewriteXmp(value, rules) : editRawProfile(value, profile!, rules);
   if (removed.length === 0) return undefined;
-  const stored = text.compressed ? zlib.deflateSync(value) : value;
-  return { data: Buffer.concat([data.subarray(0, text.valueAt), stored]), removed };
+  if (!text.compressed) return { data, removed };
+  return { data: Buffer.concat([data.subarray(0, text.valueAt), zlib.deflateSync(value)]), removed };
 }
 
 /** A text chunk's keyword and value (and where the value starts in the chunk). */
