@@ -30,9 +30,17 @@ export interface OriginalPrivacyOptions {
   keepGps: boolean;
 }
 
-/** The upload's format (contracts' AssetFormat, or a format added later) -> its metadata container. */
+/** Camera RAW formats by their usual names: their maker notes stay (metadata-containers/index.ts). */
+const CAMERA_RAW = new Set(["dng", "cr2", "cr3", "nef", "nrw", "arw", "sr2", "raf", "rw2", "orf", "pef", "srw", "raw"]);
+
+/**
+ * The upload's format (contracts' AssetFormat, or a format added beside them) -> the container
+ * whose metadata is edited; undefined for a format whose stored bytes carry no such metadata (SVG,
+ * stored sanitised).
+ */
 export function metadataContainerOf(format: string): MetadataContainer | undefined {
   if (format === "avif" || format === "heic" || format === "heif") return "heif";
+  if (CAMERA_RAW.has(format)) return "camera-raw";
   return (METADATA_CONTAINERS as readonly string[]).includes(format) ? (format as MetadataContainer) : undefined;
 }
 
