@@ -29,7 +29,8 @@ import { runCommand } from "./support/run-command";
 
 const ROOT = path.resolve(__dirname, "..");
 const run = process.env.REQUIRE_SERVICES === "1" ? describe.skip : describe;
-const STARTUP_MS = 120_000;
+// A fresh DATA_DIR: PGlite creates its database and runs every migration first.
+const STARTUP_MS = 240_000;
 
 /** Serial numbers the corpus's photos carry (XMP aux:SerialNumber, EXIF BodySerialNumber). */
 const CORPUS_SERIALS: Record<string, string> = {
@@ -118,7 +119,13 @@ run("the corpus through `pnpm start`", () => {
     uploaded.set(PHONE_PHOTO, await phonePhotoWithGps());
     // Two at once: the default share of one workspace (MAX_CONCURRENT_UPLOADS_PER_WORKSPACE) is 4.
     await pool([...uploaded.keys()], 2, async (file) => {
-      answers.set(file, await uploadFile(started!.api, token.stdout.trim(), file, uploaded.get(file)!));
+      try {
+        answers.set(file, await uploadFile(started!.api, token.stdout.trim(), file, uploaded.get(file)!));
+      } catch (err) {
+        throw new Error(`uploading ${file}: ${String(err)}\n--- services ---\n${started!.output().slice(-4000)}`, {
+          cause: err,
+        });
+      }
     });
     const refused = refusalsOf(answers);
     console.log(
