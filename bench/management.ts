@@ -38,7 +38,8 @@ import {
   rankExact,
   rankPairs,
 } from "@media-platform/management/assets";
-import { freePort, getJson, median, startProcess, table, type LoadResult } from "./harness";
+import { benchManagementAuthEnv, freePort, getJson, median, startProcess, table, type LoadResult } from "./harness";
+import { benchPhoneUploads } from "./phone-uploads";
 import { seedCorpus, WORKSPACE } from "./search-corpus";
 import {
   FACETS,
@@ -202,12 +203,7 @@ async function startService(dataDir: string, db: BenchDatabase): Promise<{ base:
       DATA_DIR: dataDir,
       STORAGE_DRIVER: "fs",
       STORAGE_DIR: path.join(dataDir, "blobs"),
-      AUTH_JWT_SECRET: SECRET,
-      AUTH_JWKS_URL: "",
-      AUTH_PUBLIC_KEY: "",
-      AUTH_ISSUER: "",
-      AUTH_AUDIENCE: "",
-      AUTH_WORKSPACE_CLAIM: "workspace_id",
+      ...benchManagementAuthEnv(SECRET),
       LOG_LEVEL: "warn",
       ...db.env,
     },
@@ -1074,7 +1070,7 @@ async function benchSearch(): Promise<string> {
 
 export async function benchManagement(): Promise<string> {
   const parts: string[] = [];
-  if (process.env.BENCH_SKIP_UPLOAD !== "1") parts.push(await benchUploads());
+  if (process.env.BENCH_SKIP_UPLOAD !== "1") parts.push(await benchUploads(), await benchPhoneUploads());
   if (process.env.BENCH_SKIP_SEARCH !== "1") parts.push(await benchSearch());
   const body = parts.join("\n\n");
   // The management section on its own file too: bench/results/latest.md is rewritten by every run.

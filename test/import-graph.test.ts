@@ -90,6 +90,7 @@ const MANAGEMENT_LAYERS: Layers = [
       "assets/facets.ts",
       "assets/image-analysis.ts",
       "assets/image-metadata.ts",
+      "assets/metadata-containers/",
       "assets/original-privacy.ts",
       "assets/original-write.ts",
       "assets/orphans.ts",

@@ -4,6 +4,19 @@ import sharp from "sharp";
 import { backfillPrivacy } from "../src/assets/backfill";
 import { originalKey } from "../src/assets/blobs";
 import { createTestApp, upload, type TestApp } from "./helpers";
+import {
+  exifBlocks,
+  exifSegmentBody,
+  GPS_EXIF,
+  jpegSegment,
+  photo,
+  PRIVATE_XMP,
+  scanData,
+  tiffIfd0Tags,
+  tiffWithGps,
+  withSegments,
+  XMP_GONE,
+} from "./support/metadata-fixtures";
 
 /**
  * The stored original is what `{media}/original/<id>.<ext>` serves to anyone: a phone photo's GPS
@@ -11,18 +24,9 @@ import { createTestApp, upload, type TestApp } from "./helpers";
  * KEEP_GPS=false), losslessly; orientation, colour profile and copyright stay.
  */
 async function phonePhoto(): Promise<Buffer> {
-  return sharp({ create: { width: 120, height: 80, channels: 3, background: { r: 200, g: 120, b: 40 } } })
+  return photo(120, 80)
     .withIccProfile("p3")
-    .withExif({
-      IFD0: { Make: "Acme", Model: "Phone 9", Copyright: "Jane Doe", Artist: "Jane" },
-      IFD2: { BodySerialNumber: "SN-0042", LensSerialNumber: "LENS-7" },
-      IFD3: {
-        GPSLatitudeRef: "N",
-        GPSLatitude: "48/1 51/1 2400/100",
-        GPSLongitudeRef: "E",
-        GPSLongitude: "2/1 21/1 300/100",
-      },
-    })
+    .withExif({ ...GPS_EXIF, IFD0: { ...GPS_EXIF.IFD0, Artist: "Jane" } })
     .jpeg({ quality: 90 })
     .toBuffer();
 }
@@ -108,5 +112,34 @@ describe("privacy of stored originals", () => {
     expect([blob!.contentType, blob!.metadata]).toEqual([before!.contentType, before!.metadata]);
     expect((await keep.as("ws-privacy-old").get(`/v1/assets/${res.body.id}`)).body.bytes).toBe(bytes.length);
     expect((await backfillPrivacy(keep.db.prisma, keep.blobStore, options)).cleaned).toBe(0);
+  });
+
+  // The findings of the security review, each through an upload.
+  it("removes the GPS IFD of a TIFF whose EXIF libvips does not report", async () => {
+    const tiff = await tiffWithGps();
+    expect((await sharp(tiff).metadata()).exif).toBeUndefined();
+    const res = await upload(t.as("ws-privacy"), tiff, "scan.tif");
+    expect(res.status).toBe(201);
+    const bytes = await stored(t, res.body.id);
+    expect(tiffIfd0Tags(bytes)).not.toContain(34853);
+    expect(bytes.length).toBe(tiff.length);
+  });
+
+  it("removes the GPS of every EXIF block of a JPEG, the first included", async () => {
+    const jpeg = await photo().withExif(GPS_EXIF).jpeg().toBuffer();
+    const twice = withSegments(jpeg, jpegSegment(0xe1, await exifSegmentBody(GPS_EXIF)));
+    const res = await upload(t.as("ws-privacy"), twice, "two-blocks.jpg");
+    expect(res.status).toBe(201);
+    const bytes = await stored(t, res.body.id);
+    expect(exifBlocks(bytes).map((e) => e.GPSInfo ?? null)).toEqual([null, null]);
+    expect(scanData(bytes).equals(scanData(twice))).toBe(true);
+  });
+
+  it("removes XMP positions however they are spelled (GPSDest*, DJI's GpsLatitude) and XMP location fields", async () => {
+    const jpeg = await photo().withXmp(PRIVATE_XMP).jpeg().toBuffer();
+    const res = await upload(t.as("ws-privacy"), jpeg, "drone.jpg");
+    expect(res.status).toBe(201);
+    const xmp = (await sharp(await stored(t, res.body.id)).metadata()).xmp!.toString("utf8");
+    for (const gone of XMP_GONE) expect([gone, xmp.includes(gone)]).toEqual([gone, false]);
   });
 });

@@ -14,6 +14,19 @@ import {
   type ServiceProcess,
 } from "./support/service-process";
 import { specSteps } from "./support/spec-steps";
+import {
+  CORPUS,
+  CORPUS_REFUSALS,
+  corpusFiles,
+  jpegScanData,
+  PHONE_PHOTO,
+  phonePhotoWithGps,
+  pool,
+  privateMetadataOf,
+  refusalsOf,
+  uploadFile,
+  type UploadAnswer,
+} from "../../../test/support/corpus-uploads";
 
 /**
  * The real-world corpus (sharp's own test images, `../shared/fixtures/corpus/sharp` beside the
@@ -31,20 +44,7 @@ import { specSteps } from "./support/spec-steps";
  */
 
 const ROOT = REPO_ROOT;
-const CORPUS = path.resolve(ROOT, "..", "shared", "fixtures", "corpus", "sharp");
 const run = process.env.REQUIRE_SERVICES === "1" ? describe.skip : describe;
-
-/** Files the platform refuses, by the status it answers: undecodable, unsupported or over limits. */
-const REFUSED: Record<string, number> = {
-  "corrupt-header.jpg": 422,
-  "truncated.jpg": 422,
-  "truncated.png": 422,
-  "giant-image.jpg": 422,
-  "65536-uint32-limit.png": 422,
-  "relax.jp2": 415,
-  "relax_tileparts.jp2": 415,
-  "vfile.v": 415,
-};
 
 /** SVG originals: stored sanitised, every transformation answers PNG. */
 const SVG = ["check.svg", "circle.svg", "struct-image-04-t.svg"];
@@ -85,16 +85,6 @@ const SHARP_FORMAT: Record<string, string[]> = {
   "image/tiff": ["tiff"],
 };
 
-/** Runs `work` over `items` with at most `limit` at once. */
-async function pool<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) await work(items[next++]!);
-    }),
-  );
-}
-
 interface MediaResult {
   file: string;
   url: string;
@@ -111,7 +101,8 @@ run("real-world corpus through the production bundle", () => {
   let management: ServiceProcess | undefined;
   let token: string;
   const assets = new Map<string, Asset>();
-  const uploads = new Map<string, { status: number; type?: string }>();
+  const uploads = new Map<string, UploadAnswer>();
+  const uploaded = new Map<string, Buffer>();
   const results: MediaResult[] = [];
 
   beforeAll(async () => {
@@ -128,6 +119,7 @@ run("real-world corpus through the production bundle", () => {
       PGLITE_DIR: path.join(dataDir, "pg"),
       STORAGE_DRIVER: "fs",
       STORAGE_DIR: path.join(dataDir, "blobs"),
+      UPLOAD_SPOOL_DIR: path.join(dataDir, "spool"),
       DATABASE_URL: "",
       REDIS_URL: "",
       MEDIA_SIGNING_KEY: "",
@@ -152,21 +144,15 @@ run("real-world corpus through the production bundle", () => {
     if (tokenRun.status !== 0) throw new Error(`token: ${tokenRun.stderr}`);
     token = tokenRun.stdout.trim();
 
-    const files = fs
-      .readdirSync(CORPUS)
-      .filter((f) => !f.endsWith(".md"))
-      .sort();
-    await pool(files, 2, async (file) => {
-      const form = new FormData();
-      form.append("file", new Blob([fs.readFileSync(path.join(CORPUS, file))]), file);
-      const res = await fetch(`${management!.url}/v1/assets/upload`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${token}` },
-        body: form,
-      });
-      const body = (await res.json()) as Asset & { type?: string };
-      uploads.set(file, { status: res.status, type: body.type });
-      if (res.status === 201) assets.set(file, body);
+    // The corpus, and a 12 MP phone photo with GPS (test/support/corpus-uploads.ts).
+    const files = corpusFiles();
+    for (const file of files) uploaded.set(file, fs.readFileSync(path.join(CORPUS, file)));
+    uploaded.set(PHONE_PHOTO, await phonePhotoWithGps());
+    await pool([...uploaded.keys()], 2, async (file) => {
+      const answer = await uploadFile(management!.url, token, file, uploaded.get(file)!);
+      uploads.set(file, answer);
+      if (answer.status === 201 && file !== PHONE_PHOTO)
+        assets.set(file, { id: answer.id!, width: answer.width!, height: answer.height!, format: answer.format! });
     });
 
     const requests = [...assets].flatMap(([file, asset]) =>
@@ -187,9 +173,9 @@ run("real-world corpus through the production bundle", () => {
     });
 
     const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 5);
-    const refusedBy = new Map<number, string[]>();
-    for (const [file, u] of uploads)
-      if (u.status !== 201) refusedBy.set(u.status, [...(refusedBy.get(u.status) ?? []), file]);
+    const refusedBy = new Map<string, string[]>();
+    for (const [file, why] of Object.entries(refusalsOf(uploads)))
+      refusedBy.set(why, [...(refusedBy.get(why) ?? []), file]);
     console.log(
       [
         `corpus: ${files.length} files, ${assets.size} accepted`,
@@ -211,11 +197,18 @@ run("real-world corpus through the production bundle", () => {
     return path.extname(file).slice(1).toLowerCase();
   }
 
-  it("accepts every decodable file and refuses the others with a 4xx problem", () => {
-    const refused = Object.fromEntries([...uploads].filter(([, u]) => u.status !== 201).map(([f, u]) => [f, u.status]));
-    expect(refused).toEqual(REFUSED);
-    for (const [file, u] of uploads)
-      if (u.status !== 201) expect([file, u.type]).toEqual([file, expect.stringMatching(/^https:\/\//)]);
+  it("accepts every decodable file and refuses only the listed ones, each with its problem", () => {
+    expect(refusalsOf(uploads)).toEqual(CORPUS_REFUSALS);
+  });
+
+  it("serves /original of the 12 MP phone photo without GPS or serial number, scan data as uploaded", async () => {
+    const answer = uploads.get(PHONE_PHOTO)!;
+    expect([answer.status, answer.width, answer.height]).toEqual([201, 4000, 3000]);
+    const res = await fetch(`${media!.url}/original/${answer.id}.jpg`);
+    expect(res.status).toBe(200);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    expect(await privateMetadataOf(bytes)).toEqual([]);
+    expect(jpegScanData(bytes).equals(jpegScanData(uploaded.get(PHONE_PHOTO)!))).toBe(true);
   });
 
   it("answers no 5xx, and every transformation of every accepted file succeeds", () => {

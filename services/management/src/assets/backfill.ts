@@ -3,9 +3,9 @@ import sharp from "sharp";
 import type { BlobStore } from "@media-platform/storage";
 import type { PrismaClient } from "../generated/prisma/client";
 import { originalKey, trashKey, versionKey } from "./blobs";
-import { formatOfMimeType, IMAGE_FORMATS } from "@media-platform/contracts";
+import { formatOfMimeType } from "@media-platform/contracts";
 import { displayedSize, extractImageMetadata, metadataColumns } from "./image-metadata";
-import { withoutPrivateMetadata, type OriginalPrivacyOptions } from "./original-privacy";
+import { metadataContainerOf, withoutPrivateMetadata, type OriginalPrivacyOptions } from "./original-privacy";
 
 export interface BackfillOptions {
   /** Rows read and processed per batch. */
@@ -181,13 +181,9 @@ async function cleanBlob(
   const bytes = await buffer(blob.body);
   const format = formatOfMimeType(blob.contentType);
   if (!format) return undefined;
-  const cleaned = await withoutPrivateMetadata(
-    bytes,
-    IMAGE_FORMATS[format].extensions[0],
-    await sharp(bytes).metadata(),
-    options,
-  );
+  const container = metadataContainerOf(format);
+  const cleaned = container && withoutPrivateMetadata(bytes, container, options);
   if (!cleaned) return undefined;
-  await blobStore.put(key, cleaned, blob.contentType, blob.metadata);
-  return cleaned.length;
+  await blobStore.put(key, cleaned.bytes, blob.contentType, blob.metadata);
+  return cleaned.bytes.length;
 }

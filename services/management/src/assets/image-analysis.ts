@@ -12,7 +12,12 @@ import {
 } from "@media-platform/contracts";
 import { InvalidInputError, MetadataRemovalError } from "../domain-errors";
 import { displayedSize, extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
-import { removePrivateMetadata, type OriginalMetadataPolicy } from "./original-privacy";
+import {
+  MalformedMetadataError,
+  metadataContainerOf,
+  removePrivateMetadata,
+  type OriginalMetadataPolicy,
+} from "./original-privacy";
 import { isGzip, looksLikeSvg, sanitiseSvg } from "./svg-original";
 
 /** The spooled upload, hashed and measured while it streamed to disk. */
@@ -104,22 +109,28 @@ export async function analyseImage(
       throw new UndecodableImageError();
     }
   }
-  // The stored original is served publicly: GPS (and, by default, serial numbers) go first.
-  // An SVG is stored as sanitised, which keeps no metadata but its markup.
+  // The stored original is served publicly: the location (and, by default, serial numbers) go
+  // first, found by walking the container itself. An SVG is stored as sanitised, which keeps no
+  // metadata but its markup.
+  const container = svg === undefined ? metadataContainerOf(format) : undefined;
   const storedBytes =
     svg ??
-    (await removePrivateMetadata(file.path, IMAGE_FORMATS[format].extensions[0], meta, {
-      policy: options.originalMetadata ?? "private",
-      keepGps: options.keepGps,
-    }).then(
-      (size) => size ?? file.size,
-      (err: unknown) => {
-        throw new MetadataRemovalError(
-          "The image's metadata could not be rewritten without its GPS position and serial numbers; re-save the image (or export it without location data) and upload it again",
-          { cause: err },
-        );
-      },
-    ));
+    (container === undefined
+      ? file.size
+      : await removePrivateMetadata(file.path, container, {
+          policy: options.originalMetadata ?? "private",
+          keepGps: options.keepGps,
+        }).then(
+          (size) => size ?? file.size,
+          (err: unknown) => {
+            if (!(err instanceof MalformedMetadataError)) throw err;
+            throw new MetadataRemovalError(
+              `The image's metadata could not be read to remove its location and serial numbers (${err.message}); ` +
+                "re-save the image (or export it without location data) and upload it again",
+              { cause: err },
+            );
+          },
+        ));
   return {
     format,
     mimeType: IMAGE_FORMATS[format].mimeType,

@@ -1,26 +1,26 @@
 import { readFile, rename, rm, writeFile } from "node:fs/promises";
-import path from "node:path";
-import exifReader from "exif-reader";
-import type sharp from "sharp";
-import { nativeRequire } from "../native-require";
+import {
+  editMetadata,
+  METADATA_CONTAINERS,
+  type MetadataContainer,
+  type RemovalRules,
+  type Removed,
+} from "./metadata-containers";
 
-// ExifTool compiled to WebAssembly (no perl, nothing downloaded), loaded on the first original
-// that has something to remove.
-type ExifTool = typeof import("@uswriting/exiftool", { with: { "resolution-mode": "import" } });
-let exiftoolModule: ExifTool | undefined;
-// Its ES module build: the CommonJS one looks for the WebAssembly file at its build machine's path.
-const exiftool = (): ExifTool =>
-  (exiftoolModule ??= nativeRequire<ExifTool>(
-    path.join(path.dirname(require.resolve("@uswriting/exiftool")), "..", "esm", "index.js"),
-  ));
+export { MalformedMetadataError, type MetadataContainer } from "./metadata-containers";
 
 /**
  * What of an original's metadata is stored (and so served publicly by the media service's
  * `/original/<id>.<ext>`): ORIGINAL_METADATA.
- * - `private` (default): GPS and serial numbers (body, lens, internal) are removed; orientation,
- *   the colour profile, copyright and the rest of EXIF are kept.
- * - `keep`: everything but GPS is kept.
- * In both, KEEP_GPS=true keeps the GPS position too.
+ * - `private` (default): the location and serial numbers (body, lens, camera, and the vendors'
+ *   maker notes that hold their own) are removed; orientation, the colour profile, copyright and the
+ *   rest of EXIF, XMP and IPTC are kept.
+ * - `keep`: everything but the location is kept.
+ * In both, KEEP_GPS=true keeps the location too. The location is the EXIF GPS IFD, XMP's GPS fields
+ * (any namespace, any case: exif:GPS*, DJI's drone-dji:GpsLatitude, ...), and the place fields of
+ * IPTC (City, Sub-location, Province/State, Country, Country Code, Content Location) and XMP
+ * (photoshop:City/State/Country, Iptc4xmpCore:Location/CountryCode, Iptc4xmpExt:LocationShown/
+ * LocationCreated). docs/security.md lists the same.
  */
 export const ORIGINAL_METADATA_POLICIES = ["private", "keep"] as const;
 export type OriginalMetadataPolicy = (typeof ORIGINAL_METADATA_POLICIES)[number];
@@ -30,73 +30,69 @@ export interface OriginalPrivacyOptions {
   keepGps: boolean;
 }
 
-/** ExifTool tag names (wildcards allowed) to delete: GPS in EXIF and XMP, and serial numbers. */
-function tagsToDelete(meta: sharp.Metadata, options: OriginalPrivacyOptions): string[] {
-  const tags: string[] = [];
-  const exif = meta.exif ? safeExif(meta.exif) : undefined;
-  const xmp = meta.xmp?.toString("latin1") ?? "";
-  if (!options.keepGps && (hasEntries(exif?.GPSInfo) || /GPS(Latitude|Longitude|Altitude|Position)/.test(xmp))) {
-    tags.push("GPS*");
-  }
-  if (options.policy === "private") {
-    const photo = exif?.Photo ?? {};
-    const image = exif?.Image ?? {};
-    const serial = ["BodySerialNumber", "LensSerialNumber", "CameraSerialNumber", "SerialNumber"].some(
-      (name) => name in photo || name in image,
-    );
-    if (serial || /SerialNumber/.test(xmp)) tags.push("*SerialNumber");
-  }
-  return tags;
-}
-
-function safeExif(buffer: Buffer): exifReader.Exif | undefined {
-  try {
-    return exifReader(buffer);
-  } catch {
-    return undefined;
-  }
-}
-
-const hasEntries = (value: object | undefined): boolean => value !== undefined && Object.keys(value).length > 0;
+/** Camera RAW formats by their usual names: their maker notes stay (metadata-containers/index.ts). */
+const CAMERA_RAW = new Set(["dng", "cr2", "cr3", "nef", "nrw", "arw", "sr2", "raf", "rw2", "orf", "pef", "srw", "raw"]);
 
 /**
- * The original's bytes without the metadata the policy drops, rewritten losslessly (ExifTool edits
- * the metadata segments only; the coded image data is untouched), or undefined when nothing has to
- * go (no ExifTool instance is started then).
+ * The upload's format (contracts' AssetFormat, or a format added beside them) -> the container
+ * whose metadata is edited; undefined for a format whose stored bytes carry no such metadata (SVG,
+ * stored sanitised).
  */
-export async function withoutPrivateMetadata(
+export function metadataContainerOf(format: string): MetadataContainer | undefined {
+  if (format === "avif" || format === "heic" || format === "heif") return "heif";
+  if (CAMERA_RAW.has(format)) return "camera-raw";
+  return (METADATA_CONTAINERS as readonly string[]).includes(format) ? (format as MetadataContainer) : undefined;
+}
+
+const rulesOf = (options: OriginalPrivacyOptions): RemovalRules => ({
+  location: !options.keepGps,
+  serials: options.policy === "private",
+  makerNotes: options.policy === "private",
+});
+
+export interface PrivateMetadataRemoval {
+  /** The original without its private metadata. */
+  bytes: Buffer;
+  /** What went, e.g. "JPEG EXIF GPS IFD", "XMP exif:GPSLatitude", "IPTC 2:90 City". */
+  removed: Removed;
+}
+
+/**
+ * The original's bytes without the metadata the policy drops, rewritten losslessly in process
+ * (metadata-containers/: only metadata bytes change, the coded image stays byte for byte), or
+ * undefined when nothing has to go. `bytes` is not modified. Throws MalformedMetadataError when a
+ * metadata block that must be checked cannot be read (the upload is refused rather than stored with
+ * what it may hold).
+ */
+export function withoutPrivateMetadata(
   bytes: Buffer,
-  extension: string,
-  meta: sharp.Metadata,
+  container: MetadataContainer,
   options: OriginalPrivacyOptions,
-): Promise<Buffer | undefined> {
-  const tags = tagsToDelete(meta, options);
-  if (tags.length === 0) return undefined;
-  const result = await exiftool().writeMetadata(
-    { name: `original.${extension}`, data: new Uint8Array(bytes) },
-    Object.fromEntries(tags.map((tag) => [tag, ""])),
-  );
-  if (!result.success) throw new Error(`could not remove private metadata: ${result.error}`);
-  return Buffer.from(result.data);
+): PrivateMetadataRemoval | undefined {
+  const rules = rulesOf(options);
+  if (!rules.location && !rules.serials && !rules.makerNotes) return undefined;
+  const result = editMetadata(Buffer.from(bytes), container, rules);
+  return result.removed.length > 0 ? result : undefined;
 }
 
 /** withoutPrivateMetadata of a spooled file, in place; its new size, or undefined when untouched. */
 export async function removePrivateMetadata(
   filePath: string,
-  extension: string,
-  meta: sharp.Metadata,
+  container: MetadataContainer,
   options: OriginalPrivacyOptions,
 ): Promise<number | undefined> {
-  if (tagsToDelete(meta, options).length === 0) return undefined;
-  const cleaned = await withoutPrivateMetadata(await readFile(filePath), extension, meta, options);
-  if (!cleaned) return undefined;
+  const rules = rulesOf(options);
+  if (!rules.location && !rules.serials && !rules.makerNotes) return undefined;
+  // The file's own buffer is edited: no copy of a 50 MB upload.
+  const { bytes, removed } = editMetadata(await readFile(filePath), container, rules);
+  if (removed.length === 0) return undefined;
   const temp = `${filePath}.private`;
   try {
-    await writeFile(temp, cleaned, { mode: 0o600 });
+    await writeFile(temp, bytes, { mode: 0o600 });
     await rename(temp, filePath);
   } catch (err) {
     await rm(temp, { force: true });
     throw err;
   }
-  return cleaned.length;
+  return bytes.length;
 }

@@ -81,8 +81,15 @@ export async function uploadAsset(
   const id = randomUUID();
   const key = originalKey(id);
   const original = analysedOriginal(image, originalFilename, workspaceId);
-  // Streamed from the spool file (S3: multipart above the part size), never whole in memory.
-  await putOriginal(ctx, id, fs.createReadStream(file.path), original);
+  // Streamed from the spool file (S3: multipart above the part size), never whole in memory. The
+  // file is opened first: a stream's own open failing before the store reads it would be an
+  // unhandled error event, which ends the process.
+  const body = (await fs.promises.open(file.path, "r")).createReadStream();
+  try {
+    await putOriginal(ctx, id, body, original);
+  } finally {
+    body.destroy();
+  }
   let asset: Asset;
   try {
     // The asset.created webhook event is written in the same transaction (outbox).

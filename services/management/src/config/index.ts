@@ -57,12 +57,12 @@ const ownEnvSchema = z.object({
   KEEP_GPS: z
     .preprocess(blankAsUnset, z.stringbool().default(false))
     .describe(
-      "Keep the GPS position: in an asset's exif metadata and in the stored original, which the media service serves publicly (default: removed from both at upload)",
+      "Keep the GPS position and the place fields (IPTC/XMP city, state, country, location): in an asset's exif metadata and in the stored original, which the media service serves publicly (default: removed from both at upload)",
     ),
   ORIGINAL_METADATA: z
     .preprocess(blankAsUnset, z.enum(["private", "keep"]).default("private"))
     .describe(
-      "Metadata kept in stored originals (served publicly at {media}/original/<id>.<ext>): private = GPS and serial numbers removed at upload, orientation, colour profile, copyright and other EXIF kept; keep = only GPS removed (unless KEEP_GPS). Removal is lossless: the image data is not re-encoded",
+      "Metadata kept in stored originals (served publicly at {media}/original/<id>.<ext>): private = GPS, place fields, serial numbers and maker notes removed at upload, orientation, colour profile, copyright and other EXIF, XMP and IPTC kept; keep = only GPS and place fields removed (unless KEEP_GPS). Removal is lossless: the image data is not re-encoded",
     ),
   UPLOAD_SPOOL_DIR: optionalString.describe(
     "Folder upload bodies stream to while they are checked (default <os tmpdir>/media-platform-uploads); leftovers older than ORPHAN_GRACE_SECONDS are swept",

@@ -25,3 +25,4 @@ export { countFacets } from "../assets/facets";
 export { ASSET_COLUMNS, liveAssetsByIds } from "../assets/rows";
 export { LIST_ESTIMATE_TTL_MS } from "../assets/service";
 export { analyseImage, type SpooledFile } from "../assets/image-analysis";
+export { metadataContainerOf, removePrivateMetadata } from "../assets/original-privacy";
