@@ -103,3 +103,10 @@ export const ACCEPTED_FORMATS_SUMMARY: ReadonlyArray<{ formats: readonly AssetFo
   { formats: [...CAMERA_RAW_FORMATS], renders: "JPEG (the largest embedded JPEG preview)" },
   { formats: ["pdf"], renders: "PNG (the first page, or the one page:index selects)" },
 ];
+
+/**
+ * Limits of a PDF original, checked at upload before it is stored and again by media before a
+ * page is drawn: the page count (a page tree can claim millions) and a page's side in points,
+ * the PDF specification's own implementation limit (200 inches).
+ */
+export const PDF_LIMITS = { maxPages: 2000, maxPageSidePoints: 14_400 } as const;

@@ -32,7 +32,8 @@ import { ASSET_COLUMNS, liveAssetsByIds } from "./rows";
 import { serializeAsset, serializeListedAsset } from "./serializer";
 import { analyseImage, type SpooledFile } from "./image-analysis";
 import { recordEvents, type Tx } from "../webhooks/outbox";
-import { analysedOriginal, putOriginal, recordOriginal } from "./original-write";
+import { analysedOriginal, asVersion, putOriginal, recordOriginal } from "./original-write";
+import { renderingSourceKey } from "./blobs";
 
 /** A PATCH that writes the attributes blob holds its transaction across a blob store call. */
 const BLOB_TX_OPTIONS = { timeout: 30_000, maxWait: 10_000 };
@@ -79,7 +80,8 @@ export async function uploadAsset(
 
   const id = randomUUID();
   const key = originalKey(id);
-  const original = analysedOriginal(image, originalFilename, workspaceId);
+  // A new asset's original is its version 1.
+  const original = asVersion(id, 1, analysedOriginal(image, originalFilename, workspaceId));
   // Streamed from the spool file (S3: multipart above the part size), never whole in memory.
   await putOriginal(ctx, id, fs.createReadStream(file.path), original);
   let asset: Asset;
@@ -118,9 +120,12 @@ export async function uploadAsset(
         "upload's transaction outcome unknown (database unavailable): blob kept for the orphan sweep",
       );
     } else {
-      await ctx.blobStore.delete(key).catch((deleteErr: unknown) => {
-        ctx.log.error({ err: deleteErr, key }, "could not delete the blob of a failed upload");
-      });
+      const keys = original.renderingSource ? [key, renderingSourceKey(id, 1)] : [key];
+      for (const blobKey of keys) {
+        await ctx.blobStore.delete(blobKey).catch((deleteErr: unknown) => {
+          ctx.log.error({ err: deleteErr, key: blobKey }, "could not delete the blob of a failed upload");
+        });
+      }
     }
     // The collection was deleted between the check and the insert.
     if (isPrismaError(err, "P2003")) {
