@@ -177,7 +177,9 @@ describe("a HEIC's rendering source through every lifecycle path", () => {
   it("the orphan sweep removes a source no row names (a crash between its write and the commit) and keeps the rest", async () => {
     const id = (await upload(t.as(WS), heic(), "a.heic")).body.id as string;
     const stray = "0b6a0a6e-5d0a-4c3e-9d59-1c1e8a2f0d11";
-    const jpeg = await sharp({ create: { width: 4, height: 4, channels: 3, background: "#fff" } }).jpeg().toBuffer();
+    const jpeg = await sharp({ create: { width: 4, height: 4, channels: 3, background: "#fff" } })
+      .jpeg()
+      .toBuffer();
     await t.blobStore.put(renderingSourceKey(stray, 1), jpeg, "image/jpeg");
     // A replace killed before its commit wrote version 2's source; the row is still at version 1.
     await t.blobStore.put(renderingSourceKey(id, 2), jpeg, "image/jpeg");

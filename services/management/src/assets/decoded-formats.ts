@@ -78,7 +78,11 @@ export function mayBeCameraRaw(head: Buffer): boolean {
  * orientation) and encoded as JPEG with the original's ICC profile. `meta` is sharp's header
  * read (libheif parses it without the HEVC decoder): its size is checked before decoding.
  */
-export async function heicRenderingSource(bytes: Buffer, meta: sharp.Metadata, limitInputPixels: number): Promise<Buffer> {
+export async function heicRenderingSource(
+  bytes: Buffer,
+  meta: sharp.Metadata,
+  limitInputPixels: number,
+): Promise<Buffer> {
   const declared = { width: meta.width ?? 0, height: meta.height ?? 0 };
   if (declared.width * declared.height > limitInputPixels)
     throw new ImagePixelLimitError(limitInputPixels, declared, "body.file");
@@ -206,7 +210,11 @@ export async function readCameraRaw(
     );
   }
   if (best.meta.width! * best.meta.height! > limitInputPixels) {
-    throw new ImagePixelLimitError(limitInputPixels, { width: best.meta.width!, height: best.meta.height! }, "body.file");
+    throw new ImagePixelLimitError(
+      limitInputPixels,
+      { width: best.meta.width!, height: best.meta.height! },
+      "body.file",
+    );
   }
   const camera = read.camera;
   // A preview with its own orientation is turned by it; one without takes the camera's.

@@ -57,7 +57,15 @@ const CAMERA_TAGS = [
 /** Camera RAW: the file type ExifTool reads, the camera's tags and every embedded JPEG (base64 in ExifTool's JSON). */
 async function readCameraRaw({ bytes, name }) {
   exiftool ??= await import("@uswriting/exiftool");
-  const args = ["-json", "-b", "-n", "-a", "-G1", ...PREVIEW_TAGS.map((t) => `-${t}`), ...CAMERA_TAGS.map((t) => `-${t}`)];
+  const args = [
+    "-json",
+    "-b",
+    "-n",
+    "-a",
+    "-G1",
+    ...PREVIEW_TAGS.map((t) => `-${t}`),
+    ...CAMERA_TAGS.map((t) => `-${t}`),
+  ];
   const result = await exiftool.parseMetadata(
     { name, data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) },
     { args, transform: (text) => JSON.parse(text) },
@@ -109,7 +117,8 @@ async function readPdf({ bytes, maxPages, maxPageSide, thumbnailSide }) {
   }).promise;
   try {
     const pages = doc.numPages;
-    if (pages > maxPages) return { error: "pdf-limit", message: `The PDF has ${pages} pages, above the limit of ${maxPages}` };
+    if (pages > maxPages)
+      return { error: "pdf-limit", message: `The PDF has ${pages} pages, above the limit of ${maxPages}` };
     const page = await doc.getPage(1);
     const viewport = page.getViewport({ scale: 1 });
     const width = Math.round(viewport.width);
@@ -138,6 +147,10 @@ parentPort.on("message", ({ id, kind, input }) => {
     .then(() => TASKS[kind](input))
     .then(
       (output) => parentPort.postMessage({ id, output }),
-      (err) => parentPort.postMessage({ id, output: { error: "undecodable", message: String(err && err.message).slice(0, 200) } }),
+      (err) =>
+        parentPort.postMessage({
+          id,
+          output: { error: "undecodable", message: String(err && err.message).slice(0, 200) },
+        }),
     );
 });

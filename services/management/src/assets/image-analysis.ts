@@ -164,7 +164,8 @@ export async function analyseImage(
   };
 }
 
-const ACCEPTED = "JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG, HEIC, PDF, camera RAW (DNG, CR2, CR3, NEF, ARW, RAF, RW2, ORF)";
+const ACCEPTED =
+  "JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG, HEIC, PDF, camera RAW (DNG, CR2, CR3, NEF, ARW, RAF, RW2, ORF)";
 
 /** The first bytes of the spooled file (sniffing: SVG, gzip, PDF, camera RAW signatures). */
 async function readHead(filePath: string): Promise<Buffer> {
@@ -233,7 +234,11 @@ async function analyseRendered(
  * A PDF: page 1's size in points, the placeholder and perceptual hash from page 1 drawn small;
  * stored as uploaded (media draws its pages). Refused (422) over PDF_LIMITS or the pixel limit.
  */
-async function analysePdf(file: SpooledFile, limitInputPixels: number, options: AnalyseOptions): Promise<AnalysedImage> {
+async function analysePdf(
+  file: SpooledFile,
+  limitInputPixels: number,
+  options: AnalyseOptions,
+): Promise<AnalysedImage> {
   const pdf = await readPdf(await fsp.readFile(file.path), limitInputPixels);
   const previewMeta = await sharp(pdf.preview).metadata();
   const hashBits = await phash(pdf.preview);

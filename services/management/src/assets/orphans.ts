@@ -204,7 +204,10 @@ const SOURCE_KEY = /^sources\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
  * its commit, so a crash in between leaves such a blob; so does a permanent delete that could
  * not remove it. Returns how many were deleted.
  */
-async function sweepRenderingSources(deps: { prisma: PrismaClient; blobStore: BlobStore }, cutoff: Date): Promise<number> {
+async function sweepRenderingSources(
+  deps: { prisma: PrismaClient; blobStore: BlobStore },
+  cutoff: Date,
+): Promise<number> {
   let removed = 0;
   let batch: StrayVersion[] = [];
   const flush = async () => {

@@ -13,12 +13,10 @@ import { TransformationInputError, UndecodableImageError, undecodableOriginal } 
 
 interface PdfPage {
   getViewport(options: { scale: number }): { width: number; height: number };
-  render(options: {
-    canvasContext: unknown;
-    canvas: unknown;
-    viewport: unknown;
-    background: string;
-  }): { promise: Promise<void>; cancel(): void };
+  render(options: { canvasContext: unknown; canvas: unknown; viewport: unknown; background: string }): {
+    promise: Promise<void>;
+    cancel(): void;
+  };
 }
 interface PdfDocument {
   numPages: number;
@@ -42,9 +40,7 @@ function load(): { pdfjs: PdfJs; canvas: CanvasModule; root: string } {
   if (loaded) return loaded;
   const root = path.dirname(require.resolve("pdfjs-dist/package.json"));
   // pdf.js runs its "worker" in this thread when it finds the worker's handler here.
-  (globalThis as { pdfjsWorker?: unknown }).pdfjsWorker = nativeRequire(
-    path.join(root, "legacy/build/pdf.worker.mjs"),
-  );
+  (globalThis as { pdfjsWorker?: unknown }).pdfjsWorker = nativeRequire(path.join(root, "legacy/build/pdf.worker.mjs"));
   const pdfjs = nativeRequire<PdfJs>(path.join(root, "legacy/build/pdf.mjs"));
   const canvas = nativeRequire<CanvasModule>(require.resolve("@napi-rs/canvas"));
   loaded = { pdfjs, canvas, root };

@@ -98,7 +98,11 @@ export function planRender(
   if (output?.drawNsPerPixel) {
     const pixels = original.width * original.height;
     costNs += pixels * output.drawNsPerPixel;
-    worst = { label: `drawing the PDF page (${megapixels(pixels)} MP)`, path: "page.index", ns: pixels * output.drawNsPerPixel };
+    worst = {
+      label: `drawing the PDF page (${megapixels(pixels)} MP)`,
+      path: "page.index",
+      ns: pixels * output.drawNsPerPixel,
+    };
   }
   for (const step of steps) {
     // The step's name and parameters belong together (TransformationStep is a union keyed by

@@ -208,7 +208,9 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     const pdf = formatOfMimeType(input.contentType) === "pdf";
     // libvips reads no PDF: its page count and page 1's size are the facts management stored.
     if (pdf && !input.header) {
-      throw new UndecodableImageError(undecodableOriginal("a PDF renders from the header facts stored with it, and it has none"));
+      throw new UndecodableImageError(
+        undecodableOriginal("a PDF renders from the header facts stored with it, and it has none"),
+      );
     }
     // The header only: sizes, bands, colour space. No pixel is decoded before the plan passes.
     // Stored with the blob at upload when present (no second header parse), else read here.
