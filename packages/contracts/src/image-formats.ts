@@ -110,3 +110,18 @@ export const ACCEPTED_FORMATS_SUMMARY: ReadonlyArray<{ formats: readonly AssetFo
  * the PDF specification's own implementation limit (200 inches).
  */
 export const PDF_LIMITS = { maxPages: 2000, maxPageSidePoints: 14_400 } as const;
+
+/** Every accepted format with its MIME type, extensions and what its renditions are (GET /transformations). */
+export function acceptedFormats(): Array<{
+  format: AssetFormat;
+  mimeType: string;
+  extensions: string[];
+  renditionFormat: RasterFormat;
+}> {
+  return ASSET_FORMATS.map((format) => ({
+    format,
+    mimeType: IMAGE_FORMATS[format].mimeType,
+    extensions: [...IMAGE_FORMATS[format].extensions],
+    renditionFormat: renditionFormatOf(format),
+  }));
+}
