@@ -84,11 +84,9 @@ export async function analyseImage(
     const raw = await readCameraRaw(await fsp.readFile(file.path), limitInputPixels, options);
     // Else a TIFF from a camera maker's software: read as any TIFF below.
     if (raw) {
-      return analyseRendered(file, raw.format, raw.source, limitInputPixels, options, {
-        exif: raw.exif,
-        // The original's GPS as the privacy rewrite sees it: the camera's tags, as an XMP mention.
-        privacy: { xmp: raw.hasGps ? Buffer.from("GPSLatitude") : undefined } as sharp.Metadata,
-      });
+      const privacy = { xmp: raw.hasGps ? Buffer.from("GPSLatitude") : undefined } as sharp.Metadata;
+      // The original's GPS as the privacy rewrite sees it: the camera's tags, as an XMP mention.
+      return analyseRendered(file, { ...raw, privacy }, limitInputPixels, options);
     }
   }
   let meta: sharp.Metadata;
@@ -104,10 +102,8 @@ export async function analyseImage(
   }
   if (svg === undefined && meta.format === "heif" && meta.compression === "hevc") {
     const source = await heicRenderingSource(await fsp.readFile(file.path), meta, limitInputPixels);
-    return analyseRendered(file, "heic", source, limitInputPixels, options, {
-      exif: meta.exif ? readExif(meta.exif, options) : null,
-      privacy: meta,
-    });
+    const exif = meta.exif ? readExif(meta.exif, options) : null;
+    return analyseRendered(file, { format: "heic", source, exif, privacy: meta }, limitInputPixels, options);
   }
   const format = acceptedFormat(meta, svg !== undefined);
   if (!format) {
@@ -204,12 +200,11 @@ async function privateMetadataRemoved(
  */
 async function analyseRendered(
   file: SpooledFile,
-  format: AssetFormat,
-  source: Buffer,
+  original: { format: AssetFormat; source: Buffer; exif: ImageMetadata["exif"]; privacy: sharp.Metadata },
   limitInputPixels: number,
   options: AnalyseOptions,
-  original: { exif: ImageMetadata["exif"]; privacy: sharp.Metadata },
 ): Promise<AnalysedImage> {
+  const { format, source } = original;
   const meta = await sharp(source, { limitInputPixels, failOn: "error" }).metadata();
   const hashBits = await phash(source, { limitInputPixels, failOn: "error" });
   let metadata: ImageMetadata | null = null;
