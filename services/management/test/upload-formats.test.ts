@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { buffer } from "node:stream/consumers";
+import exifReader from "exif-reader";
 import sharp from "sharp";
 import { assetSchema, RENDERING_SOURCE_METADATA, storedOriginalHeader } from "@media-platform/contracts";
 import { originalKey, renderingSourceKey, trashKey, versionKey } from "../src/assets/blobs";
@@ -40,6 +41,12 @@ describe("HEIC (HEVC)", () => {
     expect(asset.exif?.gps).toBeUndefined();
     const original = (await blob(originalKey(asset.id)))!;
     expect(original.contentType).toBe("image/heic");
+    // The photo's GPS position is gone from the stored original (its EXIF item), the rest kept.
+    const uploadedExif = exifReader((await sharp(sample("iphone-IMG_2682.heic")).metadata()).exif!);
+    expect(uploadedExif.GPSInfo?.GPSLatitude).toBeDefined();
+    const storedExif = exifReader((await sharp(original.bytes).metadata()).exif!);
+    expect(storedExif.GPSInfo?.GPSLatitude).toBeUndefined();
+    expect(storedExif.Image?.Make).toBe("Apple");
     expect(original.metadata?.[RENDERING_SOURCE_METADATA]).toBe(renderingSourceKey(asset.id, 1));
     const source = (await blob(renderingSourceKey(asset.id, 1)))!;
     expect(source.contentType).toBe("image/jpeg");
