@@ -57,7 +57,8 @@ describe("HEIC (HEVC)", () => {
     // What media plans from: the source's header, on both blobs.
     expect(storedOriginalHeader(original.metadata)).toMatchObject({ width: 4032, height: 3024, pages: 1 });
     expect(storedOriginalHeader(source.metadata)).toMatchObject({ width: 4032, height: 3024 });
-  });
+    // A 12 MP HEVC decode in WebAssembly and the privacy rewrite: seconds each on a loaded machine.
+  }, 180_000);
 
   it("a file of two images gives its primary one", async () => {
     const res = await upload(t.as(WS), sample("libheif-example-two-images.heic"), "example.heic");
@@ -86,8 +87,6 @@ describe("camera RAW", () => {
   it.each([
     ["exiftool-panasonic-lx3.rw2", "RW2", "largest: 8 x 8"],
     ["iphone12pro-pruned-no-preview.dng", "DNG", "largest: none"],
-    ["exiftool-canon-350d.dng", "DNG", "largest: none"],
-    ["exiftool-nikon-d70.nef", "NEF", "largest: none"],
   ])("%s has no usable preview: 415 saying so, nothing stored", async (name, type, largest) => {
     const before = await t.db.prisma.asset.count();
     const res = await upload(t.as(WS), sample(name), name);
