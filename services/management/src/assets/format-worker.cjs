@@ -146,7 +146,8 @@ parentPort.on("message", ({ id, kind, input }) => {
   Promise.resolve()
     .then(() => TASKS[kind](input))
     .then(
-      (output) => parentPort.postMessage({ id, output }),
+      // Decoded pixels (48 MB for 12 MP) move to the service without a copy.
+      (output) => parentPort.postMessage({ id, output }, output && output.data ? [output.data.buffer] : []),
       (err) =>
         parentPort.postMessage({
           id,
