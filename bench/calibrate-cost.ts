@@ -45,6 +45,7 @@ const STEP_URLS: Record<TransformationName, string> = {
   resize: "resize:width=2400",
   format: "format:type=jpeg",
   frame: "frame:index=0",
+  page: "page:index=1",
   // A budget the first encode meets: the step itself, not its re-encodes (priced by the planner).
   "max-bytes": "max-bytes:value=100000000",
   overlay: `overlay:asset=${ID}:scale=.5:opacity=.5`,

@@ -34,7 +34,8 @@ const services: ServiceBuild[] = [
       "cli/token": "src/cli/token.ts",
       "cli/migrate": "src/cli/migrate.ts",
     },
-    copies: {},
+    // assets/format-workers.ts starts <its folder>/format-worker.cjs (HEIC, camera RAW, PDF decoders).
+    copies: { "format-worker.cjs": "src/assets/format-worker.cjs" },
     // The media library app, served at /library from dist/library (library/router.ts findLibraryDir).
     after: (outdir) => {
       buildLibrary();

@@ -166,6 +166,11 @@ export const STUDIO_HELP: Record<string, StepHelp> = {
     about: "Takes one frame of an animated GIF or WebP as a still picture.",
     params: { index: "Which frame: 0 is the first." },
   },
+  page: {
+    label: "PDF page",
+    about: "Shows one page of a PDF document. Without this step a PDF shows its first page.",
+    params: { index: "Which page: 1 is the first." },
+  },
   "max-bytes": {
     label: "File size limit",
     about: "Keeps the file under a size: the quality is lowered, then the picture made smaller, until it fits.",

@@ -50,7 +50,7 @@ export const MAX_COLLECTION_NAME_LENGTH = 200;
 export const assetFormatSchema = z
   .enum(ASSET_FORMATS)
   .describe(
-    "Image format sniffed from the uploaded bytes. svg: stored sanitised, width and height are its intrinsic size (width/height attributes, else viewBox) at 72 dpi, renditions are PNG",
+    "Format sniffed from the uploaded bytes. svg: stored sanitised, width and height are its intrinsic size (width/height attributes, else viewBox) at 72 dpi, renditions are PNG. heic (HEVC): stored as uploaded, width and height of its primary image as displayed, renditions are JPEG. dng, cr2, cr3, nef, arw, raf, rw2, orf (camera RAW): stored as uploaded, width, height and placeholder of its largest embedded JPEG preview, EXIF of the camera, renditions are JPEG. pdf: stored as uploaded, width and height of page 1 in points (72 dpi), renditions are PNG pages (page:index)",
   );
 
 // ---------------------------------------------------------------------------------------------

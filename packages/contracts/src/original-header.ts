@@ -15,9 +15,32 @@ export const ORIGINAL_HEADER_METADATA = "image-header";
  */
 export const ORIGINAL_WORKSPACE_METADATA = "workspace";
 
-/** Blob metadata of an original: its header facts (when known) and its workspace. */
-export function originalBlobMetadata(header: OriginalHeader | undefined, workspaceId: string): Record<string, string> {
-  return { ...originalHeaderMetadata(header), [ORIGINAL_WORKSPACE_METADATA]: workspaceId };
+/**
+ * Blob metadata of an original libvips cannot decode (HEIC, camera RAW) naming its rendering
+ * source: the key of the JPEG made from it at upload, which media renders instead of it. The
+ * original's header facts are then the source's (what media plans from).
+ */
+export const RENDERING_SOURCE_METADATA = "rendering-source";
+
+/** Blob metadata of an original: its header facts (when known), its workspace and its rendering source (if any). */
+export function originalBlobMetadata(
+  header: OriginalHeader | undefined,
+  workspaceId: string,
+  renderingSource?: string,
+): Record<string, string> {
+  return {
+    ...originalHeaderMetadata(header),
+    [ORIGINAL_WORKSPACE_METADATA]: workspaceId,
+    ...(renderingSource ? { [RENDERING_SOURCE_METADATA]: renderingSource } : {}),
+  };
+}
+
+const SOURCE_KEY = /^sources\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/v[1-9][0-9]{0,8}$/;
+
+/** The rendering source an original's blob metadata names, or undefined (none, or not a source key). */
+export function renderingSourceOf(metadata: Record<string, string> | undefined): string | undefined {
+  const key = metadata?.[RENDERING_SOURCE_METADATA];
+  return key !== undefined && SOURCE_KEY.test(key) ? key : undefined;
 }
 
 const dimension = z

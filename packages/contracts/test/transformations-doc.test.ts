@@ -11,7 +11,7 @@ describe("docs/transformations.md", () => {
   });
 
   it("documents all 16 transformations (and the extensions) with an example URL each", () => {
-    expect(transformationNames).toHaveLength(23);
+    expect(transformationNames).toHaveLength(24);
     for (const name of transformationNames) {
       expect(committed).toContain(`## ${name}\n`);
       expect(committed).toMatch(new RegExp(`Example: \`/${name.replace(/[-]/g, "\\-")}[:/]`));

@@ -103,3 +103,10 @@ export const originalKey = (assetId: string): string => `originals/${assetId}`;
  * trash/restore (which move `originals/<id>`) leave it in place and the orphan sweep can list it.
  */
 export const attributesKey = (assetId: string): string => `attributes/${assetId}`;
+/**
+ * The rendering source of version `version` of an asset's original: a JPEG made once at upload
+ * from an original libvips cannot decode itself (HEIC, camera RAW), which renders read instead of
+ * it. One per version, never moved: media reaches it only through the live original's blob
+ * metadata (contracts' RENDERING_SOURCE_METADATA), so a trashed asset's is unreachable.
+ */
+export const renderingSourceKey = (assetId: string, version: number): string => `sources/${assetId}/v${version}`;

@@ -31,7 +31,7 @@ describe("GET /transformations", () => {
     expect(res.headers["content-type"]).toMatch(/^application\/json/);
     expect(res.headers["cache-control"]).toBe("public, max-age=300");
     const body = res.body as TransformationCatalog;
-    expect(body.count).toBe(23);
+    expect(body.count).toBe(24);
     expect(body.transformations.map((t) => t.name)).toEqual([
       "crop",
       "color-balance",
@@ -53,13 +53,24 @@ describe("GET /transformations", () => {
       "resize",
       "format",
       "frame",
+      "page",
       "max-bytes",
       "overlay",
       "text",
       "redact",
     ]);
     // Listed apart: the spec's 16 first, flagged extension=false, ours after them, each saying so.
-    expect(body.transformations.map((t) => t.extension)).toEqual([...Array(16).fill(false), ...Array(7).fill(true)]);
+    expect(body.transformations.map((t) => t.extension)).toEqual([...Array(16).fill(false), ...Array(8).fill(true)]);
+    // What each stored format renders as.
+    const rendersAs = Object.fromEntries(body.formats.map((f) => [f.format, [f.mimeType, f.renditionFormat]]));
+    expect(rendersAs).toMatchObject({
+      jpeg: ["image/jpeg", "jpeg"],
+      svg: ["image/svg+xml", "png"],
+      heic: ["image/heic", "jpeg"],
+      cr3: ["image/x-canon-cr3", "jpeg"],
+      raf: ["image/x-fuji-raf", "jpeg"],
+      pdf: ["application/pdf", "png"],
+    });
     for (const t of body.transformations.slice(16)) expect(t.description).toMatch(/^Extension \(not in the spec\)/);
     for (const t of body.transformations.slice(0, 16)) expect(t.description).not.toMatch(/Extension/);
     expect(param(body, "text", "text")).toMatchObject({

@@ -209,7 +209,7 @@ describe("media delivery over real HTTP", () => {
     expect(health.headers["cache-control"]).toBe("no-store");
     const catalog = await request(media.server).get("/transformations");
     expect(catalog.status).toBe(200);
-    expect(catalog.body.count).toBe(23);
+    expect(catalog.body.count).toBe(24);
   });
 });
 

@@ -48,6 +48,7 @@ const FULL_SIZE_12MP: Record<Exclude<TransformationName, "format">, string> = {
   threshold: "threshold:value=128",
   resize: "resize:width=4000:height=3000",
   frame: "frame:index=0",
+  page: "page:index=1",
   "max-bytes": "max-bytes:value=500000",
   overlay: `overlay:asset=${ID}:scale=1.0`,
   text: "text:text=A%20caption:size=256:background=000000",

@@ -89,7 +89,7 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
           class="visually-hidden"
           type="file"
           multiple
-          accept="image/*"
+          accept="image/*,.heic,.heif,.pdf,application/pdf,.dng,.cr2,.cr3,.nef,.arw,.raf,.rw2,.orf"
           onChange={(e) => {
             const files = [...(e.currentTarget.files ?? [])];
             e.currentTarget.value = "";

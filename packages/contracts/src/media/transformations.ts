@@ -468,6 +468,20 @@ export const transformationSpecs = {
       },
     },
   },
+  page: {
+    description:
+      "Extension (not in the spec): one page of a PDF original, drawn at the size the steps after it need (a PDF renders its first page without it). The page is chosen wherever the step stands in the chain. Any other image has one page, index 1.",
+    params: {
+      index: {
+        type: "integer",
+        required: false,
+        min: 1,
+        max: 100_000,
+        default: 1,
+        description: "1-based page number; at most the PDF's page count.",
+      },
+    },
+  },
   "max-bytes": {
     description:
       "Extension (not in the spec): a byte budget for the encoded result. A larger result is encoded again at lower quality (lossy formats), then at smaller sizes, within a bounded number of tries; a result that still does not fit answers 422. Applies at encoding, wherever it stands in the chain.",

@@ -116,11 +116,12 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
   415: {
     name: "UnsupportedMediaType",
     description:
-      "Upload: not a supported image (JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG), markup that is not SVG, an SVG declaring <!ENTITY>s, or a compressed (gzip, SVGZ) file. JSON endpoints: the body is not application/json",
+      "Upload: not a supported image (JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG, HEIC, PDF, camera RAW), a camera RAW without a usable embedded JPEG preview, markup that is not SVG, an SVG declaring <!ENTITY>s, or a compressed (gzip, SVGZ) file. JSON endpoints: the body is not application/json",
     example: {
       slug: "unsupported-media-type",
       title: "Unsupported Media Type",
-      detail: "The file is not a supported image (accepted: JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG)",
+      detail:
+        "The file is not a supported image (accepted: JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG, HEIC, PDF, camera RAW (DNG, CR2, CR3, NEF, ARW, RAF, RW2, ORF))",
     },
   },
   422: {

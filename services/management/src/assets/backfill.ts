@@ -3,7 +3,7 @@ import sharp from "sharp";
 import type { BlobStore } from "@media-platform/storage";
 import type { PrismaClient } from "../generated/prisma/client";
 import { originalKey, trashKey, versionKey } from "./blobs";
-import { formatOfMimeType } from "@media-platform/contracts";
+import { formatOfMimeType, RASTER_FORMATS } from "@media-platform/contracts";
 import { displayedSize, extractImageMetadata, metadataColumns } from "./image-metadata";
 import { metadataContainerOf, withoutPrivateMetadata, type OriginalPrivacyOptions } from "./original-privacy";
 
@@ -96,6 +96,8 @@ async function reorientDimensions(
     const rows = await prisma.asset.findMany({
       where: {
         OR: QUARTER_TURNS.map((o) => ({ exif: { path: ["orientation"], equals: o } })),
+        // A HEIC or camera RAW reports the size of its rendering source, already turned upright.
+        format: { in: [...RASTER_FORMATS] },
         ...(after ? { id: { gt: after } } : {}),
       },
       orderBy: { id: "asc" },

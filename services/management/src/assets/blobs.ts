@@ -1,4 +1,4 @@
-import { attributesKey, originalKey } from "@media-platform/storage";
+import { attributesKey, originalKey, renderingSourceKey } from "@media-platform/storage";
 
 /**
  * Blob layout of an asset. The media service reads `originals/<assetId>` (the current
@@ -8,11 +8,15 @@ import { attributesKey, originalKey } from "@media-platform/storage";
  *    the attributes stay where they are (useless to media while the original is away);
  *  - a replace keeps the previous original at `versions/<assetId>/v<version>`, and the attributes
  *    (the focal point is kept: its fractions apply to the new original);
+ *  - a HEIC or camera RAW original has a rendering source, `sources/<assetId>/v<version>` (the
+ *    JPEG renders read, named in the original's blob metadata): written with its original, never
+ *    moved (media reaches it only through the live original, so a trashed asset's is out of
+ *    reach), kept while its version is the current one or a kept version, deleted with it;
  *  - a permanent delete removes all of them.
  */
 export const trashKey = (assetId: string): string => `trash/${assetId}`;
 export const versionKey = (assetId: string, version: number): string => `versions/${assetId}/v${version}`;
-export { attributesKey, originalKey };
+export { attributesKey, originalKey, renderingSourceKey };
 
 /**
  * Runs `fn` over `items` with at most `concurrency` at once. After the first failure no further

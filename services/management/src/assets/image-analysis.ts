@@ -11,7 +11,14 @@ import {
   type OriginalHeader,
 } from "@media-platform/contracts";
 import { InvalidInputError, MetadataRemovalError } from "../domain-errors";
-import { displayedSize, extractImageMetadata, type ImageMetadata, type MetadataOptions } from "./image-metadata";
+import {
+  displayedSize,
+  extractImageMetadata,
+  readExif,
+  type ImageMetadata,
+  type MetadataOptions,
+} from "./image-metadata";
+import { heicRenderingSource, looksLikePdf, mayBeCameraRaw, readCameraRaw, readPdf } from "./decoded-formats";
 import {
   MalformedMetadataError,
   metadataContainerOf,
@@ -41,6 +48,11 @@ export interface AnalysedImage {
   metadata: ImageMetadata | null;
   /** The header facts the media service plans from, stored with the blob (contracts' OriginalHeader). */
   header: OriginalHeader | undefined;
+  /**
+   * HEIC and camera RAW: the JPEG renders read instead of the original (decoded-formats.ts),
+   * stored beside it (blobs.ts renderingSourceKey); `header` and the size are its.
+   */
+  renderingSource?: Buffer;
 }
 
 export interface AnalyseOptions extends MetadataOptions {
@@ -69,8 +81,17 @@ export async function analyseImage(
 ): Promise<AnalysedImage> {
   if (file.size === 0)
     throw new InvalidInputError("The file is empty", [{ path: "body.file", message: "must not be empty" }]);
+  const head = await readHead(file.path);
   // An SVG is sanitised in place before librsvg reads a byte of it (svg-original.ts).
-  const svg = await sanitiseIfSvg(file);
+  const svg = await sanitiseIfSvg(file, head);
+  if (svg === undefined && looksLikePdf(head)) return analysePdf(file, limitInputPixels, options);
+  if (svg === undefined && mayBeCameraRaw(head)) {
+    const raw = await readCameraRaw(await fsp.readFile(file.path), limitInputPixels, options);
+    // Else a TIFF from a camera maker's software: read as any TIFF below.
+    if (raw) {
+      return analyseRendered(file, raw, limitInputPixels, options);
+    }
+  }
   let meta: sharp.Metadata;
   try {
     // Header only: the pixel limit is checked below from the declared size, before any decode.
@@ -81,6 +102,11 @@ export async function analyseImage(
       throw new UnsupportedImageError(`The file is not a supported image (accepted: ${ACCEPTED})`);
     }
     throw new UndecodableImageError();
+  }
+  if (svg === undefined && meta.format === "heif" && meta.compression === "hevc") {
+    const source = await heicRenderingSource(await fsp.readFile(file.path), meta, limitInputPixels);
+    const exif = meta.exif ? readExif(meta.exif, options) : null;
+    return analyseRendered(file, { format: "heic", source, exif }, limitInputPixels, options);
   }
   const format = acceptedFormat(meta, svg !== undefined);
   if (!format) {
@@ -112,25 +138,7 @@ export async function analyseImage(
   // The stored original is served publicly: the location (and, by default, serial numbers) go
   // first, found by walking the container itself. An SVG is stored as sanitised, which keeps no
   // metadata but its markup.
-  const container = svg === undefined ? metadataContainerOf(format) : undefined;
-  const storedBytes =
-    svg ??
-    (container === undefined
-      ? file.size
-      : await removePrivateMetadata(file.path, container, {
-          policy: options.originalMetadata ?? "private",
-          keepGps: options.keepGps,
-        }).then(
-          (size) => size ?? file.size,
-          (err: unknown) => {
-            if (!(err instanceof MalformedMetadataError)) throw err;
-            throw new MetadataRemovalError(
-              `The image's metadata could not be read to remove its location and serial numbers (${err.message}); ` +
-                "re-save the image (or export it without location data) and upload it again",
-              { cause: err },
-            );
-          },
-        ));
+  const storedBytes = svg ?? (await privateMetadataRemoved(file, format, options));
   return {
     format,
     mimeType: IMAGE_FORMATS[format].mimeType,
@@ -146,21 +154,121 @@ export async function analyseImage(
   };
 }
 
-const ACCEPTED = "JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG";
+const ACCEPTED =
+  "JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG, HEIC, PDF, camera RAW (DNG, CR2, CR3, NEF, ARW, RAF, RW2, ORF)";
+
+/** The first bytes of the spooled file (sniffing: SVG, gzip, PDF, camera RAW signatures). */
+async function readHead(filePath: string): Promise<Buffer> {
+  const head = Buffer.alloc(64 * 1024);
+  const handle = await fsp.open(filePath, "r");
+  try {
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    return head.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The stored original without the metadata the policy drops (original-privacy.ts: the location,
+ * and by default serial numbers, found by walking the container itself); its size.
+ */
+async function privateMetadataRemoved(file: SpooledFile, format: AssetFormat, options: AnalyseOptions): Promise<number> {
+  const container = metadataContainerOf(format);
+  if (container === undefined) return file.size;
+  return removePrivateMetadata(file.path, container, {
+    policy: options.originalMetadata ?? "private",
+    keepGps: options.keepGps,
+  }).then(
+    (size) => size ?? file.size,
+    (err: unknown) => {
+      if (!(err instanceof MalformedMetadataError)) throw err;
+      throw new MetadataRemovalError(
+        `The image's metadata could not be read to remove its location and serial numbers (${err.message}); ` +
+          "re-save the image (or export it without location data) and upload it again",
+        { cause: err },
+      );
+    },
+  );
+}
+
+/**
+ * An original rendered from a rendering source (HEIC, camera RAW): the size, placeholder,
+ * perceptual hash and header of the source, the EXIF of the original, the original stored as
+ * uploaded but for its private metadata.
+ */
+async function analyseRendered(
+  file: SpooledFile,
+  original: { format: AssetFormat; source: Buffer; exif: ImageMetadata["exif"] },
+  limitInputPixels: number,
+  options: AnalyseOptions,
+): Promise<AnalysedImage> {
+  const { format, source } = original;
+  const meta = await sharp(source, { limitInputPixels, failOn: "error" }).metadata();
+  const hashBits = await phash(source, { limitInputPixels, failOn: "error" });
+  let metadata: ImageMetadata | null = null;
+  if (options.metadata !== false) {
+    metadata = { ...(await extractImageMetadata(source, meta, limitInputPixels, options)), exif: original.exif };
+  }
+  const bytes = await privateMetadataRemoved(file, format, options);
+  return {
+    format,
+    mimeType: IMAGE_FORMATS[format].mimeType,
+    ...displayedSize(meta),
+    bytes,
+    sha256: file.sha256,
+    phash: phashToBigInt(hashBits),
+    metadata,
+    header: originalHeaderOf(meta),
+    renderingSource: source,
+  };
+}
+
+/**
+ * A PDF: page 1's size in points, the placeholder and perceptual hash from page 1 drawn small;
+ * stored as uploaded (media draws its pages). Refused (422) over PDF_LIMITS or the pixel limit.
+ */
+async function analysePdf(
+  file: SpooledFile,
+  limitInputPixels: number,
+  options: AnalyseOptions,
+): Promise<AnalysedImage> {
+  const pdf = await readPdf(await fsp.readFile(file.path), limitInputPixels);
+  const previewMeta = await sharp(pdf.preview).metadata();
+  const hashBits = await phash(pdf.preview);
+  let metadata: ImageMetadata | null = null;
+  if (options.metadata !== false) {
+    const drawn = await extractImageMetadata(pdf.preview, previewMeta, limitInputPixels, options);
+    metadata = { ...drawn, hasAlpha: false, animated: false, pages: pdf.pages, durationMs: null, exif: null };
+  }
+  const size = { width: pdf.width, height: pdf.height };
+  return {
+    format: "pdf",
+    mimeType: IMAGE_FORMATS.pdf.mimeType,
+    ...size,
+    bytes: file.size,
+    sha256: file.sha256,
+    phash: phashToBigInt(hashBits),
+    metadata,
+    header: {
+      ...size,
+      orientedWidth: size.width,
+      orientedHeight: size.height,
+      pages: pdf.pages,
+      hasAlpha: false,
+      channels: 3,
+      space: "srgb",
+      depth: "uchar",
+    },
+  };
+}
 
 /**
  * Markup is checked as SVG and replaced by its sanitised form (the spool file is rewritten)
  * before anything else reads it; returns the sanitised size, or undefined for any other file.
  * A gzip body is refused here: libvips would read it as a compressed SVG, unsanitised.
  */
-async function sanitiseIfSvg(file: SpooledFile): Promise<number | undefined> {
-  const head = Buffer.alloc(64);
-  const handle = await fsp.open(file.path, "r");
-  try {
-    await handle.read(head, 0, head.length, 0);
-  } finally {
-    await handle.close();
-  }
+async function sanitiseIfSvg(file: SpooledFile, head: Buffer): Promise<number | undefined> {
   if (isGzip(head)) throw new UnsupportedImageError(`A compressed file is not accepted (accepted: ${ACCEPTED})`);
   if (!looksLikeSvg(head)) return undefined;
   const sanitised = sanitiseSvg(await fsp.readFile(file.path));
@@ -179,7 +287,7 @@ function acceptedFormat(meta: sharp.Metadata, sanitisedSvg: boolean): AssetForma
     case "tiff":
       return meta.format;
     case "heif":
-      // libheif reports AVIF as heif + av1; HEIC (hevc) is not accepted.
+      // libheif reports AVIF as heif + av1 (HEIC, hevc, is decoded above, into a rendering source).
       return meta.compression === "av1" ? "avif" : null;
     default:
       return null;

@@ -1,10 +1,10 @@
 import type { Readable } from "node:stream";
-import { originalBlobMetadata } from "@media-platform/contracts";
+import { originalBlobMetadata, renderingSourceOf, RENDERING_SOURCE_METADATA } from "@media-platform/contracts";
 import type { BlobMetadata } from "@media-platform/storage";
 import type { AppContext } from "../context";
 import type { Asset } from "../generated/prisma/client";
 import { recordEagerRenders, recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
-import { originalKey } from "./blobs";
+import { originalKey, renderingSourceKey } from "./blobs";
 import type { AnalysedImage } from "./image-analysis";
 import { metadataColumns } from "./image-metadata";
 
@@ -16,7 +16,9 @@ import { metadataColumns } from "./image-metadata";
  * upload streams it before its transaction (no transaction is held while up to MAX_UPLOAD_BYTES
  * travel to the store), a replace writes it under the row lock, after keeping the previous one.
  */
-export type NewOriginal = Omit<AnalysedImage, "header" | "format"> & {
+export type NewOriginal = Omit<AnalysedImage, "header" | "format" | "renderingSource"> & {
+  /** HEIC, camera RAW: the JPEG renders read instead (blobs.ts), written with the original. */
+  renderingSource?: Buffer;
   originalFilename: string;
   /** The asset's format column (an upload's AssetFormat, or a version row's). */
   format: string;
@@ -27,6 +29,7 @@ export type NewOriginal = Omit<AnalysedImage, "header" | "format"> & {
 /** The original of an analysed upload (image-analysis.ts) by `workspaceId`. */
 export function analysedOriginal(image: AnalysedImage, originalFilename: string, workspaceId: string): NewOriginal {
   return {
+    renderingSource: image.renderingSource,
     originalFilename,
     mimeType: image.mimeType,
     format: image.format,
@@ -40,13 +43,33 @@ export function analysedOriginal(image: AnalysedImage, originalFilename: string,
   };
 }
 
-/** The blob of the original: originals/<id>, which the media service serves from. */
+/**
+ * `original` as version `version` of asset `id`: with a rendering source, its blob metadata names
+ * the source's key, sources/<id>/v<version> (the original's header facts are the source's).
+ */
+export function asVersion(id: string, version: number, original: NewOriginal): NewOriginal {
+  if (!original.renderingSource) return original;
+  return {
+    ...original,
+    blobMetadata: { ...original.blobMetadata, [RENDERING_SOURCE_METADATA]: renderingSourceKey(id, version) },
+  };
+}
+
+/**
+ * The blobs of the original: its rendering source first (so the original never names a source
+ * that is not there), then originals/<id>, which the media service serves from.
+ */
 export async function putOriginal(
   ctx: AppContext,
   id: string,
   body: Readable | Buffer,
   original: NewOriginal,
 ): Promise<void> {
+  const sourceKey = renderingSourceOf(original.blobMetadata);
+  if (original.renderingSource && sourceKey) {
+    const { [RENDERING_SOURCE_METADATA]: _named, ...metadata } = original.blobMetadata ?? {};
+    await ctx.blobStore.put(sourceKey, original.renderingSource, "image/jpeg", metadata);
+  }
   await ctx.blobStore.put(originalKey(id), body, original.mimeType, original.blobMetadata);
 }
 

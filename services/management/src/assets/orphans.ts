@@ -32,7 +32,10 @@ export interface OrphanSweepDeps {
 }
 
 export interface OrphanSweepResult {
-  /** Blobs under originals/ and attributes/ without an asset row, and under versions/ without a version row, deleted. */
+  /**
+   * Blobs under originals/ and attributes/ without an asset row, under versions/ without a
+   * version row, and under sources/ that no row's version names, deleted.
+   */
   blobs: number;
   /**
    * Originals put back from the version blob of a replace killed between overwriting the original
@@ -69,6 +72,7 @@ export async function sweepOrphans(deps: OrphanSweepDeps, options: OrphanSweepOp
     result.moved = reconciled.moved;
     result.blobs += reconciled.removed;
     for (const prefix of ASSET_PREFIXES) result.blobs += await sweepPrefix(deps, prefix, cutoff);
+    result.blobs += await sweepRenderingSources(deps, cutoff);
     const versions = await sweepVersions(deps, cutoff);
     result.blobs += versions.removed;
     result.restored = versions.restored.length;
@@ -190,6 +194,49 @@ async function reconcileTrash(deps: {
     });
   }
   return out;
+}
+
+const SOURCE_KEY = /^sources\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/v(\d{1,9})$/;
+
+/**
+ * Rendering sources (`sources/<asset id>/v<n>`, blobs.ts) older than `cutoff` that no row names:
+ * neither the asset at version n nor its version row n. An upload or a replace writes one before
+ * its commit, so a crash in between leaves such a blob; so does a permanent delete that could
+ * not remove it. Returns how many were deleted.
+ */
+async function sweepRenderingSources(
+  deps: { prisma: PrismaClient; blobStore: BlobStore },
+  cutoff: Date,
+): Promise<number> {
+  let removed = 0;
+  let batch: StrayVersion[] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const found = batch;
+    batch = [];
+    const ids = [...new Set(found.map((v) => v.assetId))];
+    const [assets, versions] = await Promise.all([
+      deps.prisma.asset.findMany({ where: { id: { in: ids } }, select: { id: true, version: true } }),
+      deps.prisma.assetVersion.findMany({ where: { assetId: { in: ids } }, select: { assetId: true, version: true } }),
+    ]);
+    const named = new Set([
+      ...assets.map((a) => `${a.id}/${a.version}`),
+      ...versions.map((v) => `${v.assetId}/${v.version}`),
+    ]);
+    for (const v of found) {
+      if (named.has(`${v.assetId}/${v.version}`)) continue;
+      await deps.blobStore.delete(v.key);
+      removed++;
+    }
+  };
+  for await (const blob of deps.blobStore.list?.("sources") ?? []) {
+    const m = SOURCE_KEY.exec(blob.key);
+    if (!m || blob.modifiedAt >= cutoff) continue;
+    batch.push({ key: blob.key, assetId: m[1]!, version: Number(m[2]) });
+    if (batch.length >= BATCH) await flush();
+  }
+  await flush();
+  return removed;
 }
 
 const VERSION_KEY = /^versions\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/v(\d{1,9})$/;

@@ -33,7 +33,8 @@ import { serializeAsset, serializeListedAsset } from "./serializer";
 import { mediaLinksOf } from "./media-links";
 import { analyseImage, type SpooledFile } from "./image-analysis";
 import { recordEvents, type Tx } from "../webhooks/outbox";
-import { analysedOriginal, putOriginal, recordOriginal } from "./original-write";
+import { analysedOriginal, asVersion, putOriginal, recordOriginal } from "./original-write";
+import { renderingSourceKey } from "./blobs";
 
 /** A PATCH that writes the attributes blob holds its transaction across a blob store call. */
 const BLOB_TX_OPTIONS = { timeout: 30_000, maxWait: 10_000 };
@@ -80,7 +81,8 @@ export async function uploadAsset(
 
   const id = randomUUID();
   const key = originalKey(id);
-  const original = analysedOriginal(image, originalFilename, workspaceId);
+  // A new asset's original is its version 1.
+  const original = asVersion(id, 1, analysedOriginal(image, originalFilename, workspaceId));
   // Streamed from the spool file (S3: multipart above the part size), never whole in memory. The
   // file is opened first: a stream's own open failing before the store reads it would be an
   // unhandled error event, which ends the process.
@@ -126,9 +128,12 @@ export async function uploadAsset(
         "upload's transaction outcome unknown (database unavailable): blob kept for the orphan sweep",
       );
     } else {
-      await ctx.blobStore.delete(key).catch((deleteErr: unknown) => {
-        ctx.log.error({ err: deleteErr, key }, "could not delete the blob of a failed upload");
-      });
+      const keys = original.renderingSource ? [key, renderingSourceKey(id, 1)] : [key];
+      for (const blobKey of keys) {
+        await ctx.blobStore.delete(blobKey).catch((deleteErr: unknown) => {
+          ctx.log.error({ err: deleteErr, key: blobKey }, "could not delete the blob of a failed upload");
+        });
+      }
     }
     // The collection was deleted between the check and the insert.
     if (isPrismaError(err, "P2003")) {

@@ -18,10 +18,11 @@ import { sanitizeFilename, type UploadedFile } from "../assets/service";
 import { serializeAsset } from "../assets/serializer";
 import { mediaLinksOf } from "../assets/media-links";
 import { imageMetadataFromBytes } from "../assets/image-metadata";
-import { analysedOriginal, putOriginal, recordOriginal, type NewOriginal } from "../assets/original-write";
+import { analysedOriginal, asVersion, putOriginal, recordOriginal, type NewOriginal } from "../assets/original-write";
+import { renderingSourceOf } from "@media-platform/contracts";
 import { analyseImage } from "../assets/image-analysis";
 import { recordEvents, type Tx, type WebhookEvent } from "../webhooks/outbox";
-import { attributesKey, forEachLimited, originalKey, trashKey, versionKey } from "../assets/blobs";
+import { attributesKey, forEachLimited, originalKey, renderingSourceKey, trashKey, versionKey } from "../assets/blobs";
 import { savedOriginalOfKilledReplace } from "../assets/orphans";
 
 /**
@@ -234,6 +235,7 @@ export async function purgeAssets(
       where: { assetId: { in: ids } },
       select: { assetId: true, version: true },
     });
+    const current = await tx.asset.findMany({ where: { id: { in: ids } }, select: { id: true, version: true } });
     await tx.$executeRaw`DELETE FROM assets WHERE id IN (${idList(ids)})`;
     await recordEvents(
       tx,
@@ -251,6 +253,10 @@ export async function purgeAssets(
         trashKey(r.id),
         attributesKey(r.id),
         ...versions.filter((v) => v.assetId === r.id).map((v) => versionKey(r.id, v.version)),
+        // Rendering sources (HEIC, camera RAW) of the current original and of each version; a
+        // delete of one that never existed succeeds.
+        ...current.filter((a) => a.id === r.id).map((a) => renderingSourceKey(r.id, a.version)),
+        ...versions.filter((v) => v.assetId === r.id).map((v) => renderingSourceKey(r.id, v.version)),
       ],
     }));
   }, TX_OPTIONS);
@@ -307,6 +313,8 @@ async function swapOriginal(
 ): Promise<AssetDto> {
   let previous: { bytes: Buffer; mimeType: string; metadata: BlobMetadata | undefined } | undefined;
   let overwritten = false;
+  /** The new original's rendering source, once written (deleted again if the swap does not commit). */
+  let newSource: string | undefined;
   let pruned: string[] = [];
   let updated: Asset;
   try {
@@ -317,7 +325,9 @@ async function swapOriginal(
            FOR UPDATE`;
       if (locked.length === 0) throw new NotFoundError("Asset not found");
       const current = await tx.asset.findUniqueOrThrow({ where: { id } });
-      const next = await load(tx, current);
+      const loaded = await load(tx, current);
+      // The new original is version+1: its rendering source (if any) is that version's.
+      const next = { ...loaded, original: asVersion(id, current.version + 1, loaded.original) };
       // After a replace killed before its commit (and no sweep since), originals/<id> holds its
       // uncommitted bytes and versions/<id>/v<version> the ones this row describes: those are the
       // previous original, or this swap would overwrite them with the uncommitted ones for good.
@@ -349,6 +359,7 @@ async function swapOriginal(
         },
       });
       overwritten = true;
+      newSource = next.original.renderingSource ? renderingSourceOf(next.original.blobMetadata) : undefined;
       await putOriginal(ctx, id, next.bytes, next.original);
       return recordOriginal(tx, ctx, {
         workspaceId,
@@ -372,6 +383,13 @@ async function swapOriginal(
         .put(originalKey(id), bytes, mimeType, metadata)
         .catch((putErr: unknown) => ctx.log.error({ err: putErr, id }, "could not put the previous original back"));
     }
+    // Left behind, the orphan sweep would remove it (no row names its version).
+    if (newSource) {
+      const key = newSource;
+      await ctx.blobStore
+        .delete(key)
+        .catch((deleteErr: unknown) => ctx.log.error({ err: deleteErr, key }, "could not delete a rendering source"));
+    }
     throw err;
   }
   await forEachLimited(pruned, BLOB_CONCURRENCY, (key) =>
@@ -394,7 +412,7 @@ async function pruneVersions(ctx: AppContext, tx: Tx, id: string): Promise<strin
   });
   if (old.length === 0) return [];
   await tx.assetVersion.deleteMany({ where: { assetId: id, version: { in: old.map((v) => v.version) } } });
-  return old.map((v) => versionKey(id, v.version));
+  return old.flatMap((v) => [versionKey(id, v.version), renderingSourceKey(id, v.version)]);
 }
 
 /** PUT /v1/assets/:id/original: validated exactly like an upload (analyseImage), before anything changes. */
@@ -440,11 +458,24 @@ export async function restoreVersion(
       const blob = await ctx.blobStore.get(versionKey(id, version));
       if (!blob) throw new MissingBlobError(`The stored bytes of version ${version} are missing from the blob store`);
       const bytes = await buffer(blob.body);
+      // A HEIC or camera RAW version renders from its own rendering source: copied as the new
+      // version's (swapOriginal names it), its placeholder and colours recomputed from it.
+      const sourceKey = renderingSourceOf(blob.metadata);
+      const sourceBlob = sourceKey ? await ctx.blobStore.get(sourceKey) : null;
+      if (sourceKey && !sourceBlob) {
+        throw new MissingBlobError(`The rendering source of version ${version} is missing from the blob store`);
+      }
+      const renderingSource = sourceBlob ? await buffer(sourceBlob.body) : undefined;
       // asset_versions keeps no metadata columns: it is recomputed from the restored bytes.
-      const metadata = await imageMetadataFromBytes(bytes, ctx.limitInputPixels, { keepGps: ctx.keepGps ?? false });
+      const metadata = await imageMetadataFromBytes(renderingSource ?? bytes, ctx.limitInputPixels, {
+        keepGps: ctx.keepGps ?? false,
+      });
+      // The source carries no EXIF: the current row's is the asset's camera's (a replace keeps none of a version's).
+      if (renderingSource) metadata.exif = null;
       return {
         bytes,
         original: {
+          renderingSource,
           originalFilename: v.originalFilename,
           mimeType: v.mimeType,
           format: v.format,

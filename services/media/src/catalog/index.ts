@@ -1,5 +1,6 @@
 import { Router } from "express";
 import {
+  acceptedFormats,
   MAX_STEPS,
   MEDIA_EXTENSIONS,
   describeRange,
@@ -71,6 +72,11 @@ export interface TransformationCatalog {
   limits: MediaLimits;
   count: number;
   transformations: CatalogTransformation[];
+  /**
+   * The formats an original may be stored in and what their renditions are encoded as (HEIC and
+   * camera RAW: JPEG; SVG and PDF: PNG; the rest their own), unless a format step says otherwise.
+   */
+  formats: ReturnType<typeof acceptedFormats>;
 }
 
 function catalogParam(name: string, spec: ParamSpec, limits: MediaLimits): CatalogParam {
@@ -141,6 +147,7 @@ export function transformationCatalog(limits: MediaLimits): TransformationCatalo
     limits: { ...limits },
     count: transformations.length,
     transformations,
+    formats: acceptedFormats(),
   };
 }
 

@@ -4,6 +4,7 @@ import {
   assetAttributesSchema,
   originalHeaderFields,
   ORIGINAL_WORKSPACE_METADATA,
+  renderingSourceOf,
   storedOriginalHeader,
   type OriginalHeader,
   type FocalPoint,
@@ -226,6 +227,20 @@ export class RenditionService {
   }
 
   /**
+   * What a render reads for an asset: its original, or, when the original's blob metadata names
+   * a rendering source (HEIC, camera RAW: a JPEG made at upload), that source, the original
+   * released. A source that is gone (a delete in progress) is AssetNotFoundError, as the original.
+   */
+  private async renderable(assetId: string, original: BlobObject | null): Promise<BlobObject | null> {
+    const sourceKey = original ? renderingSourceOf(original.metadata) : undefined;
+    if (!original || !sourceKey) return original;
+    original.release();
+    const source = await this.deps.store.get(sourceKey);
+    if (!source) throw new AssetNotFoundError(assetId);
+    return source;
+  }
+
+  /**
    * The original's header facts and content type, without reading its pixels (GET /info): the
    * facts stored with the blob, else read from the start of its bytes.
    */
@@ -233,7 +248,9 @@ export class RenditionService {
     const blob = await this.originalBlob(assetId);
     try {
       const stored = storedOriginalHeader(blob.metadata);
-      if (stored) return { header: stored, contentType: blob.contentType };
+      // With a rendering source, the header is the source's, and so is the format renders start from.
+      const contentType = renderingSourceOf(blob.metadata) ? "image/jpeg" : blob.contentType;
+      if (stored) return { header: stored, contentType };
       const source = new OriginalSource(bodyChunks(blob.body, () => `reading ${originalKey(assetId)} failed`));
       try {
         const meta = await source.metadata({ failOn: "error", autoOrient: true });
@@ -399,7 +416,8 @@ export class RenditionService {
     const workspace = baseMetadata?.[ORIGINAL_WORKSPACE_METADATA];
     const overlays = new Map<string, Buffer>();
     for (const id of ids) {
-      const blob = await this.originalBlob(id);
+      const original = await this.originalBlob(id);
+      const blob = (await this.renderable(id, original))!;
       try {
         if (workspace === undefined || blob.metadata?.[ORIGINAL_WORKSPACE_METADATA] !== workspace) {
           throw new AssetNotFoundError(id);
@@ -491,14 +509,15 @@ export class RenditionService {
   ): Promise<{ blob: BlobObject | null; focalPoint: FocalPoint | undefined }> {
     if (!usesFocalPoint(request.steps)) {
       try {
-        return { blob: await this.deps.store.get(originalKey(request.assetId)), focalPoint: undefined };
+        const original = await this.deps.store.get(originalKey(request.assetId));
+        return { blob: await this.renderable(request.assetId, original), focalPoint: undefined };
       } catch (err) {
         if (err instanceof StorageUnavailableError) this.deps.metrics.dependencyError("storage");
         throw err;
       }
     }
     const [original, focal] = await Promise.allSettled([
-      this.deps.store.get(originalKey(request.assetId)),
+      this.deps.store.get(originalKey(request.assetId)).then((blob) => this.renderable(request.assetId, blob)),
       this.readFocalPoint(request.assetId, log),
     ]);
     const failed = [original, focal].flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));

@@ -65,13 +65,16 @@ function inlineAsked(target: string): boolean {
  */
 export const SVG_ORIGINAL_CSP = "default-src 'none'; style-src 'unsafe-inline'";
 
+/** A PDF original downloads as an attachment, and a browser that shows it anyway runs nothing of it. */
+export const PDF_ORIGINAL_CSP = "default-src 'none'; sandbox";
+
 /**
  * `GET|HEAD /original/<assetId>.<ext>[?download=<filename>|?inline]`: the stored bytes, streamed
  * unchanged with their stored Content-Type, never decoded and never put in the rendition cache
  * (a CDN in front caches them by the same Cache-Control as renditions). Signed like media URLs
  * when MEDIA_SIGNING_KEY is set; `download` and `inline` are then covered by the signature.
  * An SVG original (stored sanitised) carries SVG_ORIGINAL_CSP and downloads as an attachment
- * unless `inline` is asked.
+ * unless `inline` is asked; a PDF always downloads as an attachment, with PDF_ORIGINAL_CSP.
  */
 export function originalsHandler(deps: OriginalsDeps) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -113,6 +116,10 @@ export function originalsHandler(deps: OriginalsDeps) {
         headers["Content-Security-Policy"] = SVG_ORIGINAL_CSP;
         if (inline) headers["Content-Disposition"] = "inline";
         else download ??= `${request.assetId}.${request.extension}`;
+      } else if (format === "pdf") {
+        // A PDF may carry scripts: never opened in the media service's origin, always downloaded.
+        headers["Content-Security-Policy"] = PDF_ORIGINAL_CSP;
+        download ??= `${request.assetId}.pdf`;
       }
       if (download !== undefined) {
         const name = downloadFilenameFor(download, format);

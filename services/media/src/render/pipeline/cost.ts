@@ -27,6 +27,7 @@ export const STEP_NS_PER_PIXEL: Readonly<Record<TransformationName, number>> = {
   resize: 0.5,
   format: 0.5,
   frame: 0.5,
+  page: 0.5,
   "max-bytes": 0.5,
   overlay: 14,
   text: 0.5,
@@ -44,6 +45,13 @@ export const ENCODER_NS_PER_PIXEL: Readonly<Record<Exclude<RasterFormat, "avif">
 /** AVIF by encoder effort 0-9. */
 export const AVIF_NS_PER_PIXEL: readonly number[] = [124, 364, 676, 1237, 5929, 7626, 13806, 19078, 21762, 47484];
 // calibrated:end
+
+/**
+ * Drawing a PDF page with pdf.js on a Skia canvas, per pixel drawn, for a page of text and line
+ * art (bench/formats-miss.ts measures it; a page full of images or vector detail costs more, which
+ * the render process's deadline bounds).
+ */
+export const PDF_DRAW_NS_PER_PIXEL = 150;
 
 /** sharp's AVIF effort when none is configured. */
 export const SHARP_DEFAULT_AVIF_EFFORT = 4;

@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { formatOfMimeType } from "@media-platform/contracts";
 import { FaceDetectionError } from "../../faces";
 import { PixelKernelError } from "../pixels/pool";
 import { render, type RenderCallOptions, type RenderDeps, type RenderFn } from "./render";
@@ -227,8 +228,8 @@ class RenderDiverted extends Error {
 }
 
 /**
- * Renders whose planned cost (RenderPlan.workCost, estimated CPU ms) reaches `minCost` run in a
- * render process that is killed at their deadline; every other render stays on `inProcess`, the
+ * Renders whose planned cost (RenderPlan.workCost, estimated CPU ms) reaches `minCost`, and every
+ * page of a PDF, run in a render process that is killed at their deadline; every other render stays on `inProcess`, the
  * same call as without isolation (no extra hop for the small renders that make most MISSes).
  * The plan comes from the original's stored header: an original without one stays in process.
  */
@@ -245,7 +246,8 @@ export function isolatingRender(deps: RenderDeps, pool: RenderProcessPool, minCo
         {
           ...options,
           admit: async (plan) => {
-            if (plan.workCost >= minCost) {
+            // A PDF page is drawn by pdf.js, whose time no plan bounds: always in a process that can be killed.
+            if (plan.workCost >= minCost || formatOfMimeType(input.contentType) === "pdf") {
               shared.divert();
               throw new RenderDiverted(plan);
             }

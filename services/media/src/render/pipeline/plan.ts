@@ -37,6 +37,8 @@ export interface PlanOutput {
   avifEffort?: number;
   /** Frames the render processes (animated originals); default 1. */
   frames?: number;
+  /** CPU nanoseconds per pixel of drawing the original before the steps (a PDF page); none for a decode. */
+  drawNsPerPixel?: number;
 }
 
 function planStep<N extends TransformationName>(
@@ -93,6 +95,15 @@ export function planRender(
   let format = output?.format;
   // Frames every step processes (an animation kept animated); 1 for a still.
   const frames = Math.max(1, output?.frames ?? 1);
+  if (output?.drawNsPerPixel) {
+    const pixels = original.width * original.height;
+    costNs += pixels * output.drawNsPerPixel;
+    worst = {
+      label: `drawing the PDF page (${megapixels(pixels)} MP)`,
+      path: "page.index",
+      ns: pixels * output.drawNsPerPixel,
+    };
+  }
   for (const step of steps) {
     // The step's name and parameters belong together (TransformationStep is a union keyed by
     // name); TypeScript cannot correlate the two members, hence the one cast here.

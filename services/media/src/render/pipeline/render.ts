@@ -33,6 +33,10 @@ import { transformations } from "../transformations";
 import { carriesGainMap, keepingGainMap } from "./gain-map";
 import { DEFAULT_AUTO_QUALITY_TARGET, needsSearch, searchEncode } from "./encode-search";
 import { svgDrawing } from "./svg-density";
+import { selectedPage } from "../transformations/page";
+import { drawPdfPage } from "./pdf-page";
+import { PDF_DRAW_NS_PER_PIXEL } from "./cost";
+import type { Size } from "../types";
 import type { DecodedImages } from "./decoded-images";
 import { sharedFirstStep } from "./shared-decode";
 
@@ -202,9 +206,18 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
   const source = new OriginalSource(input.original);
   let release: (() => void) | undefined;
   try {
+    const pdf = formatOfMimeType(input.contentType) === "pdf";
+    // libvips reads no PDF: its page count and page 1's size are the facts management stored.
+    if (pdf && !input.header) {
+      throw new UndecodableImageError(
+        undecodableOriginal("a PDF renders from the header facts stored with it, and it has none"),
+      );
+    }
     // The header only: sizes, bands, colour space. No pixel is decoded before the plan passes.
     // Stored with the blob at upload when present (no second header parse), else read here.
     const meta = input.header ?? headerOf(await source.metadata(sharpOptions));
+    // Every image but a PDF has one page: page:index=2 of a photo is a 400 here.
+    const pageIndex = selectedPage(input.steps, pdf ? meta.pages : 1);
     const framing = framingOf(meta, input.steps, format, deps);
     let oriented = framing.oriented;
     const animation = framing.animation;
@@ -216,21 +229,44 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       format: convert ? input.convertTo!.format : format,
       avifEffort: (convert ? input.convertTo!.avifEffort : undefined) ?? deps.avifEffort,
       frames: animation.frames,
+      // A PDF page is drawn before the steps: its pixels cost as drawn (pipeline/cost.ts).
+      drawNsPerPixel: pdf ? PDF_DRAW_NS_PER_PIXEL : undefined,
     };
     let plan = planRender(input.steps, oriented, deps.limits, planOutput);
-    if (formatOfMimeType(input.contentType) === "svg") {
-      // Drawn at the density its sizing step needs (svg-density.ts): the steps start from that size.
-      const drawing = svgDrawing(input.steps, plan, oriented, deps.limitInputPixels, (size) =>
+    // An SVG or a PDF page is drawn at the scale its sizing step needs (svg-density.ts): the
+    // steps start from that size.
+    const drawnAt = (intrinsic: Size, planned: typeof plan) =>
+      svgDrawing(input.steps, planned, intrinsic, deps.limitInputPixels, (size) =>
         planRender(input.steps, size, deps.limits, planOutput),
       );
+    if (formatOfMimeType(input.contentType) === "svg" || pdf) {
+      const drawing = drawnAt(oriented, plan);
       ({ plan, size: oriented } = drawing);
-      sharpOptions.density = drawing.density;
+      if (!pdf) sharpOptions.density = drawing.density;
     }
     if (plan.workPixels < LIBVIPS_TIMEOUT_MIN_WORK_PIXELS) deadline = undefined;
     signal?.throwIfAborted();
     release = await options.admit?.(plan);
     signal?.throwIfAborted();
     const bytes = await source.all();
+    let drawnPage: RawImage | undefined;
+    if (pdf) {
+      const page1 = { width: meta.orientedWidth, height: meta.orientedHeight };
+      const drawing = await drawPdfPage(
+        bytes,
+        pageIndex,
+        (page) => {
+          // Another page than page 1 may have another size: planned again from it (the limits
+          // hold for it as for page 1; admission counted page 1's plan).
+          if (page.width !== page1.width || page.height !== page1.height) {
+            ({ plan, size: oriented } = drawnAt(page, planRender(input.steps, page, deps.limits, planOutput)));
+          }
+          return oriented;
+        },
+        signal,
+      );
+      drawnPage = drawing.image;
+    }
     const ctx: StepContext = {
       cacheKey: input.cacheKey,
       stepIndex: 0,
@@ -250,13 +286,15 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       limitInputPixels: deps.limitInputPixels,
     };
     if (animation.frames > 1) return await renderAnimation({ bytes, sharpOptions }, plan, ctx, deadline, options);
-    const original = sharp(bytes, sharpOptions);
-    const srgb = meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3;
+    // A drawn PDF page is opaque (drawn on white): its alpha band goes.
+    const original = drawnPage ? fromRaw(drawnPage).removeAlpha() : sharp(bytes, sharpOptions);
+    if (drawnPage) ctx.hasAlpha = false;
+    const srgb = drawnPage !== undefined || (meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3);
     const originalGainMap = format === "jpeg" && carriesGainMap(bytes);
     const first = await sharedFirstStep({
       decoded: deps.decoded,
-      // An SVG is drawn at the density each rendition needs: one drawing cannot serve every size.
-      key: sharpOptions.density === undefined ? input.decodedKey : undefined,
+      // An SVG or PDF page is drawn at the size each rendition needs: one drawing cannot serve every size.
+      key: sharpOptions.density === undefined && !pdf ? input.decodedKey : undefined,
       plan,
       header: meta,
       srgb,

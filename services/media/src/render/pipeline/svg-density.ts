@@ -34,6 +34,7 @@ const PER_PIXEL: ReadonlySet<TransformationName> = new Set([
   "color-balance",
   "format",
   "frame",
+  "page",
 ]);
 
 /** sharp's `density` range. */

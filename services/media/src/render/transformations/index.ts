@@ -14,6 +14,7 @@ import { frame } from "./frame";
 import { grayscale } from "./grayscale";
 import { maxBytes } from "./max-bytes";
 import { overlay } from "./overlay";
+import { page } from "./page";
 import { redact } from "./redact";
 import { resize } from "./resize";
 import { saturation } from "./saturation";
@@ -45,6 +46,7 @@ export const transformations: { [N in TransformationName]: Transformation<N> } =
   resize,
   format,
   frame,
+  page,
   "max-bytes": maxBytes,
   overlay,
   text,
