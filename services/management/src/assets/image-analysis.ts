@@ -173,7 +173,11 @@ async function readHead(filePath: string): Promise<Buffer> {
  * The stored original without the metadata the policy drops (original-privacy.ts: the location,
  * and by default serial numbers, found by walking the container itself); its size.
  */
-async function privateMetadataRemoved(file: SpooledFile, format: AssetFormat, options: AnalyseOptions): Promise<number> {
+async function privateMetadataRemoved(
+  file: SpooledFile,
+  format: AssetFormat,
+  options: AnalyseOptions,
+): Promise<number> {
   const container = metadataContainerOf(format);
   if (container === undefined) return file.size;
   return removePrivateMetadata(file.path, container, {
