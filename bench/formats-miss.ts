@@ -19,7 +19,7 @@ import { analyseImage } from "@media-platform/management/assets";
 import { benchMediaEnv, findWrk, freePort, median, ratio, runWrk, startMediaService, table } from "./harness";
 
 const ROOT = path.resolve(__dirname, "..");
-const FORMATS = path.resolve(ROOT, "..", "shared", "fixtures", "formats");
+const FORMATS = path.resolve(ROOT, "test", "fixtures", "formats");
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const CONNECTIONS = 2;

@@ -20,7 +20,7 @@ import {
   type ServiceProcess,
 } from "../services/media/test/support/service-process";
 
-const FORMATS = path.resolve(REPO_ROOT, "..", "shared", "fixtures", "formats");
+const FORMATS = path.resolve(REPO_ROOT, "test", "fixtures", "formats");
 const sample = (name: string) => fs.readFileSync(path.join(FORMATS, name));
 // The Postgres pass covers the same code with other drivers; this runs in the embedded pass.
 const run = process.env.REQUIRE_SERVICES === "1" ? describe.skip : describe;

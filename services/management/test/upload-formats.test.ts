@@ -11,7 +11,7 @@ import { sweepOrphans } from "../src/assets/orphans";
 import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./helpers";
 
 /** Real HEIC, camera RAW and PDF files (see the README beside them for sources and licences). */
-const FORMATS = path.resolve(__dirname, "../../..", "../shared/fixtures/formats");
+const FORMATS = path.resolve(__dirname, "../../../test/fixtures/formats");
 if (!fs.existsSync(FORMATS)) throw new Error(`format fixtures missing: ${FORMATS}`);
 const sample = (name: string) => fs.readFileSync(path.join(FORMATS, name));
 

@@ -8,8 +8,8 @@ import { PDF_DRAW_NS_PER_PIXEL } from "../src/render/pipeline/cost";
 import { TransformationInputError } from "../src/render/errors";
 import { closeHarness, harnessDeps, HARNESS_ASSET_ID } from "./support/render-harness";
 
-/** pdf.js's own test paper (14 US Letter pages; see ../shared/fixtures/formats/README.md). */
-const FORMATS = path.resolve(__dirname, "../../..", "../shared/fixtures/formats");
+/** pdf.js's own test paper (14 US Letter pages; see test/fixtures/formats/README.md). */
+const FORMATS = path.resolve(__dirname, "../../../test/fixtures/formats");
 const paper = fs.readFileSync(path.join(FORMATS, "pdfjs-tracemonkey.pdf"));
 const javascript = fs.readFileSync(path.join(FORMATS, "pdfjs-issue6106-javascript.pdf"));
 
