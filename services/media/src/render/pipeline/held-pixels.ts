@@ -62,17 +62,35 @@ export function decodedSize(first: PlannedStep | undefined, original: Size, fact
 }
 
 /**
- * Pixels a render holds at its peak: each step holds its input and its output (the first step's
- * input is the decode, at the decoder's scale), times the frames of an animation. An upper bound:
- * libvips streams much of a decode rather than holding all of it.
+ * Whether the render materialises its last step's output: a pixel kernel returns raw pixels, and
+ * quality=auto and max-bytes encode the materialised result several times (encode-search.ts).
+ * Otherwise the last step's pixels stream into the encoder, line by line.
+ */
+function materialisesResult(steps: readonly PlannedStep[]): boolean {
+  const last = steps.at(-1);
+  if (last?.transformation.input === "raw") return true;
+  return steps.some(
+    (s) =>
+      s.name === "max-bytes" ||
+      ((s.name === "thumbnail" || s.name === "format") && (s.params as { quality?: unknown }).quality === "auto"),
+  );
+}
+
+/**
+ * Pixels a render holds at its peak: each step holds its input and the output it materialises
+ * (every step's but the last, whose pixels stream into the encoder unless materialisesResult),
+ * the first step's input being the decode at the decoder's scale; times the frames of an
+ * animation. An upper bound: libvips streams much of a decode rather than holding all of it.
  */
 export function heldPixels(steps: readonly PlannedStep[], original: Size, facts: DecodeFacts = {}, frames = 1): number {
   const decoded = decodedSize(steps[0], original, facts);
+  const keepsLast = materialisesResult(steps);
   let input = decoded.width * decoded.height;
   let peak = input;
-  for (const step of steps) {
+  for (const [i, step] of steps.entries()) {
     const output = step.output.width * step.output.height;
-    peak = Math.max(peak, input + output);
+    const held = i < steps.length - 1 || keepsLast ? output : 0;
+    peak = Math.max(peak, input + held);
     input = output;
   }
   return peak * Math.max(1, frames);
