@@ -193,11 +193,6 @@ export class WorkGate {
     return this.light.held + this.heavy.held;
   }
 
-  /** Renders admitted now, both lanes. */
-  get running(): number {
-    return this.light.holding + this.heavy.holding;
-  }
-
   /** Heavy renders admitted now. */
   get heavyRunning(): number {
     return this.heavy.holding;
