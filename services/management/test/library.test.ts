@@ -14,7 +14,7 @@ import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./h
 
 const WS = "ws-library";
 const OTHER = "ws-library-other";
-const SIGNING_KEY = "library-signing-key-0123456789";
+const SIGNING_KEY = "library-signing-key-0123456789abcdef";
 
 describe("lists: heavy fields are opt-in (?include=)", () => {
   let t: TestApp;

@@ -29,7 +29,7 @@ const suite = enabled ? describe : describe.skip;
 const REPO = path.resolve(__dirname, "../../..");
 const jwtSecret = randomBytes(32).toString("hex");
 const purgeSecret = randomBytes(32).toString("hex");
-const webhookSecret = `whsec_${randomBytes(24).toString("base64")}`;
+const webhookSecret = `whsec_${randomBytes(32).toString("base64")}`;
 const WS = "ws-replicas";
 const token = signToken(jwtSecret, { workspaceId: WS, ttl: "30m" });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { PURGE_SECRET_MIN_LENGTH } from "@media-platform/contracts";
+import { secretEnvField } from "@media-platform/storage";
 import { blankToUndefined, urlList } from "./env-fields";
 
 /**
@@ -32,17 +32,9 @@ export const propagationEnvShape = {
   MEDIA_PURGE_URLS: urlList.describe(
     "Internal base URLs of the media service told to purge an asset after a delete, replace or focal-point change (one replica is enough with Redis; every replica without). Unset = MEDIA_PUBLIC_URL only when it is a loopback address (one host, embedded); else none, since the purge secret must not go to a CDN",
   ),
-  MEDIA_PURGE_SECRET: z
-    .string()
-    .optional()
-    .transform(blankToUndefined)
-    .refine(
-      (v) => v === undefined || v.length >= PURGE_SECRET_MIN_LENGTH,
-      `must be at least ${PURGE_SECRET_MIN_LENGTH} characters`,
-    )
-    .describe(
-      "Shared secret of the media purge endpoint (same value on media); unset = generated in <DATA_DIR>/purge-secret",
-    ),
+  MEDIA_PURGE_SECRET: secretEnvField().describe(
+    "Shared secret of the media purge endpoint (same value on media); unset = generated in <DATA_DIR>/purge-secret",
+  ),
   MEDIA_EAGER_RENDERS: z
     .preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), z.stringbool().default(true))
     .describe(
