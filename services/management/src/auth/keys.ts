@@ -1,4 +1,4 @@
-import { createPublicKey, createSecretKey, type KeyObject } from "node:crypto";
+import { createPublicKey, createSecretKey } from "node:crypto";
 import path from "node:path";
 import jwt, { type Algorithm, type JwtHeader } from "jsonwebtoken";
 import type JwksRsa from "jwks-rsa";
