@@ -30,7 +30,7 @@ const MEDIA_LAYERS: Layers = [
   { name: "render vocabulary", paths: ["render/types.ts", "render/errors.ts"] },
   {
     name: "render services",
-    paths: ["render/raw.ts", "render/pixels/", "faces/", "perceptual/", "negotiation/"],
+    paths: ["render/raw.ts", "render/deadline.ts", "render/pixels/", "faces/", "perceptual/", "negotiation/"],
   },
   { name: "transformations", paths: ["render/transformations/"] },
   { name: "render pipeline", paths: ["render/pipeline/"] },

@@ -33,7 +33,7 @@ import { transformations } from "../transformations";
 import { carriesGainMap, keepingGainMap } from "./gain-map";
 import { DEFAULT_AUTO_QUALITY_TARGET, needsSearch, searchEncode } from "./encode-search";
 import { svgDrawing, svgElementCount } from "./svg-density";
-import { withTimeout } from "./deadline";
+import { withTimeout } from "../deadline";
 import { selectedPage } from "../transformations/page";
 import { drawPdfPage } from "./pdf-page";
 import { PDF_DRAW_NS_PER_PIXEL, type OverlayFacts } from "./cost";

@@ -3,7 +3,7 @@ import type { ResolvedParams, TransformationStep } from "@media-platform/contrac
 import { drawLayer, fadeLayer, layerBox, type Layer } from "./layer";
 import { sameSize, type Transformation } from "./transformation";
 import { TransformationInputError } from "../errors";
-import { withTimeout } from "../pipeline/deadline";
+import { withTimeout } from "../deadline";
 
 /** The asset ids a request's overlay steps draw (each once, in order): read before the render. */
 export function overlayAssets(steps: readonly TransformationStep[]): string[] {
