@@ -1,6 +1,7 @@
 import sharp from "sharp";
 import { defaultMediaLimits, parseMediaPath } from "@media-platform/contracts";
 import { render, type RenderDeps } from "../src/render/pipeline/render";
+import { isolatingRender, type RenderProcessPool } from "../src/render/pipeline/killable-render";
 
 const ID = "5a1f3c2e-8b4d-4e6f-9a7b-1c2d3e4f5a6b";
 const deps: RenderDeps = {
@@ -46,5 +47,44 @@ describe("every render's libvips work has the request's deadline", () => {
     expect(rendition.width).toBe(32);
     expect(timeout).toHaveBeenCalledWith({ seconds: expect.any(Number) });
     for (const [options] of timeout.mock.calls) expect((options as { seconds: number }).seconds).toBeLessThanOrEqual(5);
+  });
+});
+
+describe("an SVG priced by its elements above MEDIA_ISOLATED_RENDER_COST goes to a render process whole", () => {
+  it("hands the render process every byte, also those read to count the elements", async () => {
+    const rects = Array.from({ length: 200 }, (_, i) => `<rect x="${i % 64}" width="1" height="1" fill="#36c"/>`).join(
+      "",
+    );
+    const svg = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="64" height="48">${rects}</svg>`);
+    let received: Buffer | undefined;
+    const pool = {
+      render: async (_input: unknown, bytes: Buffer) => {
+        received = bytes;
+        return { data: Buffer.alloc(0), contentType: "image/png", width: 32, height: 24 };
+      },
+    } as unknown as RenderProcessPool;
+    // From 1 ms of planned work: the SVG's 200 elements (14 ms) divert it.
+    const isolating = isolatingRender(deps, pool, 1);
+    const url = `/resize:width=32/${ID}.png`;
+    async function* chunks() {
+      yield svg.subarray(0, 100);
+      yield svg.subarray(100);
+    }
+    const header = {
+      width: 64,
+      height: 48,
+      orientedWidth: 64,
+      orientedHeight: 48,
+      pages: 1,
+      hasAlpha: true,
+      channels: 4,
+      space: "srgb",
+      depth: "uchar",
+    } as const;
+    await isolating(
+      { original: chunks(), contentType: "image/svg+xml", header, steps: parseMediaPath(url).steps, cacheKey: url },
+      { signal: new AbortController().signal },
+    );
+    expect(received?.equals(svg)).toBe(true);
   });
 });
