@@ -83,7 +83,7 @@ describe("an SVG priced by its elements above MEDIA_ISOLATED_RENDER_COST goes to
     } as const;
     await isolating(
       { original: chunks(), contentType: "image/svg+xml", header, steps: parseMediaPath(url).steps, cacheKey: url },
-      { signal: new AbortController().signal },
+      { signal: new AbortController().signal, deadline: Date.now() + 10_000 },
     );
     expect(received?.equals(svg)).toBe(true);
   });
