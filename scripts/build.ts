@@ -34,8 +34,12 @@ const services: ServiceBuild[] = [
       "cli/token": "src/cli/token.ts",
       "cli/migrate": "src/cli/migrate.ts",
     },
-    // assets/format-workers.ts starts <its folder>/format-worker.cjs (HEIC, camera RAW, PDF decoders).
-    copies: { "format-worker.cjs": "src/assets/format-worker.cjs" },
+    // assets/format-workers.ts starts <its folder>/format-worker.cjs (HEIC, camera RAW, PDF decoders,
+    // and SVG sanitising, which it requires from svg-sanitiser.cjs beside it).
+    copies: {
+      "format-worker.cjs": "src/assets/format-worker.cjs",
+      "svg-sanitiser.cjs": "src/assets/svg-sanitiser.cjs",
+    },
     // The media library app, served at /library from dist/library (library/router.ts findLibraryDir).
     after: (outdir) => {
       buildLibrary();

@@ -1,9 +1,9 @@
-// HEIC, camera RAW and PDF uploads as a client makes them, over HTTP, against both ways the
+// HEIC, camera RAW, PDF and SVG uploads as a client makes them, over HTTP, against both ways the
 // product starts: `pnpm start` (both services from TypeScript through tsx) and the production
 // bundle (`pnpm build`, then `node services/<name>/dist/index.js`, what the images run). Their
-// decoders load WebAssembly (libheif, ExifTool) and native code (@napi-rs/canvas, pdf.js's ES
-// modules) at run time, in worker threads and render processes: jest alone would not show a
-// package that does not load the way a started service loads it.
+// decoders load WebAssembly (libheif, ExifTool), native code (@napi-rs/canvas, pdf.js's ES
+// modules) and jsdom at run time, in worker threads and render processes: jest alone would not
+// show a package that does not load the way a started service loads it.
 import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -51,7 +51,7 @@ const MODES = [
   },
 ];
 
-run.each(MODES)("HEIC, camera RAW and PDF over HTTP: $name", (mode) => {
+run.each(MODES)("HEIC, camera RAW, PDF and SVG over HTTP: $name", (mode) => {
   let dataDir: string;
   let media: ServiceProcess | undefined;
   let management: ServiceProcess | undefined;
@@ -100,9 +100,12 @@ run.each(MODES)("HEIC, camera RAW and PDF over HTTP: $name", (mode) => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  const uploadFile = async (name: string): Promise<{ status: number; body: Asset & { detail?: string } }> => {
+  const uploadFile = async (
+    name: string,
+    bytes: Buffer = sample(name),
+  ): Promise<{ status: number; body: Asset & { detail?: string } }> => {
     const form = new FormData();
-    form.append("file", new Blob([sample(name)]), name);
+    form.append("file", new Blob([bytes]), name);
     const res = await fetch(`${management!.url}/v1/assets/upload`, {
       method: "POST",
       headers: { Authorization: `Bearer ${token}` },
@@ -135,6 +138,24 @@ run.each(MODES)("HEIC, camera RAW and PDF over HTTP: $name", (mode) => {
     expect(thumb.meta).toMatchObject({ format: "jpeg", width: 256, height: 256 });
     const fitted = await image(`${media!.url}/resize:width=800/${body.id}.heic`);
     expect(fitted.meta).toMatchObject({ format: "jpeg", width: 800, height: 534 });
+  });
+
+  it("an SVG is sanitised in a worker thread (the script removed); one with 60,000 attributes on an element is a 422", async () => {
+    const logo = Buffer.from(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><script>alert(1)</script><rect width="40" height="20" fill="#0a0"/></svg>',
+    );
+    const { status, body } = await uploadFile("logo.svg", logo);
+    expect(status).toBe(201);
+    expect(body).toMatchObject({ format: "svg", width: 40, height: 20 });
+    const original = await fetch(`${media!.url}/original/${body.id}.svg`);
+    expect(await original.text()).not.toContain("script");
+    const attributes = Array.from({ length: 60_000 }, (_, i) => `a${i}="1"`).join(" ");
+    const refused = await uploadFile(
+      "attributes.svg",
+      Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg"><rect ${attributes}/></svg>`),
+    );
+    expect(refused.status).toBe(422);
+    expect(refused.body.detail).toMatch(/^An SVG element may have at most \d+ attributes \(<rect> has more\)$/);
   });
 
   it("a CR3 renders from its preview; a RW2 without one is a 415 saying so", async () => {

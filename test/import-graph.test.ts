@@ -30,7 +30,7 @@ const MEDIA_LAYERS: Layers = [
   { name: "render vocabulary", paths: ["render/types.ts", "render/errors.ts"] },
   {
     name: "render services",
-    paths: ["render/raw.ts", "render/pixels/", "faces/", "perceptual/", "negotiation/"],
+    paths: ["render/raw.ts", "render/deadline.ts", "render/pixels/", "faces/", "perceptual/", "negotiation/"],
   },
   { name: "transformations", paths: ["render/transformations/"] },
   { name: "render pipeline", paths: ["render/pipeline/"] },
@@ -77,7 +77,7 @@ const MANAGEMENT_LAYERS: Layers = [
   // What every domain service writes through or names: the outbox, an asset's blob layout, the caller.
   {
     name: "domain vocabulary",
-    paths: ["webhooks/outbox.ts", "assets/blobs.ts", "assets/media-links.ts", "auth/keys.ts"],
+    paths: ["webhooks/outbox.ts", "assets/blobs.ts", "assets/media-links.ts", "auth/keys.ts", "auth/jwks-key-set.ts"],
   },
   // Assets: analysis of an upload, the one write of an original, listing, search, sweeps.
   {

@@ -56,7 +56,7 @@ describe("infra/k8s", () => {
     const mgmt = containerEnv(m, container(m, "management"), imageEnv("management")).env;
     const media = containerEnv(m, container(m, "media"), imageEnv("media")).env;
     expect(mgmt.DATABASE_URL).toMatch(/^postgresql:\/\/[^@]+@postgres:5432\//);
-    expect(mgmt.AUTH_JWT_SECRET?.length).toBeGreaterThanOrEqual(16);
+    expect(mgmt.AUTH_JWT_SECRET?.length).toBeGreaterThanOrEqual(32);
     expect(media.REDIS_URL).toBe("redis://redis:6379");
     expect(mgmt.S3_BUCKET).toBe(media.S3_BUCKET);
     expect(mgmt.S3_ACCESS_KEY_ID).toBe(media.S3_ACCESS_KEY_ID);

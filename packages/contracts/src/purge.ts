@@ -6,7 +6,6 @@ import { z } from "zod";
  * propagation"). Authenticated with a shared secret (MEDIA_PURGE_SECRET) as a bearer token.
  */
 export const PURGE_PATH = "/internal/purge";
-export const PURGE_SECRET_MIN_LENGTH = 32;
 /** File in DATA_DIR holding the generated secret when MEDIA_PURGE_SECRET is unset (embedded mode). */
 export const PURGE_SECRET_FILE = "purge-secret";
 export const MAX_PURGE_ASSETS = 1000;

@@ -2,9 +2,27 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { ConfigError } from "@media-platform/runtime";
+import { z } from "zod";
 
-/** Shortest secret accepted for signing or shared authentication, in bytes (HMAC-SHA256 key size). */
+/**
+ * Shortest secret accepted for signing or shared authentication, in bytes (HMAC-SHA256 key size),
+ * by both services: AUTH_JWT_SECRET, MEDIA_SIGNING_KEY, MEDIA_PURGE_SECRET, WEBHOOK_SECRET (its
+ * decoded bytes) and the generated secret files.
+ */
 export const MIN_SECRET_BYTES = 32;
+/** The refusal of a shorter secret; the config loader names the variable before it. */
+export const SECRET_TOO_SHORT = `must be at least ${MIN_SECRET_BYTES} bytes`;
+
+/** Whether `secret` holds at least MIN_SECRET_BYTES bytes (UTF-8). */
+export const isLongEnoughSecret = (secret: string): boolean => Buffer.byteLength(secret, "utf8") >= MIN_SECRET_BYTES;
+
+/** An optional secret in the environment: blank is unset, shorter than MIN_SECRET_BYTES is refused. */
+export const secretEnvField = () =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === "" ? undefined : v))
+    .refine((v) => v === undefined || isLongEnoughSecret(v), SECRET_TOO_SHORT);
 
 /**
  * Reads (or creates on first start) a random secret in a file of the embedded data folder, mode

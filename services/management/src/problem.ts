@@ -61,7 +61,7 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
     status: 403,
     type: "forbidden",
     title: PROBLEM_TITLES[403]!,
-    when: "the library's development sign-in asked from another machine than the service's",
+    when: "the library's development sign-in asked other than by a browser on the service's machine (a non-loopback address or Host, or a Forwarded / X-Forwarded-* header)",
   },
   "not-found": {
     status: 404,

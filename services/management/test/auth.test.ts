@@ -1,4 +1,4 @@
-import { generateKeyPairSync, type KeyObject } from "node:crypto";
+import { generateKeyPairSync, randomUUID, type KeyObject } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
@@ -7,6 +7,7 @@ import pino from "pino";
 import request from "supertest";
 import { createApp } from "../src/app";
 import { createVerifier, signToken } from "../src/auth/keys";
+import { JWKS_UNKNOWN_KIDS_PER_CLIENT } from "../src/auth/jwks-key-set";
 import { createTestApp, expectProblem, fixture, type TestApp } from "./helpers";
 
 let t: TestApp;
@@ -240,6 +241,69 @@ describe("asymmetric keys", () => {
       published.push(jwk(k2.publicKey, "k2"));
       expect((await list(sign(k2.privateKey, "k2"))).status).toBe(200);
       expect401(await list(sign(k1.privateKey, "k1", { sub: "no-workspace" })));
+    });
+
+    it("12 requests with random kids do not lock valid tokens out: unknown kids are limited per client, without a fetch", async () => {
+      const verifier = createVerifier(
+        { kind: "jwks", url },
+        { workspaceClaim: "workspace_id", issuer: "https://idp.test/", audience: "media-api" },
+      );
+      const app = createApp({ ...t.deps, verifier });
+      const sign = (k: KeyObject, kid: string) =>
+        jwt.sign({ workspace_id: "ws-auth" }, k, {
+          algorithm: "RS256",
+          keyid: kid,
+          expiresIn: "1h",
+          issuer: "https://idp.test/",
+          audience: "media-api",
+        });
+      const list = (token: string) => request(app).get("/v1/assets").set("Authorization", `Bearer ${token}`);
+      const stranger = keyPair("rsa");
+      const before = fetches;
+      // No valid signature needed: the kid alone asks for a fetch.
+      const refusals: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        const res = await list(sign(stranger.privateKey, randomUUID()));
+        expect401(res);
+        refusals.push(res.body.detail);
+      }
+      expect(refusals.at(-1)).toMatch(/^too many tokens with unknown signing keys \(kid\) from this client/);
+      // One fetch of the key set at start, then at most JWKS_UNKNOWN_KIDS_PER_CLIENT for this client's unknown kids.
+      expect(fetches - before).toBeLessThanOrEqual(1 + JWKS_UNKNOWN_KIDS_PER_CLIENT);
+      const valid = await list(sign(k1.privateKey, "k1"));
+      expect(valid.status).toBe(200);
+      // Another client's unknown kid is still looked up (a key the provider has just published).
+      const fetched = fetches;
+      await expect(verifier.verify(sign(stranger.privateKey, "k9"), "203.0.113.7")).rejects.toThrow();
+      expect(fetches).toBe(fetched + 1);
+    });
+
+    it("serves known kids from the last good key set when a refresh fails", async () => {
+      let failing = false;
+      const flaky = http.createServer((_req, res) => {
+        if (failing) res.writeHead(503).end();
+        else res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ keys: published }));
+      });
+      await new Promise<void>((r) => flaky.listen(0, "127.0.0.1", r));
+      try {
+        const verifier = createVerifier(
+          { kind: "jwks", url: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}/jwks.json` },
+          { workspaceClaim: "workspace_id", audience: "media-api", jwksMaxAgeMs: 0 },
+        );
+        const token = jwt.sign({ workspace_id: "ws-auth" }, k1.privateKey, {
+          algorithm: "RS256",
+          keyid: "k1",
+          expiresIn: "1h",
+          audience: "media-api",
+        });
+        await expect(verifier.verify(token)).resolves.toMatchObject({ workspaceId: "ws-auth" });
+        failing = true;
+        // Every verify finds the set stale (max age 0) and refreshes it; each refresh fails.
+        for (let i = 0; i < 3; i++)
+          await expect(verifier.verify(token)).resolves.toMatchObject({ workspaceId: "ws-auth" });
+      } finally {
+        await new Promise((r) => flaky.close(r));
+      }
     });
 
     it("401 (not 500) when the JWKS endpoint is unreachable", async () => {

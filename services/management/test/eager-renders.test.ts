@@ -129,8 +129,12 @@ describe("eager presets rendered after an upload and a replace (outbox -> media 
 });
 
 describe("MEDIA_EAGER_RENDERS", () => {
-  it("is off by default; on, it sends to the media purge URLs", () => {
-    expect(loadConfig({}).lifecycle.mediaEagerUrls).toEqual([]);
+  it("is on whenever a media URL is reachable (the media purge URLs); false switches it off", () => {
+    expect(loadConfig({}).lifecycle.mediaEagerUrls).toEqual(["http://localhost:3001"]);
+    expect(loadConfig({ MEDIA_EAGER_RENDERS: "" }).lifecycle.mediaEagerUrls).toEqual(["http://localhost:3001"]);
+    expect(loadConfig({ MEDIA_EAGER_RENDERS: "false" }).lifecycle.mediaEagerUrls).toEqual([]);
+    // A public URL elsewhere (a CDN) is never sent the purge secret: no media URL, nothing eager.
+    expect(loadConfig({ MEDIA_PUBLIC_URL: "https://img.example.com" }).lifecycle.mediaEagerUrls).toEqual([]);
     expect(loadConfig({ MEDIA_EAGER_RENDERS: "true" }).lifecycle.mediaEagerUrls).toEqual(["http://localhost:3001"]);
     expect(
       loadConfig({ MEDIA_EAGER_RENDERS: "true", MEDIA_PURGE_URLS: "http://media-a:3001,http://media-b:3001" }).lifecycle

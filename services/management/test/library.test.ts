@@ -14,7 +14,7 @@ import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./h
 
 const WS = "ws-library";
 const OTHER = "ws-library-other";
-const SIGNING_KEY = "library-signing-key-0123456789";
+const SIGNING_KEY = "library-signing-key-0123456789abcdef";
 
 describe("lists: heavy fields are opt-in (?include=)", () => {
   let t: TestApp;
@@ -259,6 +259,27 @@ describe("/library", () => {
     const defaulted = await request(dev.app).post("/library/dev-token").send({});
     expect(defaulted.body.workspaceId).toBe("default");
     expectProblem(await request(dev.app).post("/library/dev-token").send({ workspaceId: "" }), 400);
+  });
+
+  it("refuses the development sign-in behind a proxy or under another host name", async () => {
+    const refused = [
+      { Host: "media.example.com" },
+      { Host: "media.example.com", "X-Forwarded-For": "203.0.113.9" },
+      { "X-Forwarded-For": "203.0.113.9" },
+      { "X-Forwarded-Host": "media.example.com" },
+      { "X-Forwarded-Proto": "https" },
+      { Forwarded: "for=203.0.113.9;host=media.example.com" },
+      { Host: "localhost.example.com" },
+    ];
+    for (const headers of refused) {
+      const res = await request(dev.app).post("/library/dev-token").set(headers).send({ workspaceId: "studio" });
+      expectProblem(res, 403);
+      expect(res.body.detail).toContain("loopback");
+    }
+    for (const host of ["localhost:4000", "127.0.0.1:4000", "[::1]:4000", "localhost", "LOCALHOST:4000", "[::1]"]) {
+      const res = await request(dev.app).post("/library/dev-token").set("Host", host).send({});
+      expect(res.status).toBe(200);
+    }
   });
 
   it("answers 503 naming the build when the app is not built", async () => {

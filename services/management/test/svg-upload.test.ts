@@ -3,7 +3,15 @@ import path from "node:path";
 import { buffer } from "node:stream/consumers";
 import { gzipSync } from "node:zlib";
 import sharp from "sharp";
-import { MAX_SVG_BYTES, MAX_SVG_ELEMENTS } from "../src/assets/svg-original";
+import request from "supertest";
+import { formatWorkers } from "../src/assets/format-workers";
+import {
+  MAX_SVG_ATTRIBUTES,
+  MAX_SVG_ATTRIBUTES_PER_ELEMENT,
+  MAX_SVG_BYTES,
+  MAX_SVG_ELEMENTS,
+  MAX_SVG_TAG_CHARS,
+} from "../src/assets/svg-original";
 import { originalKey } from "../src/assets/blobs";
 import { createTestApp, expectProblem, upload, type TestApp } from "./helpers";
 import { startRecordingListener } from "../../../test/support/net";
@@ -190,6 +198,48 @@ describe("SVG originals at upload", () => {
     const res = await upload(t.as(WS), large, "large.svg");
     expectProblem(res, 422);
     expect(res.body.detail).toContain(`at most ${MAX_SVG_BYTES} bytes`);
+  });
+
+  it("refuses an element with 60,000 attributes (a 649 KB file) with a 422 naming the limit, before jsdom parses it", async () => {
+    const attributes = Array.from({ length: 60_000 }, (_, i) => `a${i}="1"`).join(" ");
+    const res = await upload(t.as(WS), svg(`<rect ${attributes}/>`), "attributes.svg");
+    expectProblem(res, 422);
+    expect(res.body.detail).toBe(
+      `An SVG element may have at most ${MAX_SVG_ATTRIBUTES_PER_ELEMENT} attributes (<rect> has more)`,
+    );
+  });
+
+  it("refuses more attributes in all than MAX_SVG_ATTRIBUTES, and a start tag above MAX_SVG_TAG_CHARS", async () => {
+    const attributes = Array.from({ length: MAX_SVG_ATTRIBUTES_PER_ELEMENT }, (_, i) => `a${i}=""`).join(" ");
+    const count = Math.ceil(MAX_SVG_ATTRIBUTES / MAX_SVG_ATTRIBUTES_PER_ELEMENT) + 1;
+    const many = await upload(t.as(WS), svg(`<g ${attributes}/>`.repeat(count)), "many-attributes.svg");
+    expectProblem(many, 422);
+    expect(many.body.detail).toBe(`An SVG may have at most ${MAX_SVG_ATTRIBUTES} attributes in all`);
+    const long = await upload(t.as(WS), svg(`<path d="M0 0${" L1 1".repeat(MAX_SVG_TAG_CHARS / 5)}"/>`), "long.svg");
+    expectProblem(long, 422);
+    expect(long.body.detail).toContain(`at most ${MAX_SVG_TAG_CHARS} characters long with its attributes (<path>`);
+  });
+
+  it("sanitises in a worker thread: /healthz answers while a slow SVG is being sanitised", async () => {
+    // Within every limit, yet seconds of jsdom and DOMPurify work (unknown attributes removed one by one).
+    const attributes = Array.from({ length: MAX_SVG_ATTRIBUTES_PER_ELEMENT - 2 }, (_, i) => `a${i}="1"`).join(" ");
+    const slow = svg(`<rect ${attributes} width="1" height="1"/>`.repeat(600));
+    let answered = false;
+    const uploading = upload(t.as(WS), slow, "slow.svg").then((res) => {
+      answered = true;
+      return res;
+    });
+    while (formatWorkers().running === 0) {
+      expect(answered).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const health = await request(t.app).get("/healthz");
+    expect(health.status).toBe(200);
+    // Answered while the upload's SVG is still in its thread.
+    expect([formatWorkers().running, answered]).toEqual([1, false]);
+    const res = await uploading;
+    expect(res.status).toBe(201);
+    expect(await stored(res.body.id)).not.toContain("a0=");
   });
 
   it("refuses markup that is not SVG (415), malformed XML (422) and compressed SVG (415)", async () => {

@@ -6,7 +6,7 @@ import { createCollection } from "../src/collections/service";
 import { WebhookDispatcher } from "../src/webhooks/dispatcher";
 import { createTestApp, upload, fixture, type TestApp } from "./helpers";
 
-const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const SECRET = "whsec_d2ViaG9va3MtdGVzdC1zZWNyZXQtMDEyMzQ1Njc4OWFi";
 
 interface Received {
   body: string;

@@ -1,4 +1,3 @@
-import { PURGE_SECRET_MIN_LENGTH } from "@media-platform/contracts";
 import { DEFAULT_CACHE_POLICY, type CachePolicy } from "./cache/entry";
 import { availableParallelism } from "node:os";
 import path from "node:path";
@@ -13,7 +12,7 @@ import {
   optionalStringField as optionalString,
   parseEnv,
 } from "@media-platform/runtime";
-import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
+import { parseStorageEnv, secretEnvField, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
 import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
 import { loadPresetsFile, type EagerPreset } from "./presets";
 import { DEFAULT_AUTO_QUALITY_TARGET } from "./render/pipeline/encode-search";
@@ -84,15 +83,9 @@ export const mediaEnvSchema = z.object({
   CACHE_MAX_ENTRY_BYTES: int(1, 512 * MiB, 10 * MiB, "a whole number of bytes from 1 to 536870912").describe(
     "Results larger than this are served but not cached (either tier)",
   ),
-  MEDIA_SIGNING_KEY: z
-    .preprocess(
-      blankAsUnset,
-      z
-        .string()
-        .refine((v) => Buffer.byteLength(v, "utf8") >= MIN_SECRET_BYTES, `must be at least ${MIN_SECRET_BYTES} bytes`)
-        .optional(),
-    )
-    .describe("When set, every media URL needs ?sig=<base64url HMAC-SHA256 of the path>"),
+  MEDIA_SIGNING_KEY: secretEnvField().describe(
+    "When set, every media URL needs ?sig=<base64url HMAC-SHA256 of the path>",
+  ),
   MEDIA_ALLOW_QUERY: z
     .preprocess(blankAsUnset, z.stringbool({ error: "must be true or false" }).default(true))
     .describe(
@@ -198,14 +191,9 @@ export const mediaEnvSchema = z.object({
   MEDIA_QUEUE_LIMIT: int(0, 100_000, 64, "a whole number from 0 to 100000").describe(
     "Transformations waiting: for a slot, or (a heavy render beyond the half of the slots heavy renders may run) for the work gate without a slot; beyond it 503 + Retry-After",
   ),
-  MEDIA_PURGE_SECRET: z
-    .preprocess(
-      blankAsUnset,
-      z.string().min(PURGE_SECRET_MIN_LENGTH, `must be at least ${PURGE_SECRET_MIN_LENGTH} characters`).optional(),
-    )
-    .describe(
-      "Shared secret of POST /internal/purge (same value as management's); unset = generated in <DATA_DIR>/purge-secret",
-    ),
+  MEDIA_PURGE_SECRET: secretEnvField().describe(
+    "Shared secret of POST /internal/purge (same value as management's); unset = generated in <DATA_DIR>/purge-secret",
+  ),
   MEDIA_CACHE_MAX_AGE: int(
     0,
     31_536_000,

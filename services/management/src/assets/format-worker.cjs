@@ -1,13 +1,14 @@
 "use strict";
 /**
  * Worker thread of assets/format-workers.ts: the decoders that run WebAssembly or draw for long
- * (HEVC with libheif, camera RAW tags with ExifTool, PDF pages with pdf.js) run here, off the
- * service's event loop, and the service terminates the thread at a task's deadline. Plain
- * CommonJS, copied as it is into the bundle beside index.js: its packages load through Node's own
+ * (HEVC with libheif, camera RAW tags with ExifTool, PDF pages with pdf.js) and SVG sanitising
+ * (svg-sanitiser.cjs: jsdom and DOMPurify) run here, off the service's event loop, and the
+ * service terminates the thread at a task's deadline. Plain CommonJS, copied as it is into the bundle beside index.js: its packages load through Node's own
  * resolution (ES module builds by `import()`) under tsx, jest and the bundle alike.
  */
 const { parentPort } = require("node:worker_threads");
 const path = require("node:path");
+const { sanitiseSvgTask } = require("./svg-sanitiser.cjs");
 
 let heif;
 let exiftool;
@@ -140,7 +141,7 @@ async function readPdf({ bytes, maxPages, maxPageSide, thumbnailSide }) {
   }
 }
 
-const TASKS = { heic: decodeHeic, raw: readCameraRaw, pdf: readPdf };
+const TASKS = { heic: decodeHeic, raw: readCameraRaw, pdf: readPdf, svg: sanitiseSvgTask };
 
 parentPort.on("message", ({ id, kind, input }) => {
   Promise.resolve()

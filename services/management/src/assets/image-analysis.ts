@@ -275,7 +275,7 @@ async function analysePdf(
 async function sanitiseIfSvg(file: SpooledFile, head: Buffer): Promise<number | undefined> {
   if (isGzip(head)) throw new UnsupportedImageError(`A compressed file is not accepted (accepted: ${ACCEPTED})`);
   if (!looksLikeSvg(head)) return undefined;
-  const sanitised = sanitiseSvg(await fsp.readFile(file.path));
+  const sanitised = await sanitiseSvg(await fsp.readFile(file.path));
   await fsp.writeFile(file.path, sanitised);
   return sanitised.length;
 }

@@ -1,10 +1,11 @@
-import { createPublicKey, createSecretKey, type KeyObject } from "node:crypto";
+import { createPublicKey, createSecretKey } from "node:crypto";
 import path from "node:path";
 import jwt, { type Algorithm, type JwtHeader } from "jsonwebtoken";
 import type JwksRsa from "jwks-rsa";
 import { embeddedSharedSecret, MIN_SECRET_BYTES, readSecretFile } from "@media-platform/storage";
 import { DEFAULT_CLOCK_SKEW_SECONDS, DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, type ManagementConfig } from "../config";
 import { nativeRequire } from "../native-require";
+import { JwksKeySet, SIGNING_KEY_ERRORS } from "./jwks-key-set";
 import type { ManagementErrorCode } from "../domain-errors";
 import { DomainError } from "@media-platform/contracts";
 
@@ -58,7 +59,8 @@ export class AuthError extends DomainError<ManagementErrorCode> {
 }
 
 export interface TokenVerifier {
-  verify(token: string): Promise<Principal>;
+  /** `client` (the caller's address) counts unknown JWKS kids per client (jwks-key-set.ts). */
+  verify(token: string, client?: string): Promise<Principal>;
 }
 
 export interface VerifierOptions {
@@ -75,6 +77,8 @@ export interface VerifierOptions {
   maxLifetimeSeconds?: number;
   /** Leeway for exp, nbf and iat against this clock. Default DEFAULT_CLOCK_SKEW_SECONDS. */
   clockSkewSeconds?: number;
+  /** JWKS only: age after which the key set is refreshed (its kids still served meanwhile). Default 10 min. */
+  jwksMaxAgeMs?: number;
 }
 
 export function createVerifier(source: KeySource, options: VerifierOptions): TokenVerifier {
@@ -84,7 +88,7 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
   // Tokens of an identity provider are also issued for other APIs: only `aud` tells them apart.
   if (source.kind !== "secret" && !options.audience)
     throw new AuthError(`an audience is required with ${source.kind === "jwks" ? "a JWKS" : "a public key"}`);
-  let getKey: jwt.Secret | jwt.GetPublicKeyOrSecret;
+  let getKey: (client: string) => jwt.Secret | jwt.GetPublicKeyOrSecret;
   let algorithms: Algorithm[];
   // Keys are turned into KeyObjects once: given a string, jsonwebtoken parses it on every verify
   // (for a secret it first tries, and fails, to read it as a public key: ~15% of a search
@@ -93,36 +97,27 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
     // A short or empty key would still sign and verify: refuse it however it was configured.
     if (Buffer.byteLength(source.secret, "utf8") < MIN_SECRET_BYTES)
       throw new AuthError(`the HS256 secret is shorter than ${MIN_SECRET_BYTES} bytes`);
-    getKey = createSecretKey(Buffer.from(source.secret, "utf8"));
+    const key = createSecretKey(Buffer.from(source.secret, "utf8"));
+    getKey = () => key;
     algorithms = ["HS256", "HS384", "HS512"];
   } else if (source.kind === "publicKey") {
-    getKey = createPublicKey(source.pem);
+    const key = createPublicKey(source.pem);
+    getKey = () => key;
     algorithms = ASYMMETRIC;
   } else {
-    // Cached; an unknown kid triggers a (rate-limited) refetch, so rotated keys are picked up.
+    // jwks-rsa only fetches and parses; which kid may cause a fetch, and when, is the key set's.
     const client = new (loadJwksRsa().JwksClient)({
       jwksUri: source.url,
-      cache: true,
-      cacheMaxAge: 10 * 60 * 1000,
-      rateLimit: true,
-      jwksRequestsPerMinute: 10,
+      cache: false,
+      rateLimit: false,
       timeout: 5000,
     });
-    const parsed = new Map<string, KeyObject>();
-    getKey = (header: JwtHeader, cb) => {
-      client
-        .getSigningKey(header.kid)
-        .then((key) => {
-          const pem = key.getPublicKey();
-          let keyObject = parsed.get(pem);
-          if (!keyObject) {
-            // Bounded: a rotating JWKS never grows this past a handful of keys.
-            if (parsed.size >= 32) parsed.clear();
-            parsed.set(pem, (keyObject = createPublicKey(pem)));
-          }
-          cb(null, keyObject);
-        })
-        .catch((err: unknown) => cb(err instanceof Error ? err : new Error(String(err))));
+    const keySet = new JwksKeySet(client, { maxAgeMs: options.jwksMaxAgeMs });
+    getKey = (clientId) => (header: JwtHeader, cb) => {
+      keySet.key(header.kid, clientId).then(
+        (key) => cb(null, key),
+        (err: unknown) => cb(err instanceof Error ? err : new Error(String(err))),
+      );
     };
     algorithms = ASYMMETRIC;
   }
@@ -133,9 +128,9 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
   if (options.audience) verifyOptions.audience = options.audience;
 
   return {
-    verify(token: string): Promise<Principal> {
+    verify(token: string, client = ""): Promise<Principal> {
       return new Promise((resolve, reject) => {
-        jwt.verify(token, getKey, verifyOptions, (err, payload) => {
+        jwt.verify(token, getKey(client), verifyOptions, (err, payload) => {
           if (err) {
             reject(new AuthError(describeJwtError(err)));
             return;
@@ -187,6 +182,9 @@ function checkLifetime(
 }
 
 function describeJwtError(err: Error): string {
+  // jsonwebtoken wraps the key lookup's error: "error in secret or public key callback: <message>".
+  const lookup = /public key callback: (.*)$/.exec(err.message)?.[1];
+  if (lookup && SIGNING_KEY_ERRORS.has(lookup)) return lookup;
   if (err.name === "TokenExpiredError")
     return err.message === "maxAge exceeded" ? "token older than the maximum lifetime" : "token expired";
   if (/iat required/.test(err.message)) return "token has no iat claim";

@@ -32,7 +32,7 @@ export function requireAuth(verifier: TokenVerifier): RequestHandler {
       next(unauthorized("Authorization header must be: Bearer <token>", "invalid_request"));
       return;
     }
-    verifier.verify(m[1]!).then(
+    verifier.verify(m[1]!, req.ip).then(
       (principal) => {
         req.principal = principal;
         next();

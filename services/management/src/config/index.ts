@@ -9,7 +9,7 @@ import {
   portField as port,
   positiveIntField as positiveInt,
 } from "@media-platform/runtime";
-import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
+import { parseStorageEnv, secretEnvField, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
 import { lifecycleConfigFrom, lifecycleEnvShape, propagationEnvShape, type LifecycleConfig } from "./lifecycle";
 import { defaultUploadSettings, type UploadSettings } from "./uploads";
 import { webhookConfigFrom, webhookEnvShape, type WebhookConfig } from "./webhooks";
@@ -101,11 +101,9 @@ const ownEnvSchema = z.object({
     .default("http://localhost:3001")
     .transform((u) => u.replace(/\/+$/, ""))
     .describe("Public base URL of the media service, used in mediaUrl"),
-  MEDIA_SIGNING_KEY: z
-    .preprocess(blankAsUnset, z.string().min(16, "must be at least 16 characters").optional())
-    .describe(
-      "The media service's MEDIA_SIGNING_KEY: every media URL the API hands out (asset mediaUrl, POST /v1/media-urls/sign and sign-batch, the library) is signed with it; unset = URLs are returned unsigned",
-    ),
+  MEDIA_SIGNING_KEY: secretEnvField().describe(
+    "The media service's MEDIA_SIGNING_KEY: every media URL the API hands out (asset mediaUrl, POST /v1/media-urls/sign and sign-batch, the library) is signed with it; unset = URLs are returned unsigned",
+  ),
   MEDIA_URL_LIFETIME_SECONDS: z
     .preprocess(
       blankAsUnset,
@@ -123,12 +121,7 @@ const ownEnvSchema = z.object({
   AUTH_JWKS_URL: optionalString
     .refine((v) => v === undefined || /^https?:\/\//.test(v), "must be an http(s) URL")
     .describe("JWKS endpoint of the identity provider"),
-  AUTH_JWT_SECRET: optionalString
-    .refine(
-      (v) => v === undefined || Buffer.byteLength(v, "utf8") >= MIN_SECRET_BYTES,
-      `must be at least ${MIN_SECRET_BYTES} bytes`,
-    )
-    .describe("HS256 shared secret"),
+  AUTH_JWT_SECRET: secretEnvField().describe("HS256 shared secret"),
   AUTH_PUBLIC_KEY: optionalString
     .refine((v) => v === undefined || isPublicKeyPem(v), "must be a PEM public key")
     .describe("PEM public key (RS256/ES256/...)"),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { PURGE_SECRET_MIN_LENGTH } from "@media-platform/contracts";
+import { secretEnvField } from "@media-platform/storage";
 import { blankToUndefined, urlList } from "./env-fields";
 
 /**
@@ -32,21 +32,13 @@ export const propagationEnvShape = {
   MEDIA_PURGE_URLS: urlList.describe(
     "Internal base URLs of the media service told to purge an asset after a delete, replace or focal-point change (one replica is enough with Redis; every replica without). Unset = MEDIA_PUBLIC_URL only when it is a loopback address (one host, embedded); else none, since the purge secret must not go to a CDN",
   ),
-  MEDIA_PURGE_SECRET: z
-    .string()
-    .optional()
-    .transform(blankToUndefined)
-    .refine(
-      (v) => v === undefined || v.length >= PURGE_SECRET_MIN_LENGTH,
-      `must be at least ${PURGE_SECRET_MIN_LENGTH} characters`,
-    )
-    .describe(
-      "Shared secret of the media purge endpoint (same value on media); unset = generated in <DATA_DIR>/purge-secret",
-    ),
+  MEDIA_PURGE_SECRET: secretEnvField().describe(
+    "Shared secret of the media purge endpoint (same value on media); unset = generated in <DATA_DIR>/purge-secret",
+  ),
   MEDIA_EAGER_RENDERS: z
-    .preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), z.stringbool().default(false))
+    .preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), z.stringbool().default(true))
     .describe(
-      "After an upload or replace, ask the media service (MEDIA_PURGE_URLS, with the purge secret, through the outbox: at least once) to render the asset's eager presets into its caches",
+      "After an upload or replace, ask the media service (MEDIA_PURGE_URLS, with the purge secret, through the outbox: at least once) to render the asset's eager presets into its caches. On whenever a media URL is known (MEDIA_PURGE_URLS, or a loopback MEDIA_PUBLIC_URL); false switches it off",
     ),
   CDN_PURGE_URL: z
     .string()
@@ -70,7 +62,7 @@ export interface LifecycleConfig {
   /** Unset = the embedded shared secret file (resolved at start-up, see server.ts). */
   mediaPurgeSecret: string | undefined;
   cdnPurgeUrl: string | undefined;
-  /** MEDIA_EAGER_RENDERS: the media base URLs told to render eager presets (MEDIA_PURGE_URLS); empty = off. */
+  /** The media base URLs told to render eager presets (MEDIA_PURGE_URLS), unless MEDIA_EAGER_RENDERS=false; empty = off. */
   mediaEagerUrls: string[];
 }
 

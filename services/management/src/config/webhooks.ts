@@ -1,3 +1,4 @@
+import { MIN_SECRET_BYTES } from "@media-platform/storage";
 import { z } from "zod";
 import { blankToUndefined, urlList } from "./env-fields";
 
@@ -9,8 +10,11 @@ export const webhookEnvShape = {
     .optional()
     .transform(blankToUndefined)
     .refine(
-      (v) => v === undefined || /^(whsec_)?[A-Za-z0-9+/]{24,}={0,2}$/.test(v),
-      "must be a base64 secret (whsec_...) of at least 18 bytes",
+      (v) =>
+        v === undefined ||
+        (/^(whsec_)?[A-Za-z0-9+/]+={0,2}$/.test(v) &&
+          Buffer.from(v.replace(/^whsec_/, ""), "base64").length >= MIN_SECRET_BYTES),
+      `must be a base64 secret (whsec_...) of at least ${MIN_SECRET_BYTES} bytes`,
     )
     .describe("Standard Webhooks signing secret (whsec_<base64>); required with WEBHOOK_URLS"),
   WEBHOOK_RETRY_HOURS: z.coerce

@@ -61,9 +61,18 @@ export function libraryContentSecurityPolicy(mediaPublicUrl: string): string {
 const escapeAttribute = (value: string): string =>
   value.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
-/** Only a browser on this machine may mint a development token, whatever HOST the service binds. */
+/**
+ * Only a browser on this machine may mint a development token, whatever HOST the service binds:
+ * the connection comes from loopback, the browser addressed a loopback name, and nothing
+ * forwarded it. A reverse proxy or tunnel on the host connects over loopback too, but it keeps
+ * the public Host or adds a Forwarded / X-Forwarded-* header, and is refused.
+ */
 const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
-const isLoopback = (req: Request): boolean => LOOPBACK.has(req.socket.remoteAddress ?? "");
+const LOOPBACK_HOST = /^(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i;
+const isLoopback = (req: Request): boolean =>
+  LOOPBACK.has(req.socket.remoteAddress ?? "") &&
+  LOOPBACK_HOST.test(req.headers.host ?? "") &&
+  !Object.keys(req.headers).some((name) => name === "forwarded" || name.startsWith("x-forwarded-"));
 
 /**
  * GET /: a redirect to /library. GET /library: the media library app (its settings passed as
@@ -93,7 +102,10 @@ export function libraryRouter(options: LibraryOptions): Router {
         return;
       }
       if (!isLoopback(req)) {
-        throw problem("forbidden", "The development sign-in answers requests from this machine only");
+        throw problem(
+          "forbidden",
+          "The development sign-in answers only a browser on this machine: a loopback Host (localhost, 127.0.0.1 or [::1]) and no Forwarded or X-Forwarded-* header",
+        );
       }
       const input = parseOr400(devTokenRequestSchema, req.body ?? {}, "body");
       const token = signToken(dev.secret, {

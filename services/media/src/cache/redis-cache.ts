@@ -34,6 +34,9 @@ const NEWLINE = 0x0a;
 /** Assets whose purge generation a process keeps (one short string each). */
 const KNOWN_GENERATIONS = 100_000;
 
+/** Stored results deleted per round trip by a purge (SSCAN COUNT and UNLINK arguments). */
+const PURGE_BATCH = 1000;
+
 /** The ETag line of the value layout: `"<base64url sha256>"` (cache/entry.ts etagOf; kept with the bytes, so a stored result keeps the ETag of the versions that made it). */
 const ETAG_LINE = /^"[A-Za-z0-9_-]{43}"$/;
 
@@ -204,29 +207,45 @@ export class RedisCache {
   }
 
   /**
-   * Purge: bump each asset's generation, delete its stored results, and tell every replica
-   * (pub/sub) to drop its memory entries. Rejects when Redis is down, so the purge call fails
+   * Purge: bump each asset's generation, tell every replica (pub/sub) to drop its memory
+   * entries, then delete its stored results. Rejects when Redis is down, so the purge call fails
    * and management retries it.
+   *
+   * The bump and the broadcast are the purge (the old entries are unreachable from then on); the
+   * deletion only frees memory. Each key set is renamed aside in the same transaction as the bump
+   * (entries stored under the new generation start a new set) and read back in SSCAN batches, so
+   * an asset with any number of variants never becomes one reply or one argument list.
    */
   async purgeAssets(assetIds: readonly string[]): Promise<void> {
-    const pipeline = this.client.pipeline();
-    for (const id of assetIds) {
-      pipeline.incr(this.generationKey(id));
-      pipeline.smembers(this.assetKeysKey(id));
-    }
-    const replies = (await pipeline.exec()) ?? [];
+    const draining = assetIds.map((id) => `${this.assetKeysKey(id)}:purge:${randomUUID()}`);
+    const bump = this.client.multi();
+    assetIds.forEach((id, i) => {
+      bump.incr(this.generationKey(id));
+      bump.renamenx(this.assetKeysKey(id), draining[i]!);
+      // A purge cut short leaves no set behind for longer than its entries live.
+      bump.expire(draining[i]!, this.options.ttlSeconds);
+    });
+    const replies = (await bump.exec()) ?? [];
     // A lookup between the caller's forgetGenerations and the INCR may have kept the old one.
     this.forgetGenerations(assetIds);
-    const stale: string[] = [];
-    for (const [err, value] of replies) {
-      if (err) throw err;
-      if (Array.isArray(value)) stale.push(...(value as string[]));
+    for (const [err] of replies) {
+      // RENAMENX of an asset with no stored result answers "no such key": nothing to delete.
+      if (err && !/no such key/i.test(err.message)) throw err;
     }
-    const cleanup = this.client.pipeline();
-    for (const id of assetIds) cleanup.unlink(this.assetKeysKey(id));
-    for (let i = 0; i < stale.length; i += 500) cleanup.unlink(...stale.slice(i, i + 500));
-    cleanup.publish(this.purgeChannel, JSON.stringify(assetIds));
-    for (const [err] of (await cleanup.exec()) ?? []) if (err) throw err;
+    await this.client.publish(this.purgeChannel, JSON.stringify(assetIds));
+    for (const key of draining) await this.deleteMembers(key);
+  }
+
+  /** Unlinks every key listed in the set `key`, PURGE_BATCH at a time, then the set. */
+  private async deleteMembers(key: string): Promise<void> {
+    let cursor = "0";
+    do {
+      const [next, members] = await this.client.sscan(key, cursor, "COUNT", PURGE_BATCH);
+      // Members are the full keys of the stored results (see set).
+      if (members.length > 0) await this.client.unlink(...members);
+      cursor = next;
+    } while (cursor !== "0");
+    await this.client.unlink(key);
   }
 
   private subscriber: Redis | undefined;

@@ -83,4 +83,6 @@ export interface StepContext {
   overlays?: ReadonlyMap<string, Buffer>;
   /** sharp's decompression-bomb guard, for originals a step decodes itself (an overlay). */
   limitInputPixels?: number;
+  /** Epoch ms by which libvips work is cancelled (pipeline/deadline.ts), for pipelines a step starts itself. */
+  deadline?: number;
 }

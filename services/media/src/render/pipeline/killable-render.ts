@@ -251,6 +251,7 @@ export function isolatingRender(deps: RenderDeps, pool: RenderProcessPool, minCo
               shared.divert();
               throw new RenderDiverted(plan);
             }
+            shared.admitted();
             return options.admit ? options.admit(plan) : () => undefined;
           },
         },
@@ -272,17 +273,26 @@ export function isolatingRender(deps: RenderDeps, pool: RenderProcessPool, minCo
   };
 }
 
-/** The original, handed to the in-process render such that a diverted render can still read all of it. */
+/**
+ * The original, handed to the in-process render such that a diverted render can still read all of
+ * it: what the in-process render read before admission (an SVG, read whole to price its elements)
+ * is kept until admission decides, and replayed first to a diverted render.
+ */
 function shareable(original: RenderInput["original"]) {
   if (Buffer.isBuffer(original) || !(Symbol.asyncIterator in original)) {
-    return { original, divert: () => undefined, rest: () => original };
+    return { original, divert: () => undefined, admitted: () => undefined, rest: () => original };
   }
   let iterator: AsyncIterator<Buffer> | undefined;
   let diverted = false;
+  let read: Buffer[] | undefined = [];
   const iterate = () => (iterator ??= (original as AsyncIterable<Buffer>)[Symbol.asyncIterator]());
   const guarded: AsyncIterable<Buffer> = {
     [Symbol.asyncIterator]: () => ({
-      next: () => iterate().next(),
+      next: async () => {
+        const chunk = await iterate().next();
+        if (!chunk.done) read?.push(chunk.value);
+        return chunk;
+      },
       return: async (value?: unknown) =>
         diverted ? { done: true, value: undefined } : (iterate().return?.(value) ?? { done: true, value: undefined }),
     }),
@@ -290,6 +300,24 @@ function shareable(original: RenderInput["original"]) {
   return {
     original: guarded,
     divert: () => (diverted = true),
-    rest: (): AsyncIterable<Buffer> => ({ [Symbol.asyncIterator]: iterate }),
+    /** Admitted in process: nothing is replayed, so nothing is kept. */
+    admitted: () => (read = undefined),
+    rest: (): AsyncIterable<Buffer> => {
+      const replay = read ?? [];
+      read = undefined;
+      return {
+        async *[Symbol.asyncIterator]() {
+          let done = false;
+          try {
+            yield* replay;
+            for (let chunk = await iterate().next(); !chunk.done; chunk = await iterate().next()) yield chunk.value;
+            done = true;
+          } finally {
+            // Closed early (an abort): the store's stream is closed as before.
+            if (!done) await iterate().return?.();
+          }
+        },
+      };
+    },
   };
 }

@@ -10,7 +10,7 @@ import {
 import { transformations } from "../transformations";
 import type { Transformation } from "../transformations/transformation";
 import type { Size } from "../types";
-import { searchedEncoderNsPerPixel, STEP_NS_PER_PIXEL } from "./cost";
+import { overlayDecodeNs, searchedEncoderNsPerPixel, STEP_NS_PER_PIXEL, svgDrawNs, type OverlayFacts } from "./cost";
 import { TransformationInputError } from "../errors";
 import { heldPixels, type DecodeFacts } from "./held-pixels";
 
@@ -44,6 +44,10 @@ export interface PlanOutput {
   drawNsPerPixel?: number;
   /** How the original decodes (shrink-on-load); unset: decoded whole. */
   decode?: DecodeFacts;
+  /** An SVG original's elements: its drawing is priced by them (pipeline/cost.ts svgDrawNs). */
+  svgElements?: number;
+  /** The overlay originals' facts by asset id: each layer decodes its original whole (overlayDecodeNs). */
+  overlays?: ReadonlyMap<string, OverlayFacts>;
 }
 
 function planStep<N extends TransformationName>(
@@ -130,7 +134,23 @@ export function planRender(
     const label = `encoding ${format}${format === "avif" ? ` at effort ${output?.avifEffort ?? 4}` : ""} (${megapixels(size.width * size.height)} MP)`;
     if (ns > worst.ns) worst = { label, path: steps.some((s) => s.name === "format") ? "format.type" : "path", ns };
   }
-  const workCost = (costNs * frames) / 1e6;
+  // Once per render, not per frame: the drawing of an SVG, and overlay layers (kept for every frame).
+  let onceNs = 0;
+  if (output?.svgElements) {
+    const ns = svgDrawNs(output.svgElements);
+    onceNs += ns;
+    if (ns > worst.ns * frames)
+      worst = { label: `drawing the SVG (${output.svgElements} elements)`, path: "path", ns: ns / frames };
+  }
+  if (output?.overlays) {
+    const decodes = overlayDecodeNs(planned, output.overlays);
+    onceNs += decodes.ns;
+    if (decodes.ns > worst.ns * frames) {
+      const label = `decoding overlay originals (${decodes.layers} layers, ${megapixels(decodes.pixels)} MP)`;
+      worst = { label, path: "overlay.asset", ns: decodes.ns / frames };
+    }
+  }
+  const workCost = (costNs * frames + onceNs) / 1e6;
   if (workPixels > limits.maxWorkPixels) {
     throw new TransformationInputError(
       "path",

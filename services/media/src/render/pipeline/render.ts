@@ -32,10 +32,11 @@ import { selectedFrame } from "../transformations/frame";
 import { transformations } from "../transformations";
 import { carriesGainMap, keepingGainMap } from "./gain-map";
 import { DEFAULT_AUTO_QUALITY_TARGET, needsSearch, searchEncode } from "./encode-search";
-import { svgDrawing } from "./svg-density";
+import { svgDrawing, svgElementCount } from "./svg-density";
+import { withTimeout } from "../deadline";
 import { selectedPage } from "../transformations/page";
 import { drawPdfPage } from "./pdf-page";
-import { PDF_DRAW_NS_PER_PIXEL } from "./cost";
+import { PDF_DRAW_NS_PER_PIXEL, type OverlayFacts } from "./cost";
 import type { Size } from "../types";
 import type { DecodedImages } from "./decoded-images";
 import { sharedFirstStep } from "./shared-decode";
@@ -156,18 +157,20 @@ function mapSharpError(err: unknown, limitInputPixels: number): unknown {
   return err;
 }
 
-/**
- * Planned work from which libvips itself is given the deadline. Its timeout works through
- * progress signals on every tile, which cost more CPU per render than the whole check is worth
- * on small work (measured 0.1-0.4 ms on a 256 px thumbnail of a 2.5 MP JPEG); such renders end in
- * tens of milliseconds anyway and the request's own deadline still answers 503 on time.
- */
-const LIBVIPS_TIMEOUT_MIN_WORK_PIXELS = 32_000_000;
-
-function withTimeout(image: sharp.Sharp, deadline: number | undefined): sharp.Sharp {
-  if (deadline === undefined) return image;
-  const seconds = Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
-  return image.timeout({ seconds });
+/** The overlay originals' header facts the cost model prices (their pixels; an SVG's elements). */
+async function overlayFacts(
+  overlays: ReadonlyMap<string, Buffer>,
+  limitInputPixels: number,
+): Promise<Map<string, OverlayFacts>> {
+  const facts = new Map<string, OverlayFacts>();
+  for (const [id, bytes] of overlays) {
+    const meta = await sharp(bytes, { limitInputPixels, failOn: "error" }).metadata();
+    facts.set(id, {
+      pixels: (meta.width ?? 0) * (meta.height ?? 0),
+      svgElements: meta.format === "svg" ? svgElementCount(bytes) : undefined,
+    });
+  }
+  return facts;
 }
 
 /**
@@ -196,7 +199,7 @@ const isRaw = (value: RawImage | sharp.Sharp): value is RawImage => !(value inst
 
 async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: RenderOptions): Promise<Rendition> {
   const { signal, onStep } = options;
-  let deadline = options.deadline;
+  const deadline = options.deadline;
   const format = outputFormatFor(input.contentType);
   const sharpOptions: sharp.SharpOptions = {
     limitInputPixels: deps.limitInputPixels,
@@ -224,6 +227,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     if (animation.page !== undefined) sharpOptions.page = animation.page;
     // Negotiated format: still JPEG/PNG only; GIFs and anything animated keep their format.
     const convert = input.convertTo && isConvertible(input.contentType) && meta.pages === 1;
+    const svg = formatOfMimeType(input.contentType) === "svg";
     // The cost model prices the encoder the render will use (ctx.output below) and every frame.
     const planOutput = {
       format: convert ? input.convertTo!.format : format,
@@ -237,6 +241,9 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
         srgb: meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3,
         focalPoint: input.focalPoint !== undefined,
       },
+      // An SVG (sanitised, at most a few MB) costs by its elements; overlays by their own originals.
+      svgElements: svg ? svgElementCount(await source.all()) : undefined,
+      overlays: input.overlays?.size ? await overlayFacts(input.overlays, deps.limitInputPixels) : undefined,
     };
     let plan = planRender(input.steps, oriented, deps.limits, planOutput);
     // An SVG or a PDF page is drawn at the scale its sizing step needs (svg-density.ts): the
@@ -245,12 +252,11 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       svgDrawing(input.steps, planned, intrinsic, deps.limitInputPixels, (size) =>
         planRender(input.steps, size, deps.limits, planOutput),
       );
-    if (formatOfMimeType(input.contentType) === "svg" || pdf) {
+    if (svg || pdf) {
       const drawing = drawnAt(oriented, plan);
       ({ plan, size: oriented } = drawing);
       if (!pdf) sharpOptions.density = drawing.density;
     }
-    if (plan.workPixels < LIBVIPS_TIMEOUT_MIN_WORK_PIXELS) deadline = undefined;
     signal?.throwIfAborted();
     release = await options.admit?.(plan);
     signal?.throwIfAborted();
@@ -290,6 +296,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       focalPoint: input.focalPoint,
       overlays: input.overlays,
       limitInputPixels: deps.limitInputPixels,
+      deadline,
     };
     if (animation.frames > 1) return await renderAnimation({ bytes, sharpOptions }, plan, ctx, deadline, options);
     // A drawn PDF page is opaque (drawn on white): its alpha band goes.

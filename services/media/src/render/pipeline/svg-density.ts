@@ -112,3 +112,17 @@ export function svgDrawing(
   }
   return sameOutputs(plan, scaled, index) ? { plan: scaled, size, density: SVG_BASE_DENSITY * scale } : asReported;
 }
+
+/**
+ * The elements of an SVG's text, counted as start tags (`<` then a letter; a comment or a closing
+ * tag is not one): what the cost model prices its drawing by. A byte scan, no parse: the stored
+ * SVG is sanitised markup of at most a few megabytes.
+ */
+export function svgElementCount(bytes: Uint8Array): number {
+  let elements = 0;
+  for (let i = bytes.indexOf(0x3c); i >= 0 && i < bytes.length - 1; i = bytes.indexOf(0x3c, i + 1)) {
+    const next = bytes[i + 1]! | 0x20;
+    if (next >= 0x61 && next <= 0x7a) elements++;
+  }
+  return elements;
+}

@@ -3,6 +3,7 @@ import type { ResolvedParams, TransformationStep } from "@media-platform/contrac
 import { drawLayer, fadeLayer, layerBox, type Layer } from "./layer";
 import { sameSize, type Transformation } from "./transformation";
 import { TransformationInputError } from "../errors";
+import { withTimeout } from "../deadline";
 
 /** The asset ids a request's overlay steps draw (each once, in order): read before the render. */
 export function overlayAssets(steps: readonly TransformationStep[]): string[] {
@@ -30,10 +31,18 @@ interface LayerRequest {
   width: number;
   height: number;
   limitInputPixels: number;
+  deadline: number | undefined;
 }
 
-async function overlayLayer({ original, params, width, height, limitInputPixels }: LayerRequest): Promise<Layer> {
-  const source = sharp(original, { autoOrient: true, failOn: "error", limitInputPixels });
+async function overlayLayer({
+  original,
+  params,
+  width,
+  height,
+  limitInputPixels,
+  deadline,
+}: LayerRequest): Promise<Layer> {
+  const source = withTimeout(sharp(original, { autoOrient: true, failOn: "error", limitInputPixels }), deadline);
   const resized =
     params.scale !== undefined
       ? source.resize({ width: Math.max(1, Math.round(width * params.scale)) })
@@ -84,6 +93,7 @@ export const overlay = {
       width: image.width,
       height: image.height,
       limitInputPixels: ctx.limitInputPixels ?? 100_000_000,
+      deadline: ctx.deadline,
     });
     return drawLayer(image, layer, layerBox(image, layer, params.gravity, params.x, params.y), params.tile === "true");
   },
