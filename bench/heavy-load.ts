@@ -168,7 +168,7 @@ export async function benchHeavyLoad(): Promise<string> {
       "",
       `p95 loaded / idle: **${ratio.toFixed(2)}x** (target: within 3x); thumbnail answers: all 200 MISS.`,
       `CPU of the media service and its render processes while the loaded thumbnails ran: ${cores.toFixed(2)} cores of ${availableParallelism()}.`,
-      "The heavy lane admits one such render at a time (its pixels are half the in-flight capacity), in a render process at lower priority; the others wait for it without holding a transformation slot (429 beyond a client's share; 503 only once MEDIA_QUEUE_LIMIT requests wait).",
+      "The heavy lane admits such renders while the pixels they hold fit its room (each holds its 25 MP intermediate images, a third of the in-flight capacity; two at once), in render processes at lower priority; the others wait without holding a transformation slot (429 for a client beyond its share while other clients wait; 503 only once MEDIA_QUEUE_LIMIT requests wait).",
       `Heavy clients' answers during the run: ${
         Object.entries(statuses)
           .map(([status, n]) => `${n} x ${status}`)

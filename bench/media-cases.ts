@@ -25,6 +25,27 @@ export interface BenchImage {
 const fromRocket = (width: number, height: number) =>
   sharp(path.join(ROOT, "fixtures/images/rocket.jpg")).resize(width, height, { fit: "fill" });
 
+/**
+ * A camera-like JPEG of `width` x `height`: the stretched rocket (smooth, as an upscale is) plus a
+ * sensor's grain, a fixed pseudo-random sequence (xorshift32) of about +-6 levels per channel, so it
+ * decodes and encodes with the entropy of a photo, the same bytes on every run of a sharp build.
+ */
+async function photoLike(width: number, height: number, quality: number): Promise<Buffer> {
+  const pixels = await fromRocket(width, height).removeAlpha().raw().toBuffer();
+  let state = 0x2545f491;
+  for (let i = 0; i < pixels.length; i++) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    // Two 4-bit draws summed: a triangular grain of -15..15, mostly within +-6.
+    const grain = (state & 15) + ((state >>> 4) & 15) - 15;
+    pixels[i] = Math.min(255, Math.max(0, pixels[i]! + grain));
+  }
+  return sharp(pixels, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality })
+    .toBuffer();
+}
+
 export const benchImages: BenchImage[] = [
   {
     name: "12 MP JPEG",
@@ -33,7 +54,16 @@ export const benchImages: BenchImage[] = [
     extension: "jpg",
     width: 4000,
     height: 3000,
-    make: () => fromRocket(4000, 3000).jpeg({ quality: 90 }).toBuffer(),
+    make: () => photoLike(4000, 3000, 90),
+  },
+  {
+    name: "24 MP JPEG",
+    tag: 4,
+    format: "jpeg",
+    extension: "jpg",
+    width: 6000,
+    height: 4000,
+    make: () => photoLike(6000, 4000, 90),
   },
   {
     name: "2.5 MP JPEG",

@@ -153,6 +153,8 @@ const perMissSystem = <T>(): Record<MissSystem, T[]> => ({ service: [], sharp: [
 /** The line bench/sharp-reference.ts prints (threads: per operation by thread group; absent off Linux). */
 interface SharpReferenceResult {
   rps: number;
+  /** 99th percentile of the operations' times (ms). */
+  p99Ms?: number;
   threads?: ThreadGroupCpu;
 }
 
@@ -188,8 +190,8 @@ async function waitIdle(pid: number | undefined): Promise<void> {
   }
 }
 
-function checkWrk(label: string, r: WrkResult, allowNone = false): WrkResult {
-  if (r.failed > 0 || r.socketErrors > 0)
+function checkWrk(label: string, r: WrkResult, allowNone = false, allowFailed = false): WrkResult {
+  if ((r.failed > 0 && !allowFailed) || r.socketErrors > 0)
     throw new Error(
       `${label}: ${r.failed} error responses, ${r.socketErrors} socket errors (of ${r.requests})` +
         (r.firstError ? `; first: ${r.firstError}` : ""),
@@ -214,12 +216,21 @@ interface MissTarget {
 /**
  * `seconds` of MISS load at c connections (bench/miss.lua), every request a fresh id of `image`
  * from `need` ids reserved for it. A run that used them all asked for ids nobody linked (404s):
- * that is refused before the error responses are, so the message says what to raise.
+ * that is refused before the error responses are, so the message says what to raise. Error
+ * answers (a 429, a 503) fail the run, except with `countFailed`: a measured cell counts them.
  */
 async function missLoad(
   wrk: string,
   originals: Originals,
-  options: { label: string; target: MissTarget; image: BenchImage; connections: number; seconds: number; need: number },
+  options: {
+    label: string;
+    target: MissTarget;
+    image: BenchImage;
+    connections: number;
+    seconds: number;
+    need: number;
+    countFailed?: boolean;
+  },
 ): Promise<WrkResult> {
   const { label, target, connections, need } = options;
   const first = originals.reserve(options.image, need);
@@ -232,8 +243,11 @@ async function missLoad(
     scriptArgs: [target.prefix, String(first), target.suffix],
   });
   if (res.requests + connections >= need) throw new Error(`${label}: ran out of fresh ids (${need}); raise the guess`);
-  return checkWrk(label, res, true);
+  return checkWrk(label, res, true, options.countFailed);
 }
+
+/** Answers per second that were 2xx (wrk's rate counts every answer). */
+const okRate = (r: WrkResult) => (r.requests > 0 ? (r.rps * (r.requests - r.failed)) / r.requests : 0);
 
 const fmt = (v: number) => (v >= 1000 ? `${(v / 1000).toFixed(1)}k` : v.toFixed(v >= 100 ? 0 : 1));
 const loadNote = () => {
@@ -348,6 +362,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
     const rows: string[][] = [];
     const vsSharp: Measurement[] = [];
     const vsIpx: Measurement[] = [];
+    /** Per cell: the service's 2xx answers / all its answers (every run). */
+    const okAnswers: Measurement[] = [];
     for (const image of images) {
       for (const step of steps) {
         const work = `${image.name} ${step.name}`;
@@ -358,6 +374,9 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           // (libuv's pool, V8's helpers) and libvips' threads.
           const rps = perMissSystem<number>();
           const cpu = perMissSystem<ThreadGroupCpu>();
+          /** Per system: every run's p99 latency (ms), and its error answers against all answers. */
+          const p99 = perMissSystem<number>();
+          const answers = perMissSystem<{ failed: number; all: number }>();
           for (let r = 0; r < REPEAT; r++) {
             const guess = rateGuess.get(work)!;
             const seconds = Math.min(MISS_SECONDS * 5, Math.max(MISS_SECONDS, Math.ceil(40 / guess)));
@@ -380,6 +399,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                   seconds,
                 });
                 rps.sharp.push(ref.rps);
+                if (ref.p99Ms !== undefined) p99.sharp.push(ref.p99Ms);
                 if (ref.threads !== undefined) cpu.sharp.push(ref.threads);
               } else {
                 const target = missTarget(who, image, step);
@@ -393,6 +413,7 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                   connections: c,
                   seconds,
                   need,
+                  countFailed: true,
                 });
                 await waitIdle(pid);
                 const cpuAfter = threadGroupCpuMs(pid);
@@ -402,9 +423,12 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
                 }
                 if (who === "service") {
                   const misses = (await readMisses(base)) - before;
-                  if (misses < res.requests) throw new Error(`${cell}: ${res.requests} requests but ${misses} MISS`);
+                  const rendered = res.requests - res.failed;
+                  if (misses < rendered) throw new Error(`${cell}: ${rendered} answered 2xx but ${misses} MISS`);
                 }
-                rps[who].push(res.rps);
+                rps[who].push(okRate(res));
+                p99[who].push(res.p99Ms);
+                answers[who].push({ failed: res.failed, all: res.requests });
                 rateGuess.set(work, Math.max(rateGuess.get(work)!, res.rps));
               }
             }
@@ -419,6 +443,15 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           );
           vsSharp.push({ label: cell, ratio: s / rs });
           vsIpx.push({ label: cell, ratio: s / ip });
+          const served = answers.service.reduce((n, a) => n + a.all, 0);
+          const failed = answers.service.reduce((n, a) => n + a.failed, 0);
+          okAnswers.push({
+            label: `${cell} (${failed} of ${served} not 2xx)`,
+            ratio: served ? (served - failed) / served : NaN,
+          });
+          const nonOk = (who: MissSystem) =>
+            who === "sharp" ? "-" : String(answers[who].reduce((n, a) => n + a.failed, 0));
+          const latency = (who: MissSystem) => (p99[who].length ? median(p99[who]).toFixed(0) : "?");
           // One column: a thread group's median over the runs, service / sharp / floor / IPX.
           const column = (group: keyof ThreadGroupCpu, digits: number) =>
             COLUMN_ORDER.map((who) =>
@@ -440,13 +473,19 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
             column("main", 2),
             column("node", 2),
             column("libvips", 1),
+            COLUMN_ORDER.map(latency).join(" / "),
+            COLUMN_ORDER.map(nonOk).join(" / "),
             sameOutput.get(work)!,
           ]);
         }
       }
     }
     await ipx.stop();
-    judgements.push(judge(MEDIA_TARGETS.missVsSharp, vsSharp), judge(MEDIA_TARGETS.missVsIpx, vsIpx));
+    judgements.push(
+      judge(MEDIA_TARGETS.missVsSharp, vsSharp),
+      judge(MEDIA_TARGETS.missVsIpx, vsIpx),
+      judge(MEDIA_TARGETS.missAnswers, okAnswers),
+    );
     out.push(
       "",
       "### MISS throughput (every request a fresh asset id)",
@@ -468,6 +507,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
         "`node threads ms/req`: the process's other live threads not named libvips (libuv's pool, which calls " +
         "into libvips once per pipeline and reads files; V8's compiler and GC helpers). `libvips threads ms/req`: " +
         "what is left of the whole (libvips' workers, which come and go). The three add up to `CPU ms/req`. " +
+        "`p99 ms`: wrk's 99th percentile latency (raw sharp: of its operations), median over the runs. " +
+        "`non-2xx`: error answers over all runs (a 429 or 503 would be one; req/s counts 2xx answers only). " +
         "`same output` compares width x height x channels of the three results.",
       "",
       table(
@@ -487,6 +528,8 @@ async function measure(wrk: string, dir: string, started: Proc[]): Promise<strin
           "main thread ms/req service / sharp / floor / IPX",
           "node threads ms/req service / sharp / floor / IPX",
           "libvips threads ms/req service / sharp / floor / IPX",
+          "p99 ms service / sharp / floor / IPX",
+          "non-2xx service / sharp / floor / IPX",
           "same output",
         ],
         rows,
@@ -564,12 +607,13 @@ async function runWrkWithCpu(
   label: string,
   pid: number | undefined,
   options: Parameters<typeof runWrk>[0],
-): Promise<{ rps: number; cpuUs: number | undefined }> {
+): Promise<{ rps: number; p99Ms: number; cpuUs: number | undefined }> {
   const before = processCpuMs(pid);
   const res = checkWrk(label, await runWrk(options));
   const after = processCpuMs(pid);
   return {
     rps: res.rps,
+    p99Ms: res.p99Ms,
     cpuUs: before !== undefined && after !== undefined ? ((after - before) * 1000) / res.requests : undefined,
   };
 }
@@ -693,7 +737,7 @@ async function measureHit(
   const nginxRps = new Map<number, number[]>();
   const bareRps = new Map<number, number[]>();
   /** Per connection count: each pair's req/s ratio and per-CPU-second ratio (medians of its runs). */
-  const pairRatios = new Map<number, { rps: number[]; cpu: number[] }>();
+  const pairRatios = new Map<number, { rps: number[]; cpu: number[]; latency: number[] }>();
   for (const c of HIT_CONNECTIONS) {
     const run = (label: string, s: HitServer) =>
       runWrkWithCpu(`HIT ${label} c=${c}`, s.pid, { wrk, url: s.url, connections: c, seconds: HIT_SECONDS });
@@ -702,6 +746,8 @@ async function measureHit(
       bare: [] as number[],
       svcCpu: [] as number[],
       bareCpu: [] as number[],
+      svcP99: [] as number[],
+      bareP99: [] as number[],
     }));
     const ngx: number[] = [];
     const ngxCpu: number[] = [];
@@ -719,13 +765,16 @@ async function measureHit(
             side === "svc" ? services[i]! : bares[i]!,
           );
           p[side].push(res.rps);
+          p[side === "svc" ? "svcP99" : "bareP99"].push(res.p99Ms);
           if (res.cpuUs !== undefined) p[side === "svc" ? "svcCpu" : "bareCpu"].push(res.cpuUs);
         }
       }
     }
     const rps = perPair.map((p) => median(p.svc) / median(p.bare));
     const cpu = perPair.map((p) => (p.svcCpu.length ? median(p.bareCpu) / median(p.svcCpu) : NaN));
-    pairRatios.set(c, { rps, cpu });
+    // p99: each pair's median p99 over its runs, bare's / the service's (at least 0.5: within 2x).
+    const latency = perPair.map((p) => median(p.bareP99) / median(p.svcP99));
+    pairRatios.set(c, { rps, cpu, latency });
     nginxRps.set(c, ngx);
     bareRps.set(
       c,
@@ -747,6 +796,8 @@ async function measureHit(
       `${all((p) => p.svcCpu).toFixed(1)} / ${all((p) => p.bareCpu).toFixed(1)}${nginx ? ` / ${median(ngxCpu).toFixed(1)}` : ""}`,
       `${median(cpu).toFixed(2)}x`,
       spread(cpu),
+      `${all((p) => p.svcP99).toFixed(1)} / ${all((p) => p.bareP99).toFixed(1)}`,
+      `${median(latency).toFixed(2)}x`,
     ]);
     process.stderr.write(`[bench media] HIT c=${c}: ${rows.at(-1)!.join(" | ")} (${loadNote()})\n`);
   }
@@ -803,6 +854,12 @@ async function measureHit(
     ];
   });
   judgements.push(judge(MEDIA_TARGETS.hit, [...sequential, ...paired.measurements]));
+  judgements.push(
+    judge(
+      MEDIA_TARGETS.hitP99,
+      HIT_CONNECTIONS.map((c) => ({ label: `c=${c} p99`, ratio: median(pairRatios.get(c)!.latency) })),
+    ),
+  );
   const boundNote = bound.length
     ? [
         "",
@@ -838,6 +895,8 @@ async function measureHit(
         `CPU µs/req: service / bare${nginx ? " / nginx" : ""}`,
         "service / bare, per CPU second",
         "per CPU second, each pair",
+        "p99 ms: service / bare",
+        "p99: bare / service",
       ],
       rows,
     ),
@@ -845,7 +904,8 @@ async function measureHit(
     "",
     "CPU µs/req: user + system time of the server's whole process (all threads, from /proc) over the wrk run, per request answered (median of all runs). " +
       "Its ratio is the service's requests per CPU second against bare node:http's: what the throughput ratio is where the server, " +
-      "not the load generator or the VM's scheduling, sets the pace.",
+      "not the load generator or the VM's scheduling, sets the pace. " +
+      "p99 ms: wrk's 99th percentile latency, median of all runs; `p99: bare / service` is the median over the pairs of bare's median p99 over the service's (0.50x or more: the service's p99 within 2x of bare's).",
     "",
     ...paired.lines,
     "",

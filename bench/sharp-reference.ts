@@ -3,7 +3,7 @@
  * the load generator shares its event loop): `concurrency` operations in flight for `seconds`,
  * each reading its original from disk (fs.readFile) and running the same sharp calls as the
  * service, with the service's libvips cache setting (off, pipeline/render.ts configureSharp).
- * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps, threads} on stdout
+ * Input: JSON in BENCH_SHARP_JOB. Output: one JSON line {ops, seconds, rps, p99Ms, threads} on stdout
  * (threads: CPU ms per operation by thread group, harness.ts threadGroupCpuMs, read from /proc like
  * the HTTP systems' so all four are measured the same way; absent off Linux).
  */
@@ -29,12 +29,16 @@ async function main(): Promise<void> {
   const step = benchSteps.find((s) => s.name === job.step)!;
   sharp.cache(false);
   let n = 0;
+  const times: number[] = [];
   const op = async () => {
+    const started = performance.now();
     const file = path.join(job.originalsDir, `${assetId(job.first + (n++ % job.count), image)}@blob`);
     const input = await readFile(file);
     await step.raw(sharp(input, { failOn: "error" }), image).toBuffer();
+    times.push(performance.now() - started);
   };
   for (let i = 0; i < 3; i++) await op();
+  times.length = 0;
   let ops = 0;
   let all = 0;
   const threadsBefore = threadGroupCpuMs(process.pid);
@@ -52,7 +56,9 @@ async function main(): Promise<void> {
   // CPU per operation, over every operation started in the window.
   const threadsAfter = threadGroupCpuMs(process.pid);
   const threads = threadsBefore && threadsAfter ? threadGroupDelta(threadsBefore, threadsAfter, all) : undefined;
-  process.stdout.write(`${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds, threads })}\n`);
+  times.sort((a, b) => a - b);
+  const p99Ms = times[Math.min(times.length - 1, Math.floor(times.length * 0.99))];
+  process.stdout.write(`${JSON.stringify({ ops, seconds: job.seconds, rps: ops / job.seconds, p99Ms, threads })}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -29,7 +29,12 @@ export interface Target {
 export const MEDIA_TARGETS = {
   missVsSharp: { name: "MISS: service / raw sharp, every image, step and connection count", minimum: 0.95 },
   missVsIpx: { name: "MISS: service / IPX 3.1.1, every image, step and connection count", minimum: 1.0 },
+  missAnswers: { name: "MISS: 2xx answers / all answers of the service, every cell (no 429, no 503)", minimum: 1.0 },
   hit: { name: "HIT (memory tier): service / bare node:http at 8, 32, 128 connections", minimum: 0.85 },
+  hitP99: {
+    name: "HIT p99 latency: bare node:http's / the service's at 8, 32, 128 connections (within 2x)",
+    minimum: 0.5,
+  },
   redis: { name: "Redis-tier HIT (aim): service / bare node:http + one GET at 8, 32 connections", minimum: 0.8 },
 } satisfies Record<string, Target>;
 

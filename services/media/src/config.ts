@@ -133,10 +133,10 @@ export const mediaEnvSchema = z.object({
     defaultMediaLimits.maxWorkPixels,
     "a whole number from 1 to 100000000000",
   ).describe(
-    "Work (pixels, as MEDIA_MAX_WORK_PIXELS counts it) all running transformations may hold at once; bounds memory, later ones wait",
+    "Pixels all running transformations may hold in memory at once: each counts its decode at the decoder's scale (a JPEG or WebP shrinks on load for a smaller output) and its intermediate images; bounds memory, later ones wait. Idle room is lent rather than left unused",
   ),
   MEDIA_CLIENT_SHARE: num(0.01, 1, 0.5, "a number from 0.01 to 1").describe(
-    "Share of the render capacity (MEDIA_MAX_INFLIGHT_PIXELS) one client may hold, running and waiting; beyond it 429 + Retry-After (a client holding nothing is always admitted; 1 = no per-client bound; cache hits are never refused)",
+    "Share of the render capacity (MEDIA_MAX_INFLIGHT_PIXELS) one client may hold while other clients wait: work-conserving, a client alone (a CDN filling its cache) may use all of it; while others wait, clients within their share go first and a client beyond it gets 429 + Retry-After (a client holding nothing is always admitted; 1 = no per-client bound; cache hits are never refused)",
   ),
   MEDIA_TRUSTED_PROXIES: z
     .preprocess(
@@ -156,7 +156,7 @@ export const mediaEnvSchema = z.object({
         .optional(),
     )
     .describe(
-      "Proxies whose X-Forwarded-For names the client (IPs, CIDRs, loopback, linklocal, uniquelocal); unset = the peer address is the client (per-client share)",
+      "Proxies whose X-Forwarded-For names the client (IPs, CIDRs, loopback, linklocal, uniquelocal); unset = the peer address is the client (per-client share). Behind a CDN, list the CDN's address ranges so each viewer is a client of its own",
     ),
   MEDIA_MAX_MULTIPLIER: num(1, 1000, defaultMediaLimits.maxMultiplier, "a number from 1 to 1000").describe(
     "Cap for saturation, brightness and channelManipulation multipliers",

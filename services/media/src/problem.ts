@@ -193,7 +193,7 @@ export const MEDIA_PROBLEMS: ProblemTable<MediaProblemCode> = {
     type: "client-share-exceeded",
     title: "Too much render work from this client",
     headers: retryAfter(RETRY_AFTER.clientShare),
-    when: "this client already holds its `MEDIA_CLIENT_SHARE` of the render capacity (cache hits are never refused)",
+    when: "this client already holds its `MEDIA_CLIENT_SHARE` of the render capacity while other clients wait for it (cache hits are never refused)",
   },
   // Nobody reads this answer (the client has gone); it only keeps the access log truthful.
   "request-cancelled": {

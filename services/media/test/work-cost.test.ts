@@ -221,8 +221,9 @@ describe("WorkGate lanes: a small request is never queued behind a large one", (
     expect(gate.inFlight).toBe(0);
   });
 
-  it("queues light requests in their own lane, FIFO, when it is full", async () => {
+  it("queues light requests in their own lane, FIFO, when it is full and the heavy lane has no room to lend", async () => {
     const gate = new WorkGate(6400);
+    const heavy = await gate.acquire(5600);
     const held = await Promise.all(Array.from({ length: 8 }, () => gate.acquire(100)));
     const order: string[] = [];
     const ninth = gate.acquire(100).then((r) => (order.push("ninth"), r));
@@ -235,6 +236,30 @@ describe("WorkGate lanes: a small request is never queued behind a large one", (
     (await tenth)();
     expect(order).toEqual(["ninth", "tenth"]);
     for (const r of held) r();
+    heavy();
+    expect(gate.inFlight).toBe(0);
+  });
+
+  it("lends the heavy lane's idle room to light requests while no heavy request waits (work-conserving)", async () => {
+    const gate = new WorkGate(6400);
+    // Thirty light requests of 100: 800 reserved for them, the rest lent by the idle heavy lane.
+    const light = await Promise.all(Array.from({ length: 30 }, () => gate.acquire(100)));
+    // Light by cost but holding 3000 (a crop of a large photo): larger than the reserve, it borrows too.
+    const large = await gate.acquire(3000, undefined, 10);
+    expect(gate.inFlight).toBe(6000);
+    // A heavy request that finds its lane lent out waits, and from then on nothing more is lent.
+    let heavyAdmitted = false;
+    const heavy = gate.acquire(5000).then((r) => ((heavyAdmitted = true), r));
+    let lightAdmitted = false;
+    const more = gate.acquire(100).then((r) => ((lightAdmitted = true), r));
+    await Promise.resolve();
+    expect([heavyAdmitted, lightAdmitted]).toEqual([false, false]);
+    for (const r of [...light, large]) r();
+    const heavyRelease = await heavy;
+    const moreRelease = await more;
+    expect(gate.inFlight).toBe(5100);
+    heavyRelease();
+    moreRelease();
     expect(gate.inFlight).toBe(0);
   });
 });

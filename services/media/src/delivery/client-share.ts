@@ -1,12 +1,12 @@
 import type { IncomingMessage } from "node:http";
 import proxyaddr from "proxy-addr";
 import { DomainError } from "@media-platform/contracts";
-import type { Slot, WorkGate } from "./limiter";
+import type { Slot, WorkGate, WorkParty } from "./limiter";
 
 /** Seconds a client over its share is told to wait (Retry-After of the 429). */
 export const CLIENT_SHARE_RETRY_AFTER_SECONDS = 1;
 
-/** A client asked for more render work than its share (MEDIA_CLIENT_SHARE): answered 429 with Retry-After. */
+/** A client asked for more than its share of the render capacity (MEDIA_CLIENT_SHARE) while others wait: 429 with Retry-After. */
 export class ClientShareExceededError extends DomainError<"client-share-exceeded"> {
   readonly code = "client-share-exceeded";
 
@@ -15,7 +15,7 @@ export class ClientShareExceededError extends DomainError<"client-share-exceeded
     readonly limit: number,
   ) {
     super(
-      `this client already holds its share of the render capacity (${share} of it, ${limit} pixels of work, MEDIA_CLIENT_SHARE); retry shortly`,
+      `this client already holds its share of the render capacity (${share} of it, ${limit} pixels, MEDIA_CLIENT_SHARE) while other clients wait for it; retry shortly`,
     );
     this.name = "ClientShareExceededError";
   }
@@ -32,15 +32,28 @@ export function clientIdentity(trustedProxies: readonly string[]): (req: Incomin
   return (req) => proxyaddr(req, trust);
 }
 
+/** One client's charge: work admitted, and work and requests waiting in the gate. */
+interface Charge {
+  admitted: number;
+  waiting: number;
+  waiters: number;
+}
+
 /**
- * Per-client fairness of the render capacity (the WorkGate's, MEDIA_MAX_INFLIGHT_PIXELS): work a
- * client has admitted or waiting in the gate is charged to it, and a request that would take the
- * client past `share` of the capacity is refused at once instead of queueing. A client holding
- * nothing is always admitted, so one request as large as the whole capacity still runs.
- * Cache hits never reach this (the hot path and single-flight followers render nothing).
+ * Per-client fairness of the render capacity (the WorkGate's, MEDIA_MAX_INFLIGHT_PIXELS),
+ * work-conserving: it only acts while clients compete. A request that fits the gate now is
+ * admitted whoever sends it, so one client alone (a CDN filling its cache, a browser opening a
+ * gallery) may use all the capacity. When the gate is full, the waiting requests of clients
+ * within their share (`share` of the capacity, admitted work) are served before those of clients
+ * beyond theirs; and a client whose admitted and waiting work would pass its share is refused
+ * (429) instead of queueing, but only while another client has a request waiting. A client
+ * holding nothing is never refused. Cache hits never reach this (the hot path and single-flight
+ * followers render nothing).
  */
 export class ClientShare {
-  private readonly held = new Map<string, number>();
+  private readonly charges = new Map<string, Charge>();
+  /** Requests waiting in the gate, all clients. */
+  private waiters = 0;
   readonly limit: number;
 
   constructor(
@@ -50,31 +63,71 @@ export class ClientShare {
     this.limit = Math.max(1, Math.floor(capacity * share));
   }
 
-  /** Work charged to `client` now. */
+  /** Work charged to `client` now: admitted and waiting. */
   holding(client: string): number {
-    return this.held.get(client) ?? 0;
+    const charge = this.charges.get(client);
+    return charge ? charge.admitted + charge.waiting : 0;
   }
 
-  /** Charges `weight` to `client` and returns the release; throws ClientShareExceededError beyond its share. */
-  charge(client: string, weight: number): () => void {
-    const held = this.holding(client);
-    if (held > 0 && held + weight > this.limit) throw new ClientShareExceededError(this.share, this.limit);
-    this.held.set(client, held + weight);
-    let released = false;
+  /** The gate's view of one request of `client` (WorkParty). */
+  party(client: string): WorkParty {
+    return {
+      withinShare: (weight) => {
+        const admitted = this.charges.get(client)?.admitted ?? 0;
+        return admitted === 0 || admitted + weight <= this.limit;
+      },
+      mayWait: (weight) => {
+        const charge = this.charges.get(client);
+        if (!charge) return;
+        const held = charge.admitted + charge.waiting;
+        const othersWaiting = this.waiters - charge.waiters > 0;
+        if (othersWaiting && held > 0 && held + weight > this.limit)
+          throw new ClientShareExceededError(this.share, this.limit);
+      },
+      waits: (weight) => {
+        this.waiters++;
+        return this.change(
+          client,
+          (c) => {
+            c.waiting += weight;
+            c.waiters++;
+          },
+          (c) => {
+            c.waiting -= weight;
+            c.waiters--;
+            this.waiters--;
+          },
+        );
+      },
+      admitted: (weight) =>
+        this.change(
+          client,
+          (c) => (c.admitted += weight),
+          (c) => (c.admitted -= weight),
+        ),
+    };
+  }
+
+  /** Applies `apply` to the client's charge now and returns its undoing (once), dropping an empty charge. */
+  private change(client: string, apply: (c: Charge) => void, undo: (c: Charge) => void): () => void {
+    let charge = this.charges.get(client);
+    if (!charge) this.charges.set(client, (charge = { admitted: 0, waiting: 0, waiters: 0 }));
+    apply(charge);
+    let undone = false;
     return () => {
-      if (released) return;
-      released = true;
-      const left = this.holding(client) - weight;
-      if (left > 0) this.held.set(client, left);
-      else this.held.delete(client);
+      if (undone) return;
+      undone = true;
+      const c = this.charges.get(client)!;
+      undo(c);
+      if (c.admitted === 0 && c.waiting === 0 && c.waiters === 0) this.charges.delete(client);
     };
   }
 }
 
-/** One render asking for admission: its client, planned work and estimated cost, and the slot it holds. */
+/** One render asking for admission: its client, its memory and estimated cost, and the slot it holds. */
 export interface WorkRequest {
   client: string | undefined;
-  /** RenderPlan.workPixels. */
+  /** RenderPlan.heldPixels. */
   weight: number;
   /** RenderPlan.workCost, estimated CPU milliseconds. */
   costMs: number;
@@ -84,24 +137,11 @@ export interface WorkRequest {
 }
 
 /**
- * Admission of one render: charged to its client (when fairness is on), then through the gate.
- * The client's charge covers its wait in the gate too, so queued work counts against its share.
+ * Admission of one render through the gate, charged to its client when fairness is on: admitted
+ * at once when it fits, else queued in the client's order, or refused (ClientShareExceededError)
+ * when its client is beyond its share while another client waits.
  */
-export async function admitWork(
-  gate: WorkGate,
-  clients: ClientShare | undefined,
-  work: WorkRequest,
-): Promise<() => void> {
-  const { client, weight } = work;
-  const releaseShare = clients && client !== undefined ? clients.charge(client, weight) : undefined;
-  try {
-    const releaseGate = await gate.acquire(weight, work.signal, work.costMs, work.slot);
-    return () => {
-      releaseGate();
-      releaseShare?.();
-    };
-  } catch (err) {
-    releaseShare?.();
-    throw err;
-  }
+export function admitWork(gate: WorkGate, clients: ClientShare | undefined, work: WorkRequest): Promise<() => void> {
+  const party = clients && work.client !== undefined ? clients.party(work.client) : undefined;
+  return gate.acquire(work.weight, work.signal, work.costMs, work.slot, party);
 }

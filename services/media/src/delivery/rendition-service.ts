@@ -484,7 +484,7 @@ export class RenditionService {
           ? (plan) =>
               admitWork(gate, this.deps.clients, {
                 client: request.client,
-                weight: plan.workPixels,
+                weight: plan.heldPixels,
                 costMs: plan.workCost,
                 signal,
                 slot,

@@ -12,6 +12,7 @@ import type { Transformation } from "../transformations/transformation";
 import type { Size } from "../types";
 import { overlayDecodeNs, searchedEncoderNsPerPixel, STEP_NS_PER_PIXEL, svgDrawNs, type OverlayFacts } from "./cost";
 import { TransformationInputError } from "../errors";
+import { heldPixels, type DecodeFacts } from "./held-pixels";
 
 /** One step with its parameters resolved (defaults filled in once) and its sizes known. */
 export interface PlannedStep<N extends TransformationName = TransformationName> {
@@ -28,6 +29,8 @@ export interface RenderPlan {
   workPixels: number;
   /** Estimated CPU milliseconds of the steps and the encoder (pipeline/cost.ts), all frames. */
   workCost: number;
+  /** Pixels held in memory at the peak (held-pixels.ts): what the in-flight gate charges. */
+  heldPixels: number;
 }
 
 /** What the plan needs to know of the encode besides the steps (a format step overrides `format`). */
@@ -39,6 +42,8 @@ export interface PlanOutput {
   frames?: number;
   /** CPU nanoseconds per pixel of drawing the original before the steps (a PDF page); none for a decode. */
   drawNsPerPixel?: number;
+  /** How the original decodes (shrink-on-load); unset: decoded whole. */
+  decode?: DecodeFacts;
   /** An SVG original's elements: its drawing is priced by them (pipeline/cost.ts svgDrawNs). */
   svgElements?: number;
   /** The overlay originals' facts by asset id: each layer decodes its original whole (overlayDecodeNs). */
@@ -162,7 +167,7 @@ export function planRender(
       `the request would cost about ${Math.round(workCost)} ms of CPU${frames > 1 ? ` (${frames} frames)` : ""}, above the work budget of ${limits.maxWorkCost} ms per request (maxWorkCost, MEDIA_MAX_WORK_COST); the most expensive step is ${worst.label}, about ${Math.round((worst.ns * frames) / 1e6)} ms`,
     );
   }
-  return { steps: planned, workPixels, workCost };
+  return { steps: planned, workPixels, workCost, heldPixels: heldPixels(planned, original, output?.decode, frames) };
 }
 
 const megapixels = (pixels: number): string => (pixels / 1e6).toFixed(1);

@@ -235,6 +235,12 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       frames: animation.frames,
       // A PDF page is drawn before the steps: its pixels cost as drawn (pipeline/cost.ts).
       drawNsPerPixel: pdf ? PDF_DRAW_NS_PER_PIXEL : undefined,
+      // What the decode holds (held-pixels.ts): a still JPEG or WebP shrinks on load.
+      decode: {
+        shrinksOnLoad: meta.pages === 1 && (format === "jpeg" || format === "webp") ? format : undefined,
+        srgb: meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3,
+        focalPoint: input.focalPoint !== undefined,
+      },
       // An SVG (sanitised, at most a few MB) costs by its elements; overlays by their own originals.
       svgElements: svg ? svgElementCount(await source.all()) : undefined,
       overlays: input.overlays?.size ? await overlayFacts(input.overlays, deps.limitInputPixels) : undefined,
