@@ -3,7 +3,8 @@
 // it. The only changes are the machine's: free ports (MANAGEMENT_PORT, MEDIA_PORT, and API/MEDIA
 // for the commands) and a fresh DATA_DIR. Presets and signing: docs-delivery.test.ts; production
 // mode with a CDN: docs-production.test.ts.
-import { readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import {
@@ -37,9 +38,17 @@ describe("docs: the embedded start (getting-started.md) and every page's command
 
   it("getting-started.md: token, upload, thumbnail, HIT", async () => {
     const lines = await run(clientOf("embedded", "docs/getting-started.md"), setup.env);
-    expect(lines).toEqual([expect.stringMatching(/^x-cache: HIT$/i)]);
-    const thumb = await sharp(path.join(REPO_ROOT, "thumb.png")).metadata();
+    expect(lines).toEqual([
+      expect.stringMatching(/^x-cache: HIT$/i),
+      expect.stringMatching(/^thumb\.png: \d+ bytes in \S+$/),
+    ]);
+    // Written to a temporary folder, never into the repository.
+    const out = /in (\S+)$/.exec(lines[1]!)![1]!;
+    expect(path.resolve(out).startsWith(path.resolve(tmpdir()))).toBe(true);
+    expect(existsSync(path.join(REPO_ROOT, "thumb.png"))).toBe(false);
+    const thumb = await sharp(path.join(out, "thumb.png")).metadata();
     expect([thumb.format, thumb.width, thumb.height]).toEqual(["png", 256, 256]);
+    rmSync(out, { recursive: true, force: true });
   });
 
   it("management-api.md: upload, describe, filter; each refusal prints its status, type and detail, and the log has it", async () => {
