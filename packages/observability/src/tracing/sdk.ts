@@ -1,0 +1,36 @@
+// Loaded only when tracing is configured (see start.ts): requiring this module loads the SDK and
+// the instrumentations, which patch pg, ioredis, the AWS SDK, Prisma, node:http and undici (fetch)
+// as they are required afterwards.
+import { NodeSDK } from "@opentelemetry/sdk-node";
+import { HttpInstrumentation } from "@opentelemetry/instrumentation-http";
+import { UndiciInstrumentation } from "@opentelemetry/instrumentation-undici";
+import { PgInstrumentation } from "@opentelemetry/instrumentation-pg";
+import { IORedisInstrumentation } from "@opentelemetry/instrumentation-ioredis";
+import { AwsInstrumentation } from "@opentelemetry/instrumentation-aws-sdk";
+import { PrismaInstrumentation } from "@prisma/instrumentation";
+import { serviceNameConfigured } from "./settings";
+
+/** Paths whose requests get no server span: probes and scrapes. */
+const UNTRACED_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+
+export function startSdk(defaultServiceName: string): () => Promise<void> {
+  // Traces only: logs stay pino JSON lines and metrics stay Prometheus /metrics, unless the
+  // standard variables ask the SDK for them.
+  process.env.OTEL_LOGS_EXPORTER ??= "none";
+  process.env.OTEL_METRICS_EXPORTER ??= "none";
+  const sdk = new NodeSDK({
+    ...(!serviceNameConfigured() && { serviceName: defaultServiceName }),
+    instrumentations: [
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.has((req.url ?? "").split("?", 1)[0]!),
+      }),
+      new UndiciInstrumentation(),
+      new PgInstrumentation({ requireParentSpan: true }),
+      new IORedisInstrumentation({ requireParentSpan: true }),
+      new AwsInstrumentation(),
+      new PrismaInstrumentation(),
+    ],
+  });
+  sdk.start();
+  return () => sdk.shutdown();
+}
