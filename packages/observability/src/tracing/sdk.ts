@@ -16,8 +16,9 @@ const UNTRACED_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
 export function startSdk(defaultServiceName: string): () => Promise<void> {
   // Traces only: logs stay pino JSON lines and metrics stay Prometheus /metrics, unless the
   // standard variables ask the SDK for them.
-  process.env.OTEL_LOGS_EXPORTER ??= "none";
-  process.env.OTEL_METRICS_EXPORTER ??= "none";
+  const env = process.env;
+  env.OTEL_LOGS_EXPORTER ??= "none";
+  env.OTEL_METRICS_EXPORTER ??= "none";
   const sdk = new NodeSDK({
     ...(!serviceNameConfigured() && { serviceName: defaultServiceName }),
     instrumentations: [

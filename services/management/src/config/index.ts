@@ -169,6 +169,7 @@ const ownEnvSchema = z.object({
   ...lifecycleEnvShape,
   ...webhookEnvShape,
   ...propagationEnvShape,
+  ...tracingEnvShape,
 });
 
 /** All variables: the service's own plus the storage driver's (STORAGE_DRIVER, STORAGE_DIR, S3_*). */
