@@ -28,7 +28,10 @@ const photo: BenchImage = {
   width: 1200,
   height: 800,
   make: () =>
-    sharp(path.join(ROOT, "fixtures/images/rocket.jpg")).resize(1200, 800, { fit: "fill" }).jpeg({ quality: 85 }).toBuffer(),
+    sharp(path.join(ROOT, "fixtures/images/rocket.jpg"))
+      .resize(1200, 800, { fit: "fill" })
+      .jpeg({ quality: 85 })
+      .toBuffer(),
 };
 
 const SETTINGS: { name: string; env: Record<string, string> }[] = [

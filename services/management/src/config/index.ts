@@ -8,6 +8,7 @@ import {
   parseEnv,
   portField as port,
   positiveIntField as positiveInt,
+  tracingEnvShape,
 } from "@media-platform/runtime";
 import { MIN_SECRET_BYTES, parseStorageEnv, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
 import { lifecycleConfigFrom, lifecycleEnvShape, propagationEnvShape, type LifecycleConfig } from "./lifecycle";

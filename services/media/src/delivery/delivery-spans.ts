@@ -22,6 +22,10 @@ export function admissionSpan<T>(plan: RenderPlan, admit: () => Promise<T>): Pro
 }
 
 /** The render of a MISS; its stages (read, decode, steps, encode) become child spans. */
-export function renderSpan<T>(key: string, bytesIn: number, render: (onStage: RenderStageSink | undefined) => Promise<T>) {
+export function renderSpan<T>(
+  key: string,
+  bytesIn: number,
+  render: (onStage: RenderStageSink | undefined) => Promise<T>,
+) {
   return inSpan("media.render", { "media.key": key, "media.original.bytes": bytesIn }, () => render(spanRecorder()));
 }

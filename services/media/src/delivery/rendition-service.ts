@@ -474,37 +474,38 @@ export class RenditionService {
     const started = performance.now();
     const gate = this.deps.gate;
     const result = await renderSpan(key, blob.size, (onStage) =>
-     this.deps.render(
-      {
-        original,
-        header: storedOriginalHeader(blob.metadata),
-        contentType: blob.contentType,
-        steps: stepsToRender(request.steps, this.deps.redactFacesAlways === true),
-        cacheKey: key,
-        convertTo: request.convertTo,
-        focalPoint,
-        overlays,
-        decodedKey: `${flight.assetId}|${flight.generation}`,
-      },
-      {
-        signal,
-        deadline,
-        onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
-        onStage,
-        admit: gate
-          ? (plan) =>
-              admissionSpan(plan, () =>
-                admitWork(gate, this.deps.clients, {
-                  client: request.client,
-                  weight: plan.workPixels,
-                  costMs: plan.workCost,
-                  signal,
-                  slot,
-                }),
-              )
-          : undefined,
-      },
-    ));
+      this.deps.render(
+        {
+          original,
+          header: storedOriginalHeader(blob.metadata),
+          contentType: blob.contentType,
+          steps: stepsToRender(request.steps, this.deps.redactFacesAlways === true),
+          cacheKey: key,
+          convertTo: request.convertTo,
+          focalPoint,
+          overlays,
+          decodedKey: `${flight.assetId}|${flight.generation}`,
+        },
+        {
+          signal,
+          deadline,
+          onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
+          onStage,
+          admit: gate
+            ? (plan) =>
+                admissionSpan(plan, () =>
+                  admitWork(gate, this.deps.clients, {
+                    client: request.client,
+                    weight: plan.workPixels,
+                    costMs: plan.workCost,
+                    signal,
+                    slot,
+                  }),
+                )
+            : undefined,
+        },
+      ),
+    );
     if (debug)
       log.debug({ key, steps, ms: Math.round(performance.now() - started), bytes: result.data.length }, "transformed");
     return result;

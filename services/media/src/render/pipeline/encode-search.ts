@@ -81,7 +81,11 @@ export async function searchEncode(
       name: "render.encode.trial",
       startMs,
       endMs: Date.now(),
-      attributes: { "media.format": palette ? "png" : output.format, "media.quality": quality ?? -1, "media.bytes": data.length },
+      attributes: {
+        "media.format": palette ? "png" : output.format,
+        "media.quality": quality ?? -1,
+        "media.bytes": data.length,
+      },
     });
     return data;
   };

@@ -7,13 +7,12 @@ import type { RenderStage } from "./render-stages";
 const epochOf = (performanceMs: number): number => Date.now() - (performance.now() - performanceMs);
 
 /** The plan's facts, on the read stage (the first one after admission). */
-export const planAttributes =
-  (plan: RenderPlan, size: Size) => (): RenderStage["attributes"] => ({
-    "media.original.pixels": size.width * size.height,
-    "media.work.pixels": plan.workPixels,
-    "media.work.cost_ms": Math.round(plan.workCost * 1000) / 1000,
-    "media.steps": plan.steps.length,
-  });
+export const planAttributes = (plan: RenderPlan, size: Size) => (): RenderStage["attributes"] => ({
+  "media.original.pixels": size.width * size.height,
+  "media.work.pixels": plan.workPixels,
+  "media.work.cost_ms": Math.round(plan.workCost * 1000) / 1000,
+  "media.steps": plan.steps.length,
+});
 
 export function stepStage(name: string, startPerformanceMs: number, output: Size): RenderStage {
   return {
