@@ -12,7 +12,18 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
-import { benchMediaEnv, findWrk, freePort, median, ratio, runWrk, startMediaService, table } from "./harness";
+import {
+  benchMediaEnv,
+  findWrk,
+  freePort,
+  median,
+  processCpuMs,
+  ratio,
+  runWrk,
+  startMediaService,
+  table,
+  type WrkResult,
+} from "./harness";
 import { assetId, type BenchImage } from "./media-cases";
 import { Originals } from "./originals";
 
@@ -22,7 +33,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 
 const photo: BenchImage = {
   name: "1 MP JPEG",
-  tag: 11,
+  tag: 6,
   format: "jpeg",
   extension: "jpg",
   width: 1200,
@@ -62,7 +73,7 @@ export async function benchTracing(): Promise<string> {
   const originals = new Originals(root);
   await originals.add(photo);
   const sink = await startSink();
-  const services: { name: string; base: string; stop: () => Promise<void> }[] = [];
+  const services: { name: string; base: string; pid: number | undefined; stop: () => Promise<void> }[] = [];
   try {
     for (const setting of SETTINGS) {
       const port = await freePort();
@@ -75,28 +86,51 @@ export async function benchTracing(): Promise<string> {
         { ...benchMediaEnv(root), MEDIA_PORT: String(port), ...exporter },
         `${base}/healthz`,
       );
-      services.push({ name: setting.name, base, stop: started.stop });
+      services.push({ name: setting.name, base, pid: started.pid, stop: started.stop });
     }
     const hitId = assetId(originals.reserve(photo, 1), photo);
-    const results = new Map<string, { hit: number[]; miss: number[] }>();
-    for (const s of services) results.set(s.name, { hit: [], miss: [] });
+    type Cell = { rps: number[]; cpuUs: number[] };
+    const results = new Map<string, { hit: Cell; miss: Cell }>();
+    for (const s of services) results.set(s.name, { hit: { rps: [], cpuUs: [] }, miss: { rps: [], cpuUs: [] } });
+    // CPU microseconds of the service (all threads) per request: steadier than req/s on a shared machine.
+    const measured = async (pid: number | undefined, load: () => Promise<WrkResult>) => {
+      const before = processCpuMs(pid) ?? NaN;
+      const result = await load();
+      return { result, cpuUs: (((processCpuMs(pid) ?? NaN) - before) * 1000) / Math.max(1, result.requests) };
+    };
     for (let run = -1; run < RUNS; run++) {
       for (const s of services) {
         const seconds = run < 0 ? 2 : SECONDS;
-        const hit = await runWrk({ wrk, url: `${s.base}/resize:width=300/${hitId}.jpg`, connections: 16, seconds });
+        const hit = await measured(s.pid, () =>
+          runWrk({ wrk, url: `${s.base}/resize:width=300/${hitId}.jpg`, connections: 16, seconds }),
+        );
         const first = originals.reserve(photo, 20_000);
-        const miss = await runWrk({
-          wrk,
-          url: s.base,
-          connections: 2,
-          seconds,
-          script: path.join(ROOT, "bench/miss.lua"),
-          scriptArgs: ["/resize:width=300/", String(first), `${assetId(first, photo).slice(8)}.jpg`],
-        });
-        for (const r of [hit, miss]) if (r.failed > 0 || r.socketErrors > 0) throw new Error(r.firstError ?? "errors");
+        const miss = await measured(s.pid, () =>
+          runWrk({
+            wrk,
+            url: s.base,
+            connections: 2,
+            seconds,
+            script: path.join(ROOT, "bench/miss.lua"),
+            scriptArgs: ["/resize:width=300/", String(first), `${assetId(first, photo).slice(8)}.jpg`],
+          }),
+        );
+        for (const [cell, { result: r }] of [
+          ["HIT", hit],
+          ["MISS", miss],
+        ] as const) {
+          if (r.failed > 0 || r.socketErrors > 0) {
+            throw new Error(
+              `${s.name} ${cell}: ${r.failed} failed, ${r.socketErrors} socket errors${r.firstError ? `: ${r.firstError}` : ""}`,
+            );
+          }
+        }
         if (run >= 0) {
-          results.get(s.name)!.hit.push(hit.rps);
-          results.get(s.name)!.miss.push(miss.rps);
+          const r = results.get(s.name)!;
+          r.hit.rps.push(hit.result.rps);
+          r.hit.cpuUs.push(hit.cpuUs);
+          r.miss.rps.push(miss.result.rps);
+          r.miss.cpuUs.push(miss.cpuUs);
         }
       }
     }
@@ -105,20 +139,34 @@ export async function benchTracing(): Promise<string> {
       `Media service (bundle), ${photo.name} original, \`resize:width=300\`: HIT with 16 connections, MISS (a new asset id per request) with 2, median of ${RUNS} runs of ${SECONDS} s (wrk), the three settings measured in alternation. OTLP http/protobuf to a sink in the bench process (${(sink.bytes() / 1e6).toFixed(1)} MB received).`,
       "",
       table(
-        ["tracing", "HIT req/s (runs)", "HIT vs off", "MISS req/s (runs)", "MISS vs off"],
+        [
+          "tracing",
+          "HIT req/s (runs)",
+          "HIT vs off",
+          "HIT CPU µs/req",
+          "vs off",
+          "MISS req/s (runs)",
+          "MISS vs off",
+          "MISS CPU ms/req",
+          "vs off",
+        ],
         SETTINGS.map(({ name }) => {
           const r = results.get(name)!;
           return [
             name,
-            `${median(r.hit).toFixed(0)} (${r.hit.map((v) => v.toFixed(0)).join(" / ")})`,
-            ratio(median(r.hit), median(off.hit)),
-            `${median(r.miss).toFixed(1)} (${r.miss.map((v) => v.toFixed(1)).join(" / ")})`,
-            ratio(median(r.miss), median(off.miss)),
+            `${median(r.hit.rps).toFixed(0)} (${r.hit.rps.map((v) => v.toFixed(0)).join(" / ")})`,
+            ratio(median(r.hit.rps), median(off.hit.rps)),
+            median(r.hit.cpuUs).toFixed(1),
+            ratio(median(r.hit.cpuUs), median(off.hit.cpuUs)),
+            `${median(r.miss.rps).toFixed(1)} (${r.miss.rps.map((v) => v.toFixed(1)).join(" / ")})`,
+            ratio(median(r.miss.rps), median(off.miss.rps)),
+            (median(r.miss.cpuUs) / 1000).toFixed(2),
+            ratio(median(r.miss.cpuUs), median(off.miss.cpuUs)),
           ];
         }),
       ),
       "",
-      `Targets: 100% sampled MISS >= 0.97x off, HIT >= 0.90x off; 1% sampled HIT >= 0.97x off.`,
+      `Targets (req/s): 100% sampled MISS >= 0.97x off, HIT >= 0.90x off; 1% sampled HIT >= 0.97x off. CPU per request (all threads of the service, from /proc) is the steadier figure on a shared machine.`,
     ].join("\n");
   } finally {
     await Promise.all(services.map((s) => s.stop()));

@@ -5,7 +5,6 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 
 // protobufjs static module of the OTLP protos (opentelemetry.proto.*), shipped by otlp-transformer.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const otlpRoot = require("@opentelemetry/otlp-transformer/build/src/generated/root") as {
   opentelemetry: {
     proto: {

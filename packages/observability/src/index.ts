@@ -71,6 +71,7 @@ export {
   startTracing,
   stopTracing,
   traceCarrier,
+  traceRequests,
   tracingActive,
   tracingConfigured,
   withCarrier,

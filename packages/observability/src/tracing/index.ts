@@ -13,6 +13,7 @@ import {
   type Link,
   type Span,
 } from "@opentelemetry/api";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { tracingConfigured } from "./settings";
 
 export { tracingConfigured, serviceNameConfigured } from "./settings";
@@ -31,7 +32,6 @@ export function startTracing(service: string, env: Record<string, string | undef
   if (active) return true;
   if (!tracingConfigured(env)) return false;
   // A run-time require, so the SDK is loaded only here (also in the bundle, where it stays external).
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { startSdk } = require("./sdk") as typeof import("./sdk");
   stopSdk = startSdk(service);
   active = true;
@@ -178,6 +178,41 @@ export function exemplarLabels(span: Span | undefined = activeSpan()): Record<st
   // Only sampled spans (flag bit 1) reach the backend, so only they make useful exemplars.
   if (!isSpanContextValid(c) || (c.traceFlags & 1) === 0) return undefined;
   return { trace_id: c.traceId, span_id: c.spanId };
+}
+
+/** Paths whose requests get no server span: probes and scrapes. */
+const UNTRACED_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/**
+ * Wraps a node:http request handler: each request runs in a server span that continues the
+ * caller's trace (`traceparent`, or B3 with OTEL_PROPAGATORS), named by its route once the route
+ * is known (trackRequest / recordRawRequest), ended when the response closes. Returns `handler`
+ * itself when tracing is off. Cheaper than the http instrumentation's incoming side, which
+ * measured at a fraction of the media service's HIT throughput.
+ */
+export function traceRequests<Req extends IncomingMessage, Res extends ServerResponse>(
+  handler: (req: Req, res: Res) => void,
+): (req: Req, res: Res) => void {
+  if (!active) return handler;
+  const t = tracer();
+  return (req, res) => {
+    const url = req.url ?? "/";
+    const query = url.indexOf("?");
+    if (UNTRACED_PATHS.has(query === -1 ? url : url.slice(0, query))) return handler(req, res);
+    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    const method = req.method ?? "GET";
+    const span = t.startSpan(method, { kind: SpanKind.SERVER }, parent);
+    if (span.isRecording()) {
+      span.setAttributes({ "http.request.method": method, "url.path": query === -1 ? url : url.slice(0, query) });
+      res.once("close", () => {
+        span.setAttribute("http.response.status_code", res.statusCode);
+        if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        if (!res.writableFinished) span.setAttribute("http.aborted", true);
+        span.end();
+      });
+    }
+    context.with(trace.setSpan(parent, span), handler, undefined, req, res);
+  };
 }
 
 /** A span measured elsewhere: name, epoch-millisecond start and end, attributes. */

@@ -10,9 +10,6 @@ import { AwsInstrumentation } from "@opentelemetry/instrumentation-aws-sdk";
 import { PrismaInstrumentation } from "@prisma/instrumentation";
 import { serviceNameConfigured } from "./settings";
 
-/** Paths whose requests get no server span: probes and scrapes. */
-const UNTRACED_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
-
 export function startSdk(defaultServiceName: string): () => Promise<void> {
   // Traces only: logs stay pino JSON lines and metrics stay Prometheus /metrics, unless the
   // standard variables ask the SDK for them.
@@ -22,9 +19,8 @@ export function startSdk(defaultServiceName: string): () => Promise<void> {
   const sdk = new NodeSDK({
     ...(!serviceNameConfigured() && { serviceName: defaultServiceName }),
     instrumentations: [
-      new HttpInstrumentation({
-        ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.has((req.url ?? "").split("?", 1)[0]!),
-      }),
+      // Outgoing calls only: server spans come from traceRequests (index.ts).
+      new HttpInstrumentation({ disableIncomingRequestInstrumentation: true }),
       new UndiciInstrumentation(),
       new PgInstrumentation({ requireParentSpan: true }),
       new IORedisInstrumentation({ requireParentSpan: true }),
