@@ -117,7 +117,7 @@ export async function startManagement(
         requestTimeout: Math.max(300_000, config.headersTimeoutMs + 1),
         connectionsCheckingInterval: 1000,
       },
-      traceRequests(app),
+      traceRequests((req: http.IncomingMessage, res: http.ServerResponse) => app(req, res)),
     );
     const { port, url } = await listen(server, config.port, config.host);
     log.info(
