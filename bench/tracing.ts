@@ -89,6 +89,7 @@ export async function benchTracing(): Promise<string> {
       services.push({ name: setting.name, base, pid: started.pid, stop: started.stop });
     }
     const hitId = assetId(originals.reserve(photo, 1), photo);
+    const loadBefore = os.loadavg()[0]!;
     type Cell = { rps: number[]; cpuUs: number[] };
     const results = new Map<string, { hit: Cell; miss: Cell }>();
     for (const s of services) results.set(s.name, { hit: { rps: [], cpuUs: [] }, miss: { rps: [], cpuUs: [] } });
@@ -135,6 +136,7 @@ export async function benchTracing(): Promise<string> {
       }
     }
     const off = results.get("off")!;
+    const loadAfter = os.loadavg()[0]!;
     return [
       `Media service (bundle), ${photo.name} original, \`resize:width=300\`: HIT with 16 connections, MISS (a new asset id per request) with 2, median of ${RUNS} runs of ${SECONDS} s (wrk), the three settings measured in alternation. OTLP http/protobuf to a sink in the bench process (${(sink.bytes() / 1e6).toFixed(1)} MB received).`,
       "",
@@ -165,6 +167,8 @@ export async function benchTracing(): Promise<string> {
           ];
         }),
       ),
+      "",
+      `Machine load (1-minute average) ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after, on ${os.cpus().length} cores.`,
       "",
       `Targets (req/s): 100% sampled MISS >= 0.97x off, HIT >= 0.90x off; 1% sampled HIT >= 0.97x off. CPU per request (all threads of the service, from /proc) is the steadier figure on a shared machine.`,
     ].join("\n");

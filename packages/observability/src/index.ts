@@ -74,7 +74,6 @@ export {
   traceRequests,
   tracingActive,
   tracingConfigured,
-  withCarrier,
   type Attributes,
   type MeasuredSpan,
   type Span,

@@ -49,6 +49,16 @@ describe("tracing in a process", () => {
     for (const line of lines) expect(JSON.parse(line)).not.toHaveProperty("trace_id");
   });
 
+  it("OTEL_PROPAGATORS=b3: the context travels as a B3 header instead of traceparent", () => {
+    const lines = inProcess(
+      `const o = require("./src"); o.startTracing("probe");
+       o.inSpan("work", undefined, () => console.log(JSON.stringify(Object.keys(o.traceCarrier()))));
+       process.exit(0);`,
+      { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_PROPAGATORS: "b3" },
+    );
+    expect(JSON.parse(lines.at(-1)!)).toEqual(["b3"]);
+  });
+
   it("on: loads the SDK; a line logged inside a span carries its trace_id and span_id", () => {
     const lines = inProcess(probe, { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" });
     expect(JSON.parse(lines.find((l) => l.includes('"loaded"'))!)).toEqual({ on: true, loaded: true });

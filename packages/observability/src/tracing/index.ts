@@ -157,12 +157,6 @@ export function inLinkedSpan<T>(
   );
 }
 
-/** Runs `fn` inside the context carried by propagation headers (a message from another process). */
-export function withCarrier<T>(carrier: Record<string, string> | undefined, fn: () => T): T {
-  if (!active || !carrier) return fn();
-  return context.with(propagation.extract(ROOT_CONTEXT, carrier), fn);
-}
-
 /** `trace_id` and `span_id` of the active span, for log lines (pino mixin); {} outside a span. */
 export function logTraceFields(): { trace_id?: string; span_id?: string } {
   const span = trace.getActiveSpan();
