@@ -248,6 +248,19 @@ run.each(MODES)("traces across both services: $name", (mode) => {
     expect(trials.length).toBeGreaterThan(0);
     for (const t of trials) expect(t.parentSpanId).toBe(renderSpan.spanId);
     expect(media!.output()).toContain(`"trace_id":"${cdn.traceId}"`);
+
+    // The same URL again: a memory-tier HIT, its server span recorded once answered.
+    const again = traceparent();
+    const hit = await fetch(`${media!.url}/thumbnail:size=100:quality=auto/${assetId}.jpg`, {
+      headers: { traceparent: again.header },
+    });
+    expect(hit.headers.get("x-cache")).toBe("HIT");
+    await hit.arrayBuffer();
+    const hitSpan = await receiver.waitFor(
+      (all) => inTrace(all, again.traceId, "media").find((s) => s.name === "GET hot_path"),
+      "HIT server span",
+    );
+    expect(hitSpan.parentSpanId).toBe(again.header.split("-")[2]);
   });
 
   it("a trash continues the caller's trace into the media purge", async () => {

@@ -4,7 +4,7 @@ import type { Logger } from "./logger";
 import { ROUTE_UNMATCHED, type Metrics } from "./metrics";
 import { redactUrl } from "./redact";
 import { applyRequestId } from "./requestId";
-import { nameRequestSpan, requestSpan } from "./tracing";
+import { nameRequestSpan, recordServerSpan, requestSpan, tracingActive } from "./tracing";
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -143,7 +143,8 @@ export function recordRawRequest(
   res: ServerResponse,
   startMs: number,
 ): void {
-  const span = requestSpan();
+  let span = requestSpan();
   if (span) nameRequestSpan(span, req.method, route);
+  else if (tracingActive()) span = recordServerSpan(req, res.statusCode, route, startMs);
   metrics.observeHttp(route, req.method, res.statusCode, (performance.now() - startMs) / 1000, span);
 }

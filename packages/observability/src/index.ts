@@ -64,6 +64,7 @@ export {
   inSpan,
   logTraceFields,
   nameRequestSpan,
+  recordServerSpan,
   recordSpan,
   requestSpan,
   serviceNameConfigured,

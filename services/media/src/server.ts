@@ -226,8 +226,10 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   });
   // The stages of a request: the hot path (memory tier), then the direct entry (media route:
   // admission, Redis tier, flight, answer; probes), then the Express app for everything else.
-  const directEntry = createDirectEntry({ route, operations, app, logger, metrics });
-  const server = http.createServer(traceRequests((req, res) => hotPath.handle(req, res, directEntry)));
+  // A memory-tier HIT records its server span once answered (recordRawRequest); every other
+  // request runs in one (traceRequests). Both are the plain functions when tracing is off.
+  const directEntry = traceRequests(createDirectEntry({ route, operations, app, logger, metrics }));
+  const server = http.createServer((req, res) => hotPath.handle(req, res, directEntry));
 
   const closeHooks: CloseHook[] = [
     ...(redis ? [{ name: "redis", close: () => redis.close() }] : []),

@@ -184,15 +184,15 @@ const UNTRACED_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
  * itself when tracing is off. Cheaper than the http instrumentation's incoming side, which
  * measured at a fraction of the media service's HIT throughput.
  */
-export function traceRequests<Req extends IncomingMessage, Res extends ServerResponse>(
-  handler: (req: Req, res: Res) => void,
-): (req: Req, res: Res) => void {
+export function traceRequests<Rest extends unknown[]>(
+  handler: (req: IncomingMessage, res: ServerResponse, ...rest: Rest) => void,
+): (req: IncomingMessage, res: ServerResponse, ...rest: Rest) => void {
   if (!active) return handler;
   const t = tracer();
-  return (req, res) => {
+  return (req, res, ...rest) => {
     const url = req.url ?? "/";
     const query = url.indexOf("?");
-    if (UNTRACED_PATHS.has(query === -1 ? url : url.slice(0, query))) return handler(req, res);
+    if (UNTRACED_PATHS.has(query === -1 ? url : url.slice(0, query))) return handler(req, res, ...rest);
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
     const method = req.method ?? "GET";
     const span = t.startSpan(method, { kind: SpanKind.SERVER }, parent);
@@ -205,8 +205,33 @@ export function traceRequests<Req extends IncomingMessage, Res extends ServerRes
         span.end();
       });
     }
-    context.with(trace.setSpan(parent, span), handler, undefined, req, res);
+    context.with(trace.setSpan(parent, span), handler, undefined, req, res, ...rest);
   };
+}
+
+/**
+ * The server span of a request answered synchronously outside {@link traceRequests} (the media
+ * service's memory-tier HITs), recorded once answered: no context is entered and no listener
+ * added, the cheapest way to give every request its span. `startMs`: performance.now() at arrival.
+ */
+export function recordServerSpan(
+  req: IncomingMessage,
+  status: number,
+  route: string,
+  startMs: number,
+): Span | undefined {
+  if (!active) return undefined;
+  const method = req.method ?? "GET";
+  const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+  const span = tracer().startSpan(
+    `${method} ${route}`,
+    { kind: SpanKind.SERVER, startTime: performance.timeOrigin + startMs },
+    parent,
+  );
+  if (!span.isRecording()) return undefined;
+  span.setAttributes({ "http.request.method": method, "http.route": route, "http.response.status_code": status });
+  span.end();
+  return span;
 }
 
 /** A span measured elsewhere: name, epoch-millisecond start and end, attributes. */
