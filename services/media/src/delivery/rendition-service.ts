@@ -33,7 +33,7 @@ import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
 import { admitWork, type ClientShare } from "./client-share";
 import { activeSpan, inSpan } from "@media-platform/observability";
-import { admissionSpan, renderQueued, renderSpan } from "./delivery-spans";
+import { renderQueued, tracedRender } from "./delivery-spans";
 import { ResultSizeLimit } from "./result-size";
 import type { Limiter, Slot, WorkGate } from "./limiter";
 import { SingleFlight, type Departure } from "./single-flight";
@@ -473,38 +473,37 @@ export class RenditionService {
     if (debug) log.debug({ key, steps, bytesIn: blob.size }, "render started");
     const started = performance.now();
     const gate = this.deps.gate;
-    const result = await renderSpan(key, blob.size, (onStage) =>
-      this.deps.render(
-        {
-          original,
-          header: storedOriginalHeader(blob.metadata),
-          contentType: blob.contentType,
-          steps: stepsToRender(request.steps, this.deps.redactFacesAlways === true),
-          cacheKey: key,
-          convertTo: request.convertTo,
-          focalPoint,
-          overlays,
-          decodedKey: `${flight.assetId}|${flight.generation}`,
-        },
-        {
-          signal,
-          deadline,
-          onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
-          onStage,
-          admit: gate
-            ? (plan) =>
-                admissionSpan(plan, () =>
-                  admitWork(gate, this.deps.clients, {
-                    client: request.client,
-                    weight: plan.workPixels,
-                    costMs: plan.workCost,
-                    signal,
-                    slot,
-                  }),
-                )
-            : undefined,
-        },
-      ),
+    const result = await tracedRender(
+      this.deps.render,
+      key,
+      blob.size,
+    )(
+      {
+        original,
+        header: storedOriginalHeader(blob.metadata),
+        contentType: blob.contentType,
+        steps: stepsToRender(request.steps, this.deps.redactFacesAlways === true),
+        cacheKey: key,
+        convertTo: request.convertTo,
+        focalPoint,
+        overlays,
+        decodedKey: `${flight.assetId}|${flight.generation}`,
+      },
+      {
+        signal,
+        deadline,
+        onStep: (name, seconds) => metrics.observeTransformation(name, seconds),
+        admit: gate
+          ? (plan) =>
+              admitWork(gate, this.deps.clients, {
+                client: request.client,
+                weight: plan.workPixels,
+                costMs: plan.workCost,
+                signal,
+                slot,
+              })
+          : undefined,
+      },
     );
     if (debug)
       log.debug({ key, steps, ms: Math.round(performance.now() - started), bytes: result.data.length }, "transformed");

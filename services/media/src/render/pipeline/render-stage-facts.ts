@@ -14,6 +14,12 @@ export const planAttributes = (plan: RenderPlan, size: Size) => (): RenderStage[
   "media.steps": plan.steps.length,
 });
 
+export const decodeStage = (startPerformanceMs: number): RenderStage => ({
+  name: "render.decode",
+  startMs: epochOf(startPerformanceMs),
+  endMs: Date.now(),
+});
+
 export function stepStage(name: string, startPerformanceMs: number, output: Size): RenderStage {
   return {
     name: `render.step ${name}`,

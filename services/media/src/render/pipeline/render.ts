@@ -39,7 +39,7 @@ import { PDF_DRAW_NS_PER_PIXEL } from "./cost";
 import type { Size } from "../types";
 import type { DecodedImages } from "./decoded-images";
 import { sharedFirstStep } from "./shared-decode";
-import { encodeStage, planAttributes, stepStage } from "./render-stage-facts";
+import { decodeStage, encodeStage, planAttributes, stepStage } from "./render-stage-facts";
 import { timedStage, type RenderStageSink } from "./render-stages";
 
 export interface RenderDeps {
@@ -295,22 +295,22 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     if (drawnPage) ctx.hasAlpha = false;
     const srgb = drawnPage !== undefined || (meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3);
     const originalGainMap = format === "jpeg" && carriesGainMap(bytes);
-    const first = await timedStage(onStage, "render.decode", () =>
-      sharedFirstStep({
-        decoded: deps.decoded,
-        // An SVG or PDF page is drawn at the size each rendition needs: one drawing cannot serve every size.
-        key: sharpOptions.density === undefined && !pdf ? input.decodedKey : undefined,
-        plan,
-        header: meta,
-        srgb,
-        still: meta.pages === 1 && animation.page === undefined,
-        shrinksOnLoad: format === "jpeg" || format === "webp" ? format : undefined,
-        gainMap: originalGainMap,
-        bytes,
-        sharpOptions,
-        ctx,
-      }),
-    );
+    const decodeStart = performance.now();
+    const first = await sharedFirstStep({
+      decoded: deps.decoded,
+      // An SVG or PDF page is drawn at the size each rendition needs: one drawing cannot serve every size.
+      key: sharpOptions.density === undefined && !pdf ? input.decodedKey : undefined,
+      plan,
+      header: meta,
+      srgb,
+      still: meta.pages === 1 && animation.page === undefined,
+      shrinksOnLoad: format === "jpeg" || format === "webp" ? format : undefined,
+      gainMap: originalGainMap,
+      bytes,
+      sharpOptions,
+      ctx,
+    });
+    onStage?.(decodeStage(decodeStart));
     let current: Pixels = { pipeline: original, srgb };
     // A request has at least one step (the URL grammar); `original` only stands in until the first ends.
     let result: RawImage | sharp.Sharp = original;
