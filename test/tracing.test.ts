@@ -224,7 +224,15 @@ run.each(MODES)("traces across both services: $name", (mode) => {
     expect(res.status).toBe(200);
     expect(res.headers.get("x-cache")).toBe("MISS");
     await res.arrayBuffer();
-    const need = ["media.render", "render.read", "render.decode", "render.encode", "media.limiter.wait"];
+    const need = [
+      "media.limiter.wait",
+      "media.original.open",
+      "media.render",
+      "media.admission",
+      "render.read",
+      "render.decode",
+      "render.encode",
+    ];
     const spans = await receiver.waitFor((all) => {
       const trace = inTrace(all, cdn.traceId, "media");
       return need.every((n) => trace.some((s) => s.name === n)) && trace;
@@ -234,6 +242,14 @@ run.each(MODES)("traces across both services: $name", (mode) => {
     expect(server.name).toMatch(/^GET \//);
     expect(server.attributes["media.cache"]).toBe("MISS");
     const renderSpan = byName("media.render");
+    for (const span of ["media.limiter.wait", "media.original.open", "media.render"]) {
+      expect(byName(span).parentSpanId).toBe(server.spanId);
+    }
+    expect(byName("media.admission").parentSpanId).toBe(renderSpan.spanId);
+    expect(byName("media.admission").attributes).toMatchObject({
+      "media.work.pixels": expect.any(Number),
+      "media.work.cost_ms": expect.any(Number),
+    });
     for (const stage of ["render.read", "render.decode", "render.encode"]) {
       expect(byName(stage).parentSpanId).toBe(renderSpan.spanId);
     }
