@@ -1,5 +1,5 @@
 /**
- * pnpm bench [media] [management] [upload-metadata] [media-soak] [avif-originals] [auto-quality] [heavy-load] [decode-sharing] [formats-miss]
+ * pnpm bench [media] [management] [upload-metadata] [media-soak] [avif-originals] [auto-quality] [heavy-load] [decode-sharing] [formats-miss] [tracing]
  * Runs the selected benchmark sections (all when none is named) and prints them. Each section's
  * run is written to bench/results/<section>.md (a section not run keeps its last file), and
  * bench/results/latest.md is rebuilt from all section files, so running one section never drops
@@ -17,6 +17,7 @@ import { benchDecodeSharing } from "./decode-sharing";
 import { benchFormatsMiss } from "./formats-miss";
 import { benchManagement } from "./management";
 import { benchMedia } from "./media";
+import { benchTracing } from "./tracing";
 import { benchUploadMetadata } from "./upload-metadata";
 
 /** Result files of the diagnostics run on their own (bench/diagnostics/*.ts). */
@@ -52,6 +53,7 @@ const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = 
   "heavy-load": { title: "Cold thumbnails under heavy load (p95, loaded vs idle)", run: benchHeavyLoad },
   "decode-sharing": { title: "First views: shared decodes and eager presets", run: benchDecodeSharing },
   "formats-miss": { title: "HEIC, camera RAW and PDF: upload analysis and MISS", run: benchFormatsMiss },
+  tracing: { title: "Tracing cost (OpenTelemetry off, 100% and 1% sampled)", run: benchTracing },
 };
 
 /** Error with its stack and its cause chain (fetch failures carry the real reason in `cause`). */

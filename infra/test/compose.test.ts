@@ -24,6 +24,7 @@ describe("docker-compose.yml", () => {
       for (const entry of service.ports ?? []) published.push(`${name} ${interpolate(String(entry))}`);
     expect(published.sort()).toEqual([
       "cdn 127.0.0.1:8080:8080",
+      "jaeger 127.0.0.1:16686:16686",
       "management 127.0.0.1:3000:3000",
       "media 127.0.0.1:3001:3001",
       "minio 127.0.0.1:9000:9000",

@@ -14,6 +14,15 @@ interface ValueEntry {
   value: number;
   labels: Record<string, string | number>;
   metricName?: string;
+  /** OpenMetrics exemplar (printed only in the OpenMetrics exposition). */
+  exemplar?: Exemplar;
+}
+
+/** The last traced observation of a bucket: its trace labels, value and time (seconds). */
+export interface Exemplar {
+  labelSet: Record<string, string>;
+  value: number;
+  timestamp: number;
 }
 
 /** The series of one label combination, created on first use and kept (shared by both kinds). */
@@ -100,6 +109,16 @@ export class FastHistogramSeries {
     this.sum += v;
     this.count++;
   }
+  /** Per bucket, the last observation made inside a sampled trace (allocated on the first one). */
+  exemplars: (Exemplar | undefined)[] | undefined;
+  /** observe(), remembering `labelSet` (trace_id, span_id) as the bucket's exemplar. */
+  observeWithExemplar(v: number, labelSet: Record<string, string>): void {
+    this.observe(v);
+    const b = this.bounds;
+    let i = 0;
+    while (i < b.length && v > b[i]) i++;
+    (this.exemplars ??= [])[i] = { labelSet, value: v, timestamp: Date.now() / 1000 };
+  }
 }
 
 export class FastHistogram<L extends string = string> {
@@ -130,9 +149,19 @@ export class FastHistogram<L extends string = string> {
       let acc = 0;
       for (let i = 0; i < this.bounds.length; i++) {
         acc += s.counts[i];
-        values.push({ metricName: bucket, labels: { ...s.labels, le: this.bounds[i] }, value: acc });
+        values.push({
+          metricName: bucket,
+          labels: { ...s.labels, le: this.bounds[i] },
+          value: acc,
+          exemplar: s.exemplars?.[i],
+        });
       }
-      values.push({ metricName: bucket, labels: { ...s.labels, le: "+Inf" }, value: s.count });
+      values.push({
+        metricName: bucket,
+        labels: { ...s.labels, le: "+Inf" },
+        value: s.count,
+        exemplar: s.exemplars?.[this.bounds.length],
+      });
       values.push({ metricName: `${this.name}_sum`, labels: { ...s.labels }, value: s.sum });
       values.push({ metricName: `${this.name}_count`, labels: { ...s.labels }, value: s.count });
     }

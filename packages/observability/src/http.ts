@@ -4,6 +4,7 @@ import type { Logger } from "./logger";
 import { ROUTE_UNMATCHED, type Metrics } from "./metrics";
 import { redactUrl } from "./redact";
 import { applyRequestId } from "./requestId";
+import { nameRequestSpan, recordServerSpan, requestSpan, tracingActive } from "./tracing";
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -74,6 +75,7 @@ export function trackRequest(req: IncomingMessage, res: ServerResponse, options:
   const { logger, metrics } = options;
   const start = performance.now();
   const requestId = applyRequestId(req, res);
+  const span = requestSpan();
   const log = logger.child({ requestId });
   const url = req.url ?? "/";
 
@@ -85,7 +87,8 @@ export function trackRequest(req: IncomingMessage, res: ServerResponse, options:
     const status = aborted ? STATUS_CLIENT_CLOSED : res.statusCode;
     const seconds = (performance.now() - start) / 1000;
     const route = options.route();
-    metrics?.observeHttp(route, req.method ?? "GET", status, seconds);
+    if (span) nameRequestSpan(span, req.method, route);
+    metrics?.observeHttp(route, req.method ?? "GET", status, seconds, span);
     const level = status >= 500 ? "error" : status >= 400 ? "warn" : options.quiet ? "debug" : "info";
     if (!log.isLevelEnabled(level)) return;
     const line: Record<string, unknown> = {
@@ -140,5 +143,8 @@ export function recordRawRequest(
   res: ServerResponse,
   startMs: number,
 ): void {
-  metrics.observeHttp(route, req.method, res.statusCode, (performance.now() - startMs) / 1000);
+  let span = requestSpan();
+  if (span) nameRequestSpan(span, req.method, route);
+  else if (tracingActive()) span = recordServerSpan(req, res.statusCode, route, startMs);
+  metrics.observeHttp(route, req.method, res.statusCode, (performance.now() - startMs) / 1000, span);
 }

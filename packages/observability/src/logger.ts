@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import pino from "pino";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { logTraceFields, tracingActive } from "./tracing";
 import { REDACTED, redactUrl, sanitize, sanitizeHeaders, scrubString } from "./redact";
 
 export type Logger = pino.Logger;
@@ -71,6 +72,8 @@ export function createLogger(options: LoggerOptions): Logger {
       bindings: (bindings) => sanitize(bindings),
       log: (obj) => sanitize(obj),
     },
+    // trace_id / span_id of the active span on every line, only when tracing is on.
+    ...(tracingActive() && { mixin: logTraceFields }),
     hooks: {
       logMethod(args, method) {
         for (let i = 0; i < args.length; i++) {

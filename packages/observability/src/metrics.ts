@@ -2,6 +2,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Router } from "express";
 import { collectDefaultMetrics, Counter, Registry } from "prom-client";
 import { FastHistogram, FastHistogramSeries } from "./fastMetrics";
+import { exemplarLabels, type Span } from "./tracing";
+import { exposition } from "./openmetrics";
 
 /** Route label for requests no Express route matched (404s, static files, errors before routing). */
 export const ROUTE_UNMATCHED = "unmatched";
@@ -37,7 +39,7 @@ export interface Metrics {
    * Records one request. `route` must be a pattern or a fixed label ({@link ROUTE_HOT_PATH},
    * {@link ROUTE_UNMATCHED}), never a raw URL. Allocation-free after the first call per label set.
    */
-  observeHttp(route: string, method: string | undefined, status: number, seconds: number): void;
+  observeHttp(route: string, method: string | undefined, status: number, seconds: number, span?: Span): void;
 
   /**
    * `dependency_errors_total{dependency}` (redis, storage, database, ...). Service-specific series
@@ -66,7 +68,13 @@ export function createMetrics(options: MetricsOptions): Metrics {
   );
   // route -> method -> status -> series: Map/array lookups only, no key strings built per request.
   const httpSeries = new Map<string, Map<string, (FastHistogramSeries | undefined)[]>>();
-  const observeHttp = (route: string, method: string | undefined, status: number, seconds: number): void => {
+  const observeHttp = (
+    route: string,
+    method: string | undefined,
+    status: number,
+    seconds: number,
+    span?: Span,
+  ): void => {
     const m = method !== undefined && KNOWN_METHODS.has(method) ? method : "OTHER";
     let byMethod = httpSeries.get(route);
     if (!byMethod) httpSeries.set(route, (byMethod = new Map()));
@@ -75,7 +83,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
     const code = Number.isInteger(status) && status >= 100 && status <= 599 ? status : 0;
     let series = byStatus[code];
     if (!series) series = byStatus[code] = httpDuration.child(route, m, code === 0 ? "unknown" : String(code));
-    series.observe(seconds);
+    const exemplar = span && exemplarLabels(span);
+    if (exemplar) series.observeWithExemplar(seconds, exemplar);
+    else series.observe(seconds);
   };
 
   const dependencyErrors = lazy(
@@ -104,11 +114,12 @@ export function createMetrics(options: MetricsOptions): Metrics {
 
 /** GET handler usable from Express or a bare node:http server. */
 export function metricsHandler(metrics: Pick<Metrics, "registry">) {
-  return async (_req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const render = exposition(metrics.registry);
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
-      const body = await metrics.registry.metrics();
+      const { body, contentType } = await render(req.headers.accept);
       res.statusCode = 200;
-      res.setHeader("Content-Type", metrics.registry.contentType);
+      res.setHeader("Content-Type", contentType);
       res.setHeader("Cache-Control", "no-store");
       res.end(body);
     } catch {

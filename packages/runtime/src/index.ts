@@ -12,3 +12,4 @@ export {
 } from "./env";
 export { listen, runService, serviceUrl, type ServiceMain } from "./serve";
 export { nativeRequire } from "./native-require";
+export { tracingEnvShape } from "./tracing-env";

@@ -1,3 +1,5 @@
+import "./tracing";
+import { stopTracing } from "@media-platform/observability";
 import { runService } from "@media-platform/runtime";
 import { loadConfig } from "./config";
 import { startManagement } from "./server";
@@ -17,7 +19,7 @@ if (require.main === module) {
       server: running.server,
       deadlineMs: 30_000,
       logger: running.log,
-      hooks: running.closeHooks,
+      hooks: [...running.closeHooks, { name: "tracing", close: stopTracing }],
     }),
     banner: (running) =>
       `Management API: ${running.url}\n` +

@@ -1,6 +1,6 @@
 import http from "node:http";
 import { createBlobStore, type BlobStore } from "@media-platform/storage";
-import { type CloseHook, type Logger } from "@media-platform/observability";
+import { traceRequests, type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createApp } from "./app";
 import { scheduleOrphanSweep } from "./assets/orphans";
@@ -117,7 +117,7 @@ export async function startManagement(
         requestTimeout: Math.max(300_000, config.headersTimeoutMs + 1),
         connectionsCheckingInterval: 1000,
       },
-      app,
+      traceRequests((req: http.IncomingMessage, res: http.ServerResponse) => app(req, res)),
     );
     const { port, url } = await listen(server, config.port, config.host);
     log.info(

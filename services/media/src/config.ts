@@ -11,6 +11,7 @@ import {
   numberField as num,
   optionalStringField as optionalString,
   parseEnv,
+  tracingEnvShape,
 } from "@media-platform/runtime";
 import { parseStorageEnv, secretEnvField, storageEnvSchema, type StorageConfig } from "@media-platform/storage";
 import { AUTO_FORMATS, type AutoFormat } from "./negotiation";
@@ -48,6 +49,7 @@ const RENDERS_PER_CORE = 4;
  */
 export const mediaEnvSchema = z.object({
   ...storageEnvSchema.shape,
+  ...tracingEnvShape,
   STORAGE_DIR: optionalString.describe("Filesystem blob root when STORAGE_DRIVER=fs (default <DATA_DIR>/blobs)"),
   MEDIA_PORT: int(0, 65535, 3001, "a port number from 0 to 65535").describe(
     "HTTP port of the media service (0 = any free port)",

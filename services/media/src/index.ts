@@ -1,3 +1,5 @@
+import "./tracing";
+import { stopTracing } from "@media-platform/observability";
 import { runService } from "@media-platform/runtime";
 import { loadMediaConfig } from "./config";
 import { configureHeapGrowth } from "./heap";
@@ -35,7 +37,7 @@ if (require.main === module) {
       server: running.media.server,
       deadlineMs: config.requestTimeoutMs + 1000,
       logger: running.logger,
-      hooks: running.closeHooks,
+      hooks: [...running.closeHooks, { name: "tracing", close: stopTracing }],
     }),
     banner: (running) => `media service listening on ${running.url}`,
   });

@@ -1,7 +1,7 @@
 import http from "node:http";
 import { Router, type Express } from "express";
 import { PURGE_SECRET_FILE } from "@media-platform/contracts";
-import { createLogger, type CloseHook, type Logger } from "@media-platform/observability";
+import { createLogger, traceRequests, type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createBlobStore, embeddedSharedSecret, type BlobStore } from "@media-platform/storage";
 import { createDirectEntry, createMediaApp, createMediaRoute, createOperationRoutes } from "./app";
@@ -226,7 +226,9 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   });
   // The stages of a request: the hot path (memory tier), then the direct entry (media route:
   // admission, Redis tier, flight, answer; probes), then the Express app for everything else.
-  const directEntry = createDirectEntry({ route, operations, app, logger, metrics });
+  // A memory-tier HIT records its server span once answered (recordRawRequest); every other
+  // request runs in one (traceRequests). Both are the plain functions when tracing is off.
+  const directEntry = traceRequests(createDirectEntry({ route, operations, app, logger, metrics }));
   const server = http.createServer((req, res) => hotPath.handle(req, res, directEntry));
 
   const closeHooks: CloseHook[] = [

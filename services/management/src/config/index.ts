@@ -8,6 +8,7 @@ import {
   parseEnv,
   portField as port,
   positiveIntField as positiveInt,
+  tracingEnvShape,
 } from "@media-platform/runtime";
 import { parseStorageEnv, secretEnvField, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
 import { lifecycleConfigFrom, lifecycleEnvShape, propagationEnvShape, type LifecycleConfig } from "./lifecycle";
@@ -162,6 +163,7 @@ const ownEnvSchema = z.object({
   ...lifecycleEnvShape,
   ...webhookEnvShape,
   ...propagationEnvShape,
+  ...tracingEnvShape,
 });
 
 /** All variables: the service's own plus the storage driver's (STORAGE_DRIVER, STORAGE_DIR, S3_*). */

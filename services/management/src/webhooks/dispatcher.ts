@@ -4,6 +4,7 @@ import type { WebhookConfig } from "../config/webhooks";
 import type { PrismaClient } from "../generated/prisma/client";
 import { Periodic } from "../jobs/periodic";
 import { EAGER_EVENT_TYPE } from "./outbox";
+import { deliverySpan } from "./delivery-span";
 
 export interface DispatcherOptions {
   prisma: PrismaClient;
@@ -40,6 +41,7 @@ interface ClaimedDelivery {
   payload: unknown;
   attempts: number;
   created_at: Date;
+  trace_context: string | null;
 }
 
 /**
@@ -115,14 +117,14 @@ export class WebhookDispatcher {
                LIMIT ${this.options.batchSize ?? 20}
                FOR UPDATE SKIP LOCKED) due
        WHERE d.id = due.id
-   RETURNING d.id::text, d.event_id::text, d.event_type, d.url, d.payload, d.attempts, d.created_at`;
+   RETURNING d.id::text, d.event_id::text, d.event_type, d.url, d.payload, d.attempts, d.created_at, d.trace_context`;
     return claimed.map((d) => this.track(d));
   }
 
   private track(d: ClaimedDelivery): Promise<void> {
     let lane = this.inFlight.get(d.url);
     if (!lane) this.inFlight.set(d.url, (lane = new Set()));
-    const send: Promise<void> = this.deliver(d)
+    const send: Promise<void> = deliverySpan(d, () => this.deliver(d))
       .catch((err: unknown) => this.options.log.error({ err, deliveryId: d.id }, "webhook delivery bookkeeping failed"))
       .finally(() => {
         lane.delete(send);

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { EAGER_PATH, IMAGE_FORMATS, type AssetFormat, type EagerRequest } from "@media-platform/contracts";
+import { captureTraceContext } from "@media-platform/observability";
 import type { Prisma } from "../generated/prisma/client";
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -31,12 +32,21 @@ export type Tx = Prisma.TransactionClient;
 export async function recordEvents(tx: Tx, urls: readonly string[], events: readonly WebhookEvent[]): Promise<void> {
   if (urls.length === 0 || events.length === 0) return;
   const timestamp = new Date().toISOString();
+  const traceContext = captureTraceContext();
   const rows: Prisma.WebhookDeliveryCreateManyInput[] = [];
   for (const event of events) {
     const eventId = randomUUID();
     const payload = { type: event.type, timestamp, data: event.data } as Prisma.InputJsonValue;
     for (const url of urls) {
-      rows.push({ id: randomUUID(), eventId, eventType: event.type, workspaceId: event.workspaceId, url, payload });
+      rows.push({
+        id: randomUUID(),
+        eventId,
+        eventType: event.type,
+        workspaceId: event.workspaceId,
+        url,
+        payload,
+        traceContext,
+      });
     }
   }
   await tx.webhookDelivery.createMany({ data: rows });
@@ -70,6 +80,7 @@ export async function recordEagerRenders(
       workspaceId,
       url: `${base}${EAGER_PATH}`,
       payload: payload as Prisma.InputJsonValue,
+      traceContext: captureTraceContext(),
     })),
   });
 }

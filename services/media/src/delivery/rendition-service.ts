@@ -32,6 +32,8 @@ import type { AdmittedRequest } from "./admission";
 import { AssetNotFoundError } from "./asset-not-found";
 import { RequestTimeoutError } from "./errors";
 import { admitWork, type ClientShare } from "./client-share";
+import { activeSpan, inSpan } from "@media-platform/observability";
+import { renderQueued, tracedRender } from "./delivery-spans";
 import { ResultSizeLimit } from "./result-size";
 import type { Limiter, Slot, WorkGate } from "./limiter";
 import { SingleFlight, type Departure } from "./single-flight";
@@ -210,6 +212,7 @@ export class RenditionService {
     const result = await promise;
     const xCache = leader && result.computed ? "MISS" : "HIT";
     if (xCache === "MISS") metrics.count("misses");
+    activeSpan()?.setAttribute("media.cache", xCache);
     return { entry: result.entry, xCache };
   }
 
@@ -326,10 +329,12 @@ export class RenditionService {
     // One round trip reads it and the result stored under it, unless the hot path just did.
     const found = sharedMiss
       ? { generation: sharedMiss.generation, result: undefined }
-      : await redis.lookup(flight.assetId, flight.key);
+      : await inSpan("media.cache.redis", undefined, () => redis.lookup(flight.assetId, flight.key));
     if (found === undefined) return this.compute(flight, undefined);
     flight.redisKey = `${found.generation}:${flight.key}`;
-    const claim = await shared.claim(flight.redisKey, found.result, flight.signal);
+    const claim = await inSpan("media.cache.claim", undefined, () =>
+      shared.claim(flight.redisKey, found.result, flight.signal),
+    );
     return isRenderTurn(claim) ? this.compute(flight, claim) : this.fromRedis(flight, claim);
   }
 
@@ -370,9 +375,13 @@ export class RenditionService {
     const { request, signal, log } = flight;
     const shared = turn && this.shared;
     try {
+      const queued = renderQueued();
       const rendition = await this.deps.limiter.run(async (slot) => {
+        queued?.();
         signal.throwIfAborted();
-        const { blob, focalPoint } = await this.readInputs(request, log);
+        const { blob, focalPoint } = await inSpan("media.original.open", undefined, () =>
+          this.readInputs(request, log),
+        );
         if (!blob) throw new AssetNotFoundError(request.assetId);
         try {
           const overlays = await this.readOverlays(flight.dependsOn, blob.metadata);
@@ -464,7 +473,11 @@ export class RenditionService {
     if (debug) log.debug({ key, steps, bytesIn: blob.size }, "render started");
     const started = performance.now();
     const gate = this.deps.gate;
-    const result = await this.deps.render(
+    const result = await tracedRender(
+      this.deps.render,
+      key,
+      blob.size,
+    )(
       {
         original,
         header: storedOriginalHeader(blob.metadata),

@@ -1,5 +1,6 @@
 import sharp from "sharp";
 import { DEFAULT_ENCODER_QUALITY } from "@media-platform/contracts";
+import type { RenderStageSink } from "./render-stages";
 import type { StepContext } from "../types";
 import { Ssimulacra2Reference } from "../../perceptual/ssimulacra2";
 import { fromRaw, toRaw } from "../raw";
@@ -43,6 +44,8 @@ export interface SearchOptions {
   /** Applies the request's time budget to one pipeline (libvips timeout). */
   bounded: (image: sharp.Sharp) => sharp.Sharp;
   signal?: AbortSignal;
+  /** Receives each trial encode (tracing). */
+  onStage?: RenderStageSink;
 }
 
 export interface SearchedEncode {
@@ -72,7 +75,19 @@ export async function searchEncode(
     options.signal?.throwIfAborted();
     encodes++;
     const encoder = options.encode(fromRaw(raw), { ...output, quality });
-    return options.bounded(palette ? encoder.png({ palette: true }) : encoder).toBuffer();
+    const startMs = Date.now();
+    const data = await options.bounded(palette ? encoder.png({ palette: true }) : encoder).toBuffer();
+    options.onStage?.({
+      name: "render.encode.trial",
+      startMs,
+      endMs: Date.now(),
+      attributes: {
+        "media.format": palette ? "png" : output.format,
+        "media.quality": quality ?? -1,
+        "media.bytes": data.length,
+      },
+    });
+    return data;
   };
   const lossy = LOSSY.has(output.format);
   let quality = typeof output.quality === "number" ? output.quality : undefined;

@@ -11,6 +11,8 @@ import { OriginalSource } from "./original";
 import type { RenderPlan } from "./plan";
 import type { RenderInput, Rendition } from "./render";
 import type { RenderProcessReply, RenderProcessRequest, RenderProcessSettings } from "./render-process-protocol";
+import type { RenderStageSink } from "./render-stages";
+import { inRenderProcessSpan } from "./render-process-span";
 
 /** The pipeline's and the workers' errors, rebuilt from a render process's answer so app.ts maps them as usual. */
 function reviveError(error: { name: string; message: string; [field: string]: unknown }): Error {
@@ -48,6 +50,7 @@ interface Task {
   request: RenderProcessRequest;
   signal: AbortSignal;
   onStep?: (transformation: string, seconds: number) => void;
+  onStage?: RenderStageSink;
   resolve(rendition: Rendition): void;
   reject(err: unknown): void;
 }
@@ -95,16 +98,23 @@ export class RenderProcessPool {
   render(
     input: Omit<RenderInput, "original">,
     original: Buffer,
-    options: Pick<RenderCallOptions, "signal" | "deadline" | "onStep">,
+    options: Pick<RenderCallOptions, "signal" | "deadline" | "onStep" | "onStage">,
   ): Promise<Rendition> {
     const { signal } = options;
     if (signal.aborted) return Promise.reject(signal.reason);
     if (this.closed) return Promise.reject(new RenderProcessError("the render processes are closed"));
     return new Promise<Rendition>((resolve, reject) => {
       const task: Task = {
-        request: { id: this.nextId++, input, original, deadline: options.deadline || undefined },
+        request: {
+          id: this.nextId++,
+          input,
+          original,
+          deadline: options.deadline || undefined,
+          ...(options.onStage && { stages: true }),
+        },
         signal,
         onStep: options.onStep,
+        onStage: options.onStage,
         resolve,
         reject,
       };
@@ -198,6 +208,7 @@ export class RenderProcessPool {
       const task = slot.task;
       if (!task || task.request.id !== reply.id) return;
       if ("step" in reply) return task.onStep?.(reply.step.transformation, reply.step.seconds);
+      if ("stage" in reply) return task.onStage?.(reply.stage);
       slot.task = undefined;
       // Idle: the process never keeps the service alive on its own.
       child.unref();
@@ -264,7 +275,7 @@ export function isolatingRender(deps: RenderDeps, pool: RenderProcessPool, minCo
         options.signal.throwIfAborted();
         const bytes = await source.all();
         const { original: _original, ...rest } = input;
-        return await pool.render(rest, bytes, options);
+        return await inRenderProcessSpan(options, (onStage) => pool.render(rest, bytes, { ...options, onStage }));
       } finally {
         release?.();
         await source.close();

@@ -30,6 +30,7 @@ function start(settings: RenderProcessSettings): void {
     render(input, deps, {
       deadline: message.deadline,
       onStep: (transformation, seconds) => reply({ id: message.id, step: { transformation, seconds } }),
+      onStage: message.stages ? (stage) => reply({ id: message.id, stage }) : undefined,
     }).then(
       (rendition) => reply({ id: message.id, rendition }),
       (err: unknown) => {

@@ -40,6 +40,8 @@ import { PDF_DRAW_NS_PER_PIXEL, type OverlayFacts } from "./cost";
 import type { Size } from "../types";
 import type { DecodedImages } from "./decoded-images";
 import { sharedFirstStep } from "./shared-decode";
+import { decodeStage, encodeStage, planAttributes, stepStage } from "./render-stage-facts";
+import { timedStage, type RenderStageSink } from "./render-stages";
 
 export interface RenderDeps {
   pixels: PixelWorkers;
@@ -115,6 +117,8 @@ export interface RenderOptions {
    * layer bounds the pixels in flight across requests with it.
    */
   admit?: (plan: RenderPlan) => Promise<() => void>;
+  /** Receives the render's stages with their times, for tracing (render-stages.ts); unset = not measured. */
+  onStage?: RenderStageSink;
 }
 
 export interface Rendition {
@@ -198,7 +202,7 @@ type Pixels = { pipeline: sharp.Sharp; srgb: boolean } | { raw: RawImage };
 const isRaw = (value: RawImage | sharp.Sharp): value is RawImage => !(value instanceof sharp);
 
 async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: RenderOptions): Promise<Rendition> {
-  const { signal, onStep } = options;
+  const { signal, onStep, onStage } = options;
   const deadline = options.deadline;
   const format = outputFormatFor(input.contentType);
   const sharpOptions: sharp.SharpOptions = {
@@ -260,7 +264,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     signal?.throwIfAborted();
     release = await options.admit?.(plan);
     signal?.throwIfAborted();
-    const bytes = await source.all();
+    const bytes = await timedStage(onStage, "render.read", () => source.all(), planAttributes(plan, oriented));
     let drawnPage: RawImage | undefined;
     if (pdf) {
       const page1 = { width: meta.orientedWidth, height: meta.orientedHeight };
@@ -304,6 +308,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     if (drawnPage) ctx.hasAlpha = false;
     const srgb = drawnPage !== undefined || (meta.space === "srgb" && meta.depth === "uchar" && meta.channels >= 3);
     const originalGainMap = format === "jpeg" && carriesGainMap(bytes);
+    const decodeStart = performance.now();
     const first = await sharedFirstStep({
       decoded: deps.decoded,
       // An SVG or PDF page is drawn at the size each rendition needs: one drawing cannot serve every size.
@@ -318,6 +323,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
       sharpOptions,
       ctx,
     });
+    onStage?.(decodeStage(decodeStart));
     let current: Pixels = { pipeline: original, srgb };
     // A request has at least one step (the URL grammar); `original` only stands in until the first ends.
     let result: RawImage | sharp.Sharp = original;
@@ -339,6 +345,7 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
         ctx.hasAlpha = raw.channels === 4;
         current = { raw };
         onStep?.(step.name, (performance.now() - stepStart) / 1000);
+        onStage?.(stepStage(step.name, stepStart, raw));
       }
     }
     signal?.throwIfAborted();
@@ -347,18 +354,21 @@ async function renderUnmapped(input: RenderInput, deps: RenderDeps, options: Ren
     // pipeline (sharp transforms the map with the image); steps between raw pixels drop it.
     const gainMap = ctx.output.format === "jpeg" && !isRaw(result) && originalGainMap;
     // quality=auto and max-bytes re-encode the materialised result (pipeline/encode-search.ts).
+    const encodeStart = performance.now();
     const { data, info } = needsSearch(ctx.output)
       ? await searchEncode(last, ctx.output, {
           encode,
           autoQualityTarget: deps.autoQualityTarget ?? DEFAULT_AUTO_QUALITY_TARGET,
           bounded: (image) => withTimeout(image, deadline),
           signal,
+          onStage,
         }).then(({ data, width, height }) => ({ data, info: { width, height } }))
       : await withTimeout(encode(gainMap ? keepingGainMap(last) : last, ctx.output), deadline).toBuffer({
           resolveWithObject: true,
         });
     const lastStep = plan.steps.at(-1);
     if (lastStep) onStep?.(lastStep.name, (performance.now() - stepStart) / 1000);
+    onStage?.(encodeStage(ctx.output, encodeStart, data.length, info));
     return { data, contentType: `image/${ctx.output.format}`, width: info.width, height: info.height };
   } finally {
     release?.();
@@ -381,6 +391,8 @@ export interface RenderCallOptions {
   onStep?: (transformation: string, seconds: number) => void;
   /** Admission by planned work (MEDIA_MAX_INFLIGHT_PIXELS), before any pixel is decoded. */
   admit?: RenderOptions["admit"];
+  /** Receives the render's stages (tracing); unset = not measured. */
+  onStage?: RenderStageSink;
 }
 
 export interface PlannedRendition {

@@ -1,0 +1,268 @@
+// Tracing for both services. Off (the default) unless an OTLP endpoint is configured: then no
+// OpenTelemetry SDK is loaded and every helper here is one boolean test before calling through.
+import {
+  context,
+  isSpanContextValid,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+} from "@opentelemetry/api";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { tracingConfigured } from "./settings";
+
+export { tracingConfigured, serviceNameConfigured } from "./settings";
+export type { Span, Attributes } from "@opentelemetry/api";
+
+let active = false;
+let stopSdk: (() => Promise<void>) | undefined;
+
+/**
+ * Starts the OpenTelemetry SDK when the environment configures an exporter, before the modules it
+ * instruments are loaded (call it first thing in the entry point). `service` is the default
+ * `service.name` (OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override it). Returns whether
+ * tracing is on.
+ */
+export function startTracing(service: string, env: Record<string, string | undefined> = process.env): boolean {
+  if (active) return true;
+  if (!tracingConfigured(env)) return false;
+  // A run-time require, so the SDK is loaded only here (also in the bundle, where it stays external).
+  const { startSdk } = require("./sdk") as typeof import("./sdk");
+  stopSdk = startSdk(service);
+  active = true;
+  return true;
+}
+
+/** Flushes the spans still buffered and stops the SDK (a shutdown hook). */
+export async function stopTracing(): Promise<void> {
+  const stop = stopSdk;
+  stopSdk = undefined;
+  active = false;
+  await stop?.();
+}
+
+export const tracingActive = (): boolean => active;
+
+const tracer = () => trace.getTracer("media-platform");
+
+function failed(span: Span, error: unknown): void {
+  span.recordException(error instanceof Error ? error : String(error));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+}
+
+function run<T>(span: Span, fn: (span: Span) => T): T {
+  let result: T;
+  try {
+    result = fn(span);
+  } catch (error) {
+    failed(span, error);
+    span.end();
+    throw error;
+  }
+  if (result instanceof Promise) {
+    return result.then(
+      (value: unknown) => {
+        span.end();
+        return value;
+      },
+      (error: unknown) => {
+        failed(span, error);
+        span.end();
+        throw error;
+      },
+    ) as T;
+  }
+  span.end();
+  return result;
+}
+
+/**
+ * Runs `fn` in a child span of the active one, ended when `fn` returns or its promise settles (a
+ * throw or rejection marks it failed). With tracing off, `fn(undefined)` and nothing else.
+ */
+export function inSpan<T>(name: string, attributes: Attributes | undefined, fn: (span: Span | undefined) => T): T {
+  if (!active) return fn(undefined);
+  return tracer().startActiveSpan(name, { attributes }, (span) => run(span, fn));
+}
+
+/** The current span, to add attributes to (undefined when tracing is off or nothing is recording). */
+export function activeSpan(): Span | undefined {
+  if (!active) return undefined;
+  const span = trace.getActiveSpan();
+  return span?.isRecording() ? span : undefined;
+}
+
+/**
+ * A span already measured elsewhere (a render process, a worker thread), recorded as a child of
+ * the active span with its own start and end (epoch milliseconds).
+ */
+export function recordSpan(name: string, startMs: number, endMs: number, attributes?: Attributes): void {
+  if (!active) return;
+  tracer().startSpan(name, { startTime: startMs, attributes }).end(endMs);
+}
+
+/** The propagation headers (`traceparent`, `tracestate`, `baggage`, or B3) of the active context. */
+export function traceCarrier(): Record<string, string> | undefined {
+  if (!active) return undefined;
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return Object.keys(carrier).length > 0 ? carrier : undefined;
+}
+
+/**
+ * The active trace context as text, stored beside work done later (an outbox row), so the span
+ * that does it links back to the request that asked for it. Undefined when tracing is off.
+ */
+export function captureTraceContext(): string | undefined {
+  const carrier = traceCarrier();
+  return carrier ? JSON.stringify(carrier) : undefined;
+}
+
+function storedContext(stored: string | null | undefined): Context | undefined {
+  if (!stored) return undefined;
+  try {
+    const carrier = JSON.parse(stored) as unknown;
+    if (!carrier || typeof carrier !== "object") return undefined;
+    return propagation.extract(ROOT_CONTEXT, carrier as Record<string, string>);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs `fn` in a new trace whose root span links to a context stored by {@link captureTraceContext}
+ * (possibly by another replica, before a restart): outbox deliveries.
+ */
+export function inLinkedSpan<T>(
+  name: string,
+  stored: string | null | undefined,
+  attributes: Attributes | undefined,
+  fn: (span: Span | undefined) => T,
+): T {
+  if (!active) return fn(undefined);
+  const links: Link[] = [];
+  const linked = storedContext(stored);
+  const spanContext = linked && trace.getSpanContext(linked);
+  if (spanContext && isSpanContextValid(spanContext)) links.push({ context: spanContext });
+  return tracer().startActiveSpan(
+    name,
+    { root: true, kind: SpanKind.PRODUCER, links, attributes },
+    ROOT_CONTEXT,
+    (span) => run(span, fn),
+  );
+}
+
+/** `trace_id` and `span_id` of the active span, for log lines (pino mixin); {} outside a span. */
+export function logTraceFields(): { trace_id?: string; span_id?: string } {
+  const span = trace.getActiveSpan();
+  if (!span) return {};
+  const { traceId, spanId } = span.spanContext();
+  return isSpanContextValid(span.spanContext()) ? { trace_id: traceId, span_id: spanId } : {};
+}
+
+/** Exemplar labels (OpenMetrics `trace_id`/`span_id`) of the active sampled span, or undefined. */
+export function exemplarLabels(span: Span | undefined = activeSpan()): Record<string, string> | undefined {
+  if (!span) return undefined;
+  const c = span.spanContext();
+  // Only sampled spans (flag bit 1) reach the backend, so only they make useful exemplars.
+  if (!isSpanContextValid(c) || (c.traceFlags & 1) === 0) return undefined;
+  return { trace_id: c.traceId, span_id: c.spanId };
+}
+
+/** Paths whose requests get no server span: probes and scrapes. */
+const UNTRACED_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/**
+ * Wraps a node:http request handler: each request runs in a server span that continues the
+ * caller's trace (`traceparent`, or B3 with OTEL_PROPAGATORS), named by its route once the route
+ * is known (trackRequest / recordRawRequest), ended when the response closes. Returns `handler`
+ * itself when tracing is off. Cheaper than the http instrumentation's incoming side, which
+ * measured at a fraction of the media service's HIT throughput.
+ */
+export function traceRequests<Rest extends unknown[]>(
+  handler: (req: IncomingMessage, res: ServerResponse, ...rest: Rest) => void,
+): (req: IncomingMessage, res: ServerResponse, ...rest: Rest) => void {
+  if (!active) return handler;
+  const t = tracer();
+  return (req, res, ...rest) => {
+    const url = req.url ?? "/";
+    const query = url.indexOf("?");
+    if (UNTRACED_PATHS.has(query === -1 ? url : url.slice(0, query))) return handler(req, res, ...rest);
+    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    const method = req.method ?? "GET";
+    const span = t.startSpan(method, { kind: SpanKind.SERVER }, parent);
+    if (span.isRecording()) {
+      span.setAttributes({ "http.request.method": method, "url.path": query === -1 ? url : url.slice(0, query) });
+      res.once("close", () => {
+        span.setAttribute("http.response.status_code", res.statusCode);
+        if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        if (!res.writableFinished) span.setAttribute("http.aborted", true);
+        span.end();
+      });
+    }
+    context.with(trace.setSpan(parent, span), handler, undefined, req, res, ...rest);
+  };
+}
+
+/**
+ * The server span of a request answered synchronously outside {@link traceRequests} (the media
+ * service's memory-tier HITs), recorded once answered: no context is entered and no listener
+ * added, the cheapest way to give every request its span. `startMs`: performance.now() at arrival.
+ */
+export function recordServerSpan(
+  req: IncomingMessage,
+  status: number,
+  route: string,
+  startMs: number,
+): Span | undefined {
+  if (!active) return undefined;
+  const method = req.method ?? "GET";
+  const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+  const span = tracer().startSpan(
+    `${method} ${route}`,
+    { kind: SpanKind.SERVER, startTime: performance.timeOrigin + startMs },
+    parent,
+  );
+  if (!span.isRecording()) return undefined;
+  span.setAttributes({ "http.request.method": method, "http.route": route, "http.response.status_code": status });
+  span.end();
+  return span;
+}
+
+/** A span measured elsewhere: name, epoch-millisecond start and end, attributes. */
+export interface MeasuredSpan {
+  name: string;
+  startMs: number;
+  endMs: number;
+  attributes?: Attributes;
+}
+
+/**
+ * Records spans measured elsewhere (a render process over IPC, a worker thread) as children of the
+ * span active now, whenever they arrive. Undefined when tracing is off or nothing is recording, so
+ * the caller measures nothing.
+ */
+export function spanRecorder(): ((span: MeasuredSpan) => void) | undefined {
+  if (!active) return undefined;
+  const parent = context.active();
+  if (!trace.getSpan(parent)?.isRecording()) return undefined;
+  return ({ name, startMs, endMs, attributes }) =>
+    tracer().startSpan(name, { startTime: startMs, attributes }, parent).end(endMs);
+}
+
+/**
+ * The server span of the request being handled (started by the http instrumentation around the
+ * request's handlers); undefined when tracing is off. Read it when the request arrives.
+ */
+export const requestSpan = activeSpan;
+
+/** Names a server span by its route once the route is known (`GET /v1/assets/:id`). */
+export function nameRequestSpan(span: Span, method: string | undefined, route: string): void {
+  span.updateName(`${method ?? "GET"} ${route}`);
+  span.setAttribute("http.route", route);
+}
