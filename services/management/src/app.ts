@@ -1,6 +1,7 @@
 import express, { type Express } from "express";
 import { healthRouter, metricsRouter, requestContext } from "@media-platform/observability";
 import { assetsRouter, uploadIntake } from "./assets/routes";
+import { resumableUploads, type ResumableUploads } from "./assets/tus";
 import type { TokenVerifier } from "./auth/keys";
 import { requireAuth } from "./auth/middleware";
 import { collectionsRouter } from "./collections/routes";
@@ -25,6 +26,8 @@ export interface AppDeps extends AppContext {
   libraryDir?: string | null;
   /** Embedded authentication only: the library's development sign-in (POST /library/dev-token). */
   devSignIn?: DevSignIn;
+  /** tus at /v1/assets/tus (assets/tus.ts); built here when omitted (the server passes its own, which it sweeps). */
+  resumable?: ResumableUploads;
 }
 
 /** The Express app without a listener: supertest drives it directly. */
@@ -82,6 +85,9 @@ export function createApp(deps: AppDeps): Express {
       },
     }),
   );
+
+  // tus: OPTIONS without a token (CORS preflight), the rest with one; bodies are its own.
+  app.use((deps.resumable ?? resumableUploads(ctx, deps.verifier)).router);
 
   // Everything else under /v1: a bearer token, JSON bodies.
   const v1 = express.Router();

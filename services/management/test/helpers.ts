@@ -144,6 +144,9 @@ export async function createTestApp(
       | "mediaUrlLifetimeSeconds"
       | "libraryDir"
       | "devSignIn"
+      | "transports"
+      | "s3"
+      | "resumable"
     >
   > & {
     /** A blob store no other test shares (tests that sweep or list the whole store). */
@@ -174,6 +177,9 @@ export async function createTestApp(
     mediaUrlLifetimeSeconds: options.mediaUrlLifetimeSeconds,
     libraryDir: options.libraryDir,
     devSignIn: options.devSignIn,
+    transports: options.transports,
+    s3: options.s3,
+    resumable: options.resumable,
   };
   const app = createApp(deps);
   const token = (ws: string, sub = "user-1") => signToken(secret, { workspaceId: ws, sub, ttl: "1h" });
