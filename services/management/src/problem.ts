@@ -38,11 +38,7 @@ export type ManagementHttpProblemCode =
   | "tus-version"
   | "upload-content-type"
   | "upload-locked"
-  | "checksum-mismatch"
-  | "import-refused"
-  | "import-not-an-image"
-  | "import-failed"
-  | "import-timeout";
+  | "checksum-mismatch";
 
 export type ManagementProblemCode = ManagementErrorCode | ManagementHttpProblemCode;
 
@@ -96,7 +92,7 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
     status: 413,
     type: "payload-too-large",
     title: PROBLEM_TITLES[413]!,
-    when: "an upload above `MAX_UPLOAD_BYTES` (nothing is stored); a JSON body above 100 kB",
+    when: "an upload above `MAX_UPLOAD_BYTES` (nothing is stored), also a resumable upload's `Upload-Length` and an import's body; a JSON body above 100 kB",
   },
   "unsupported-image": {
     ...IMAGE_PROBLEMS["unsupported-image"],

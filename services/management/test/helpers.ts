@@ -145,6 +145,7 @@ export async function createTestApp(
       | "libraryDir"
       | "devSignIn"
       | "transports"
+      | "uploads"
       | "s3"
       | "resumable"
     >
@@ -178,6 +179,7 @@ export async function createTestApp(
     libraryDir: options.libraryDir,
     devSignIn: options.devSignIn,
     transports: options.transports,
+    uploads: options.uploads,
     s3: options.s3,
     resumable: options.resumable,
   };
