@@ -109,6 +109,9 @@ function storeOf(ctx: AppContext, settings: TransportsConfig): DataStore {
         endpoint: ctx.s3.endpoint,
         forcePathStyle: ctx.s3.forcePathStyle,
         credentials: ctx.s3.credentials,
+        // As the blob store (packages/storage s3.ts): plain bodies, which every S3 stores as sent.
+        requestChecksumCalculation: "WHEN_REQUIRED",
+        responseChecksumValidation: "WHEN_REQUIRED",
       },
     });
   }
