@@ -4,7 +4,10 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import express from "express";
 import request from "supertest";
+import { resumableUploads } from "../src/assets/tus";
+import { errorHandler } from "../src/problem";
 import { defaultTransportsConfig } from "../src/config/transports";
 import { createTestApp, fixture, type TestApp } from "./helpers";
 
@@ -198,5 +201,41 @@ describe("tus at /v1/assets/tus", () => {
     expect(created.status).toBe(415);
     expect(created.headers["content-type"]).toMatch(/application\/problem\+json/);
     expect(tusFiles()).toEqual([]);
+  });
+});
+
+describe("an unfinished upload past TUS_UPLOAD_EXPIRY", () => {
+  it("answers 410 and its bytes are swept", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tus-expiry-"));
+    const resumable = resumableUploads(
+      { ...t.deps, transports: { ...defaultTransportsConfig(dir), tus: { dir, expiryMs: 300 } } },
+      t.deps.verifier,
+    );
+    const app = express()
+      .use(resumable.router)
+      .use(errorHandler({ log: t.deps.log }));
+    const png = fixture("logo.png");
+    const created = await request(app)
+      .post("/v1/assets/tus")
+      .set(auth("ws-a"))
+      .set("Upload-Length", String(png.length))
+      .set("Upload-Metadata", meta({ filename: "a.png" }));
+    expect(created.status).toBe(201);
+    expect(created.headers["upload-expires"]).toBeDefined();
+    const location = created.headers.location as string;
+    expect(fs.readdirSync(dir).length).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 600));
+    const late = await request(app)
+      .patch(location)
+      .set(auth("ws-a"))
+      .set("Content-Type", "application/offset+octet-stream")
+      .set("Upload-Offset", "0")
+      .send(png);
+    expect(late.status).toBe(410);
+    expect(late.body.type).toMatch(/upload-expired$/);
+    expect(await resumable.sweep()).toBe(1);
+    expect(fs.readdirSync(dir)).toEqual([]);
+    await resumable.close();
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });
