@@ -753,3 +753,11 @@ export const importFromUrlSchema = z
   .strict()
   .describe("Import an image from a URL");
 export type ImportFromUrlRequest = z.infer<typeof importFromUrlSchema>;
+
+/** The id segment of a resumable upload's URL (`Location` of its creation). */
+export const resumableUploadParamsSchema = z.object({
+  uploadId: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .describe("The upload's id: the last segment of the Location its creation answered"),
+});

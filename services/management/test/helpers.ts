@@ -126,6 +126,7 @@ export type AuthedAgent = {
   patch(url: string): request.Test;
   put(url: string): request.Test;
   delete(url: string): request.Test;
+  head(url: string): request.Test;
 };
 
 export async function createTestApp(
@@ -193,6 +194,7 @@ export async function createTestApp(
       patch: (url) => request(app).patch(url).set("Authorization", auth),
       put: (url) => request(app).put(url).set("Authorization", auth),
       delete: (url) => request(app).delete(url).set("Authorization", auth),
+      head: (url) => request(app).head(url).set("Authorization", auth),
     };
   };
   return {

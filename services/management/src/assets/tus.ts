@@ -320,13 +320,13 @@ export function resumableUploads(ctx: AppContext, verifier: TokenVerifier): Resu
     else next();
   };
   const auth = requireAuth(verifier);
-  for (const route of [TUS_PATH, `${TUS_PATH}/:uploadId`]) {
-    router.options(route, optionsFirst);
-    router.post(route, auth, handle);
-    router.head(route, auth, handle);
-    router.patch(route, auth, handle);
-    router.delete(route, auth, handle);
-  }
+  const upload = `${TUS_PATH}/:uploadId`;
+  router.options(TUS_PATH, optionsFirst);
+  router.options(upload, optionsFirst);
+  router.post(TUS_PATH, auth, handle);
+  router.head(upload, auth, handle);
+  router.patch(upload, auth, handle);
+  router.delete(upload, auth, handle);
 
   return {
     router,
