@@ -6,7 +6,7 @@ import { href } from "../route";
 import { client, settings, token } from "../session";
 import { formatBytes } from "../upload/problems";
 import { summarize, UploadQueue, type UploadItem } from "../upload/queue";
-import { multipartTransport } from "../upload/transport";
+import { libraryTransport } from "../upload/transport";
 
 type Item = UploadItem<UploadResponse>;
 
@@ -36,7 +36,7 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
   const queue = useMemo(
     () =>
       new UploadQueue<UploadResponse>({
-        transport: multipartTransport(settings.apiUrl, () => token.get() ?? ""),
+        transport: libraryTransport(settings.apiUrl, () => token.get() ?? ""),
         concurrency: settings.uploadConcurrency,
         maxBytes: settings.maxUploadBytes,
         accept: (body) => body as UploadResponse,
