@@ -5,6 +5,7 @@ import { listen } from "@media-platform/runtime";
 import { createApp } from "./app";
 import { s3ConnectionOf } from "./config/transports";
 import { resumableUploads } from "./assets/tus";
+import { uploadGateOf } from "./assets/upload-intake";
 import { Periodic } from "./jobs/periodic";
 import { scheduleOrphanSweep } from "./assets/orphans";
 import { createVerifier, resolveKeySource } from "./auth/keys";
@@ -100,7 +101,8 @@ export async function startManagement(
       propagator,
     };
     // Resumable uploads: expired ones' bytes and old receipts swept on every replica (idempotent).
-    const resumable = resumableUploads(ctx, verifier);
+    const uploadGate = uploadGateOf(config.uploads);
+    const resumable = resumableUploads(ctx, verifier, uploadGate);
     const resumableSweep = new Periodic(
       Math.min(3_600_000, Math.max(60_000, config.transports.tus.expiryMs / 4)),
       () => resumable.sweep(),
@@ -112,6 +114,7 @@ export async function startManagement(
     const app = createApp({
       ...ctx,
       resumable,
+      uploadGate,
       libraryDir: findLibraryDir(),
       // The development sign-in exists only while the embedded secret signs the tokens.
       devSignIn: embedded

@@ -7,6 +7,7 @@ import path from "node:path";
 import express from "express";
 import request from "supertest";
 import { resumableUploads } from "../src/assets/tus";
+import { UploadGate } from "../src/assets/upload-intake";
 import { errorHandler } from "../src/problem";
 import { defaultTransportsConfig } from "../src/config/transports";
 import { createTestApp, fixture, type TestApp } from "./helpers";
@@ -235,6 +236,60 @@ describe("an unfinished upload past TUS_UPLOAD_EXPIRY", () => {
     expect(late.body.type).toMatch(/upload-expired$/);
     expect(await resumable.sweep()).toBe(1);
     expect(fs.readdirSync(dir)).toEqual([]);
+    await resumable.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe("resumable uploads share MAX_CONCURRENT_UPLOADS with multipart ones", () => {
+  it("answers 503 + Retry-After to a request with bytes while the workspace's slots are taken", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tus-gate-"));
+    const gate = new UploadGate(1, 1);
+    const resumable = resumableUploads(
+      { ...t.deps, transports: { ...defaultTransportsConfig(dir), tus: { dir, expiryMs: 60_000 } } },
+      t.deps.verifier,
+      gate,
+    );
+    const app = express()
+      .use(resumable.router)
+      .use(errorHandler({ log: t.deps.log }));
+    const local = http.createServer(app);
+    await new Promise<void>((resolve) => local.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(local.address() as AddressInfo).port}`;
+    const png = fixture("logo.png");
+    const created = await request(url)
+      .post("/v1/assets/tus")
+      .set(auth("ws-a"))
+      .set("Upload-Length", String(png.length))
+      .set("Upload-Metadata", meta({ filename: "a.png" }));
+    expect(created.status).toBe(201);
+    // A PATCH that has sent half its bytes holds the one slot.
+    const slow = http.request(`${url}${created.headers.location}`, {
+      method: "PATCH",
+      headers: {
+        ...auth("ws-a"),
+        "Content-Type": "application/offset+octet-stream",
+        "Upload-Offset": "0",
+        "Content-Length": String(png.length),
+      },
+    });
+    const answered = new Promise<number>((resolve) => slow.on("response", (res) => resolve(res.statusCode ?? 0)));
+    slow.write(png.subarray(0, 100));
+    while (gate.inFlight === 0) await new Promise((r) => setTimeout(r, 20));
+    const busy = await request(url)
+      .post("/v1/assets/tus")
+      .set(auth("ws-a"))
+      .set("Upload-Length", String(png.length))
+      .set("Upload-Metadata", meta({ filename: "b.png" }))
+      .set("Content-Type", "application/offset+octet-stream")
+      .send(png);
+    expect(busy.status).toBe(503);
+    expect(busy.headers["retry-after"]).toBe("2");
+    expect(busy.body.detail).toMatch(/at most 1 per instance|at most 1 per workspace/);
+    slow.end(png.subarray(100));
+    expect(await answered).toBe(204);
+    local.closeAllConnections();
+    await new Promise((r) => local.close(r));
     await resumable.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });

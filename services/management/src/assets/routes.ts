@@ -13,7 +13,7 @@ import { requireJson } from "../http";
 import { badRequest, notFound, parseOr400 } from "../problem";
 import { getAsset, listAssets, patchAsset, searchAssetsFullText, uploadAsset, type UploadedFile } from "./service";
 import { defaultUploadSettings } from "../config/uploads";
-import { uploadMiddleware } from "./upload-intake";
+import { uploadMiddleware, type UploadGate } from "./upload-intake";
 import { importFromUrl } from "./url-import";
 
 /** The :assetId of a route; a malformed id is a 404. */
@@ -32,8 +32,8 @@ export function uploadedFileOf(req: Request): UploadedFile {
 }
 
 /** The upload middleware of both upload and replace, so MAX_CONCURRENT_UPLOADS counts both. */
-export const uploadIntake = (ctx: AppContext): RequestHandler =>
-  uploadMiddleware(ctx.maxUploadBytes, ctx.uploads ?? defaultUploadSettings());
+export const uploadIntake = (ctx: AppContext, gate?: UploadGate): RequestHandler =>
+  uploadMiddleware(ctx.maxUploadBytes, ctx.uploads ?? defaultUploadSettings(), gate);
 
 /** Where the routes live. Full paths, not a mount point, so `req.route.path` is the documented pattern. */
 export const ASSETS_PATH = "/v1/assets";

@@ -29,6 +29,7 @@ import { ASSETS_PATH } from "./routes";
 import { assertCollectionInWorkspace, patchAsset, uploadAsset } from "./service";
 import { findUploadReceipt, recordUploadReceipt, sweepUploadReceipts } from "./upload-receipts";
 import { RedisUploadLocker } from "./tus-lock";
+import { uploadGateOf, uploadsBusy, type UploadGate } from "./upload-intake";
 import { nativeRequire } from "../native-require";
 
 // ESM-only packages, loaded through Node's require(esm) (native-require.ts says why not jest's).
@@ -123,7 +124,11 @@ function storeOf(ctx: AppContext, settings: TransportsConfig): DataStore {
 const storeIdOf = (ctx: AppContext, segment: string) => (ctx.s3 ? `${TUS_S3_PREFIX}${segment}` : segment);
 const segmentOf = (id: string) => id.slice(id.lastIndexOf("/") + 1);
 
-export function resumableUploads(ctx: AppContext, verifier: TokenVerifier): ResumableUploads {
+export function resumableUploads(
+  ctx: AppContext,
+  verifier: TokenVerifier,
+  gate: UploadGate = uploadGateOf(ctx.uploads ?? defaultUploadSettings()),
+): ResumableUploads {
   const settings = ctx.transports ?? defaultTransportsConfig(path.join(os.tmpdir(), "media-platform"));
   const spoolDir = (ctx.uploads ?? defaultUploadSettings()).spoolDir;
   fs.mkdirSync(spoolDir, { recursive: true, mode: 0o700 });
@@ -279,6 +284,14 @@ export function resumableUploads(ctx: AppContext, verifier: TokenVerifier): Resu
           res.end();
           return;
         }
+      }
+      // A request carrying bytes holds one of the uploads' slots (MAX_CONCURRENT_UPLOADS), shared
+      // with multipart uploads, until it is answered.
+      const workspaceId = req.principal?.workspaceId;
+      if (workspaceId !== undefined && (req.method === "PATCH" || req.method === "POST")) {
+        const admitted = gate.tryEnter(workspaceId);
+        if (admitted !== "ok") throw uploadsBusy(gate, admitted);
+        res.once("close", () => gate.leave(workspaceId));
       }
       const checked = await checkedBody(req, spoolDir);
       if (checked.refusal) {
