@@ -27,6 +27,7 @@ describe("docs pages", () => {
       "docs/operations.md",
       "docs/search.md",
       "docs/security.md",
+      "docs/upload-transports.md",
     ]);
   });
 });

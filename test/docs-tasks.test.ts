@@ -94,6 +94,12 @@ describe("docs: the embedded start (getting-started.md) and every page's command
     expect(lines.slice(2)).toEqual(["City at night", '{"format":[{"value":"png","count":2}]}']);
   });
 
+  it("upload-transports.md: a resumable upload in two PATCHes, its offset between them, then its asset", async () => {
+    const lines = await run(clientOf("embedded", "docs/upload-transports.md"), setup.env);
+    const size = readFileSync(path.join(REPO_ROOT, "fixtures/images/coffee.png")).length;
+    expect(lines).toEqual([`upload-offset: ${Math.floor(size / 2)}`, "coffee.png"]);
+  });
+
   it("lifecycle-and-webhooks.md: trash purges at once, restore, replace keeps a version, permanent delete", async () => {
     const lines = await run(clientOf("embedded", "docs/lifecycle-and-webhooks.md"), setup.env);
     expect(lines).toEqual(["200", "204", "404", "200", "2", "[ 1 ]", "204"]);

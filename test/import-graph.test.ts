@@ -101,6 +101,8 @@ const MANAGEMENT_LAYERS: Layers = [
       "assets/serializer.ts",
       "assets/service.ts",
       "assets/svg-original.ts",
+      "assets/upload-receipts.ts",
+      "assets/url-import.ts",
     ],
   },
   // The lifecycle of assets (trash, restore, replace, versions, batch) and telling caches about it.
@@ -120,6 +122,8 @@ const MANAGEMENT_LAYERS: Layers = [
       "auth/middleware.ts",
       "assets/upload-intake.ts",
       "assets/routes.ts",
+      "assets/tus.ts",
+      "assets/tus-lock.ts",
       "lifecycle/routes.ts",
       "collections/routes.ts",
       "media-urls/routes.ts",

@@ -155,6 +155,31 @@ it("retries a dropped connection, then offers “Try again”", async () => {
   expect(calls).toBe(4);
 });
 
+it("pauses a travelling file (its transport aborted, no failure) and resumes it, without using a retry", async () => {
+  const jobs: TransportJob[] = [];
+  const { queue, items } = queueOn({
+    transport: (job) =>
+      new Promise((resolve) => {
+        jobs.push(job);
+        job.signal.addEventListener("abort", () => resolve({ status: 0, body: null }));
+        if (jobs.length === 2) {
+          job.onProgress(job.file.size);
+          resolve({ status: 201, body: { id: job.file.name } });
+        }
+      }),
+  });
+  queue.add([file("p.png", 100), file("q.png", 100)], "");
+  jobs[0]!.onProgress(40);
+  queue.pause(items()[0]!.key);
+  await flush();
+  expect(items().map((i) => i.state)).toEqual(["paused", "done"]);
+  expect(summarize(items())).toMatchObject({ paused: 1, done: 1 });
+  queue.resume(items()[0]!.key);
+  await flush();
+  expect(jobs.length).toBe(3);
+  expect([items()[0]!.state, items()[0]!.attempts]).toEqual(["uploading", 1]);
+});
+
 it("reports progress in bytes, then processing once every byte is sent", async () => {
   let job: TransportJob | undefined;
   const { queue, items } = queueOn({ transport: (j) => new Promise(() => (job = j)) });

@@ -94,6 +94,33 @@ export interface UploadInput {
   warnAboutDuplicateImages?: boolean;
 }
 
+/** uploadResumable's input: an upload that survives dropped connections (tus at /v1/assets/tus). */
+export interface ResumableUploadInput {
+  /** The image: bytes, a Blob (browsers), or a path to a file (streamed from disk, Node). */
+  file: Buffer | Uint8Array | Blob | string;
+  filename?: string;
+  contentType?: string;
+  collectionId?: string;
+  title?: string;
+  tags?: string[];
+  /** Bytes per PATCH (default 8 MiB): at most this much is sent again after a broken connection. */
+  chunkSize?: number;
+  /** Waits in ms between attempts after an error (default 0, 1000, 3000, 5000, 10000). */
+  retryDelays?: number[];
+  /** An upload URL from an earlier attempt (`onUploadUrl`): resumed from the offset the service holds. */
+  uploadUrl?: string;
+  onUploadUrl?: (url: string) => void;
+  onProgress?: (sent: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+/** POST /v1/assets/import */
+export interface ImportFromUrlInput {
+  url: string;
+  filename?: string;
+  collectionId?: string;
+}
+
 /** The last segment of a path, either separator (no node:path: the client also runs in browsers). */
 const baseName = (file: string): string => file.split(/[\\/]/).pop() ?? file;
 
@@ -225,6 +252,67 @@ export class MediaPlatformClient {
       form.append("warnAboutDuplicateImages", String(input.warnAboutDuplicateImages));
     form.append("file", blob, filename);
     return this.request({ method: "POST", path: "/v1/assets/upload", form, schema: uploadResponseSchema, expect: 201 });
+  }
+
+  /**
+   * tus upload to /v1/assets/tus (tus-js-client): chunked, resumed from the service's offset after
+   * a broken connection, and the asset of the finished upload (its `Asset-Id`) returned.
+   */
+  async uploadResumable(input: ResumableUploadInput): Promise<AssetDto> {
+    const tus = await import("tus-js-client");
+    const filename = input.filename ?? (typeof input.file === "string" ? baseName(input.file) : "upload");
+    const token = typeof this.token === "function" ? await this.token() : this.token;
+    let source: unknown = input.file;
+    let size: number | undefined;
+    if (typeof input.file === "string") {
+      const fs = await import("node:fs");
+      size = (await fs.promises.stat(input.file)).size;
+      source = fs.createReadStream(input.file);
+    } else if (input.file instanceof Uint8Array && !(typeof Buffer !== "undefined" && Buffer.isBuffer(input.file))) {
+      source = Buffer.from(input.file.buffer, input.file.byteOffset, input.file.byteLength);
+    }
+    const metadata: Record<string, string> = { filename, filetype: input.contentType ?? guessContentType(filename) };
+    if (input.collectionId) metadata.collectionId = input.collectionId;
+    if (input.title) metadata.title = input.title;
+    if (input.tags?.length) metadata.tags = input.tags.join(",");
+    const assetId = await new Promise<string>((resolve, reject) => {
+      const upload = new tus.Upload(source as Blob, {
+        endpoint: `${this.baseUrl}/v1/assets/tus`,
+        uploadUrl: input.uploadUrl,
+        uploadSize: size,
+        chunkSize: input.chunkSize ?? 8 * 1024 * 1024,
+        retryDelays: input.retryDelays ?? [0, 1000, 3000, 5000, 10000],
+        headers: { ...this.extraHeaders, Authorization: `Bearer ${token}` },
+        metadata,
+        removeFingerprintOnSuccess: true,
+        onProgress: (sent, total) => input.onProgress?.(sent, total),
+        onUploadUrlAvailable: () => {
+          if (upload.url) input.onUploadUrl?.(upload.url);
+        },
+        onSuccess: ({ lastResponse }) => {
+          const id = lastResponse.getHeader("Asset-Id");
+          if (id) resolve(id);
+          else reject(new Error("The finished upload's answer carries no Asset-Id"));
+        },
+        onError: (err) => reject(err),
+      });
+      input.signal?.addEventListener("abort", () => {
+        void upload.abort().then(() => reject(input.signal?.reason ?? new Error("aborted")));
+      });
+      upload.start();
+    });
+    return this.getAsset(assetId);
+  }
+
+  /** POST /v1/assets/import: the service fetches the image from `url` (public addresses only). */
+  importFromUrl(input: ImportFromUrlInput): Promise<UploadResponse> {
+    return this.request({
+      method: "POST",
+      path: "/v1/assets/import",
+      json: input,
+      schema: uploadResponseSchema,
+      expect: 201,
+    });
   }
 
   // ------------------------------------------------------------------------------------------

@@ -1,5 +1,14 @@
 export { MediaPlatformClient, guessContentType } from "./client";
-export type { AssetPatch, ClientOptions, FullTextParams, ListAssetsParams, TokenSource, UploadInput } from "./client";
+export type {
+  AssetPatch,
+  ClientOptions,
+  FullTextParams,
+  ImportFromUrlInput,
+  ListAssetsParams,
+  ResumableUploadInput,
+  TokenSource,
+  UploadInput,
+} from "./client";
 export { ApiError, ResponseValidationError } from "./errors";
 export { MediaUrlBuilder, mediaUrl, originalUrl, step } from "./media-url";
 export type { MediaUrlOptions } from "./media-url";

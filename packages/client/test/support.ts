@@ -23,7 +23,9 @@ export interface RunningTestManagement {
  * environment points at Postgres (DATABASE_URL) or S3 (STORAGE_DRIVER=s3), a fresh database /
  * bucket from the management test helpers is used instead, as in the service's own tests.
  */
-export async function startTestManagement(options: { embeddedSecret?: boolean } = {}): Promise<RunningTestManagement> {
+export async function startTestManagement(
+  options: { embeddedSecret?: boolean; env?: Record<string, string> } = {},
+): Promise<RunningTestManagement> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "client-mgmt-"));
   const env: Record<string, string> = {
     MANAGEMENT_PORT: "0",
@@ -31,6 +33,7 @@ export async function startTestManagement(options: { embeddedSecret?: boolean } 
     DATA_DIR: dataDir,
     LOG_LEVEL: "silent",
     MEDIA_PUBLIC_URL: "http://media.test",
+    ...options.env,
   };
   // Embedded mode signs with a secret the service creates in DATA_DIR on first start (as `pnpm start`).
   if (!options.embeddedSecret) env.AUTH_JWT_SECRET = randomBytes(32).toString("hex");

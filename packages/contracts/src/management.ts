@@ -712,3 +712,52 @@ export const devTokenResponseSchema = z
   })
   .describe("A development bearer token");
 export type DevTokenResponse = z.infer<typeof devTokenResponseSchema>;
+
+/**
+ * A resumable (tus) upload's `Upload-Metadata` pairs, decoded: what a multipart upload's file part
+ * and fields carry. Tags are comma-separated (one metadata value per key).
+ */
+export const resumableUploadMetadataSchema = z
+  .object({
+    filename: singleLine().trim().min(1, "must not be empty").max(255, "must be at most 255 characters").optional(),
+    filetype: singleLine().trim().max(255, "must be at most 255 characters").optional(),
+    collectionId: uuidSchema.optional(),
+    title: singleLine().trim().min(1, "must not be empty").max(MAX_TITLE_LENGTH).optional(),
+    tags: z
+      .string()
+      .transform((s) =>
+        s
+          .split(",")
+          .map((t) => t.trim())
+          .filter((t) => t.length > 0),
+      )
+      .pipe(userTagsSchema)
+      .optional(),
+  })
+  .describe("Upload-Metadata of POST /v1/assets/tus: filename, filetype, and optionally collectionId, title, tags");
+export type ResumableUploadMetadata = z.infer<typeof resumableUploadMetadataSchema>;
+
+/** POST /v1/assets/import: the asset is fetched from `url` by the service. */
+export const importFromUrlSchema = z
+  .object({
+    url: z
+      .string()
+      .max(4096, "must be at most 4096 characters")
+      .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), "must be an http or https URL")
+      .describe(
+        "http or https URL of the image; its host must resolve to a public address (IMPORT_ALLOWED_HOSTS aside)",
+      ),
+    filename: singleLine().trim().min(1).max(255).optional().describe("Stored file name (default: from the URL)"),
+    collectionId: uuidSchema.optional().describe("Assign the new asset to this collection of the workspace"),
+  })
+  .strict()
+  .describe("Import an image from a URL");
+export type ImportFromUrlRequest = z.infer<typeof importFromUrlSchema>;
+
+/** The id segment of a resumable upload's URL (`Location` of its creation). */
+export const resumableUploadParamsSchema = z.object({
+  uploadId: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .describe("The upload's id: the last segment of the Location its creation answered"),
+});

@@ -1,6 +1,8 @@
 import express, { type Express } from "express";
 import { healthRouter, metricsRouter, requestContext } from "@media-platform/observability";
 import { assetsRouter, uploadIntake } from "./assets/routes";
+import { resumableUploads, type ResumableUploads } from "./assets/tus";
+import { uploadGateOf, type UploadGate } from "./assets/upload-intake";
 import type { TokenVerifier } from "./auth/keys";
 import { requireAuth } from "./auth/middleware";
 import { collectionsRouter } from "./collections/routes";
@@ -25,6 +27,10 @@ export interface AppDeps extends AppContext {
   libraryDir?: string | null;
   /** Embedded authentication only: the library's development sign-in (POST /library/dev-token). */
   devSignIn?: DevSignIn;
+  /** tus at /v1/assets/tus (assets/tus.ts); built here when omitted (the server passes its own, which it sweeps). */
+  resumable?: ResumableUploads;
+  /** The count of uploads in flight, shared by multipart and resumable uploads; built here when omitted. */
+  uploadGate?: UploadGate;
 }
 
 /** The Express app without a listener: supertest drives it directly. */
@@ -83,6 +89,10 @@ export function createApp(deps: AppDeps): Express {
     }),
   );
 
+  // tus: OPTIONS without a token (CORS preflight), the rest with one; bodies are its own.
+  const gate = deps.uploadGate ?? uploadGateOf(deps.uploads ?? defaultUploadSettings());
+  app.use((deps.resumable ?? resumableUploads(ctx, deps.verifier, gate)).router);
+
   // Everything else under /v1: a bearer token, JSON bodies.
   const v1 = express.Router();
   // Workspace data: never stored by shared caches, whatever the status.
@@ -95,7 +105,7 @@ export function createApp(deps: AppDeps): Express {
   app.use("/v1", v1);
   // Registered with their full paths (not mounted under a prefix) so every request, failed ones
   // included, is labelled with its documented route pattern in the access log and the metrics.
-  const upload = uploadIntake(ctx);
+  const upload = uploadIntake(ctx, gate);
   app.use(assetsRouter(ctx, upload));
   app.use(lifecycleRouter(ctx, upload));
   app.use(collectionsRouter(ctx));

@@ -1,5 +1,6 @@
 import type { BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
+import type { S3Connection, TransportsConfig } from "./config/transports";
 import type { UploadSettings } from "./config/uploads";
 import type { RawReads } from "./db/direct-reads";
 import type { PrismaClient } from "./generated/prisma/client";
@@ -44,6 +45,10 @@ export interface AppContext {
    * the next poll; none = no eager renders.
    */
   eagerRenders?: { mediaUrls: readonly string[]; wake(): void };
+  /** Resumable uploads and imports from a URL; defaultTransportsConfig(<tmp>) when omitted. */
+  transports?: TransportsConfig;
+  /** The S3 bucket of the blob store (resumable uploads share it across replicas); none = filesystem. */
+  s3?: S3Connection;
   /** Purges media caches and the CDN after a delete or replace; none = nothing to tell (tests). */
   propagator?: ChangePropagation;
 }

@@ -13,7 +13,12 @@ export type ManagementErrorCode =
   | "invalid-input"
   | "conflict"
   | "blob-missing"
-  | "invalid-token";
+  | "invalid-token"
+  | "too-large"
+  | "import-refused"
+  | "import-not-an-image"
+  | "import-failed"
+  | "import-timeout";
 
 /** No such resource in the caller's workspace (an unknown, foreign or malformed id alike). */
 export class NotFoundError extends DomainError<ManagementErrorCode> {
@@ -90,4 +95,15 @@ export function zodErrors(error: z.ZodError, prefix: string): FieldError[] {
     }
   }
   return out;
+}
+
+/** An import from a URL refused or failed: which of the import problems, and why. */
+export class ImportError extends DomainError<ManagementErrorCode> {
+  constructor(
+    readonly code: "import-refused" | "import-not-an-image" | "import-failed" | "import-timeout" | "too-large",
+    detail: string,
+  ) {
+    super(detail);
+    this.name = "ImportError";
+  }
 }

@@ -32,7 +32,13 @@ export type ManagementHttpProblemCode =
   | "uploads-busy"
   | "dependency-unavailable"
   | "library-not-built"
-  | "internal-error";
+  | "internal-error"
+  | "upload-offset-mismatch"
+  | "upload-expired"
+  | "tus-version"
+  | "upload-content-type"
+  | "upload-locked"
+  | "checksum-mismatch";
 
 export type ManagementProblemCode = ManagementErrorCode | ManagementHttpProblemCode;
 
@@ -86,7 +92,7 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
     status: 413,
     type: "payload-too-large",
     title: PROBLEM_TITLES[413]!,
-    when: "an upload above `MAX_UPLOAD_BYTES` (nothing is stored); a JSON body above 100 kB",
+    when: "an upload above `MAX_UPLOAD_BYTES` (nothing is stored), also a resumable upload's `Upload-Length` and an import's body; a JSON body above 100 kB",
   },
   "unsupported-image": {
     ...IMAGE_PROBLEMS["unsupported-image"],
@@ -141,6 +147,68 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
     type: "library-not-built",
     title: PROBLEM_TITLES[503]!,
     when: "`/library` before the library app was built (`pnpm start` and `pnpm build` build it)",
+  },
+  "upload-offset-mismatch": {
+    status: 409,
+    type: "upload-offset-mismatch",
+    title: "Upload offset mismatch",
+    when: "a resumable upload's `PATCH` whose `Upload-Offset` is not the offset the service holds (ask with `HEAD`)",
+  },
+  "upload-expired": {
+    status: 410,
+    type: "upload-expired",
+    title: "Upload expired",
+    when: "a resumable upload unfinished for longer than `TUS_UPLOAD_EXPIRY` (its bytes are swept)",
+  },
+  "tus-version": {
+    status: 412,
+    type: "tus-version",
+    title: "Precondition Failed",
+    when: "a resumable upload request without `Tus-Resumable: 1.0.0`",
+  },
+  "upload-content-type": {
+    status: 415,
+    type: "unsupported-media-type",
+    title: PROBLEM_TITLES[415]!,
+    when: "a resumable upload's `PATCH` whose `Content-Type` is not `application/offset+octet-stream`",
+  },
+  "upload-locked": {
+    status: 423,
+    type: "upload-locked",
+    title: "Upload locked",
+    when: "a resumable upload another request is still writing (after the lock wait)",
+  },
+  "checksum-mismatch": {
+    status: 460,
+    type: "checksum-mismatch",
+    title: "Checksum Mismatch",
+    when: "a resumable upload's `PATCH` whose bytes do not match its `Upload-Checksum` (sha1 or sha256): nothing of it is stored",
+  },
+  "import-refused": {
+    status: 400,
+    type: "import-refused",
+    title: "Import refused",
+    when:
+      "an import URL that is not http(s), or whose host (or a redirect's) is or resolves to a loopback, private, " +
+      "link-local, CGNAT, multicast, metadata or otherwise non-public address, in any spelling; more than 5 redirects",
+  },
+  "import-not-an-image": {
+    status: 415,
+    type: "import-not-an-image",
+    title: PROBLEM_TITLES[415]!,
+    when: "an import URL that answers an HTML page (or another non-image `Content-Type`): nothing is stored",
+  },
+  "import-failed": {
+    status: 502,
+    type: "import-failed",
+    title: "Import failed",
+    when: "an import URL whose server answers an error status (named in the detail) or cannot be reached",
+  },
+  "import-timeout": {
+    status: 504,
+    type: "import-timeout",
+    title: "Import timed out",
+    when: "an import that took longer than `IMPORT_TIMEOUT_MS` in total (redirects and body)",
   },
   "internal-error": {
     status: 500,

@@ -3,6 +3,10 @@ import { createBlobStore, type BlobStore } from "@media-platform/storage";
 import { traceRequests, type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createApp } from "./app";
+import { s3ConnectionOf } from "./config/transports";
+import { resumableUploads } from "./assets/tus";
+import { uploadGateOf } from "./assets/upload-intake";
+import { Periodic } from "./jobs/periodic";
 import { scheduleOrphanSweep } from "./assets/orphans";
 import { createVerifier, resolveKeySource } from "./auth/keys";
 import { loadConfig, type ManagementConfig } from "./config";
@@ -85,6 +89,8 @@ export async function startManagement(
       keepGps: config.keepGps,
       originalMetadata: config.originalMetadata,
       uploads: config.uploads,
+      transports: config.transports,
+      s3: s3ConnectionOf(config.storage),
       duplicateHammingThreshold: config.duplicateHammingThreshold,
       assetVersionsKept: config.lifecycle.assetVersionsKept,
       webhookUrls: config.webhooks.urls,
@@ -94,9 +100,21 @@ export async function startManagement(
           : undefined,
       propagator,
     };
+    // Resumable uploads: expired ones' bytes and old receipts swept on every replica (idempotent).
+    const uploadGate = uploadGateOf(config.uploads);
+    const resumable = resumableUploads(ctx, verifier, uploadGate);
+    const resumableSweep = new Periodic(
+      Math.min(3_600_000, Math.max(60_000, config.transports.tus.expiryMs / 4)),
+      () => resumable.sweep(),
+      log,
+      "resumable-upload-sweep",
+    );
+    resumableSweep.start();
     const embedded = keySource.kind === "secret" && keySource.embedded;
     const app = createApp({
       ...ctx,
+      resumable,
+      uploadGate,
       libraryDir: findLibraryDir(),
       // The development sign-in exists only while the embedded secret signs the tokens.
       devSignIn: embedded
@@ -152,7 +170,7 @@ export async function startManagement(
     });
     if (dispatcher && ctx.eagerRenders) ctx.eagerRenders.wake = () => dispatcher.wake();
     const stopJobs = async (): Promise<void> => {
-      await Promise.all([trash.stop(), dispatcher?.stop()]);
+      await Promise.all([trash.stop(), dispatcher?.stop(), resumableSweep.stop().then(() => resumable.close())]);
     };
     const closeHooks: CloseHook[] = [
       { name: "background jobs", close: stopJobs },

@@ -126,6 +126,7 @@ export type AuthedAgent = {
   patch(url: string): request.Test;
   put(url: string): request.Test;
   delete(url: string): request.Test;
+  head(url: string): request.Test;
 };
 
 export async function createTestApp(
@@ -144,6 +145,10 @@ export async function createTestApp(
       | "mediaUrlLifetimeSeconds"
       | "libraryDir"
       | "devSignIn"
+      | "transports"
+      | "uploads"
+      | "s3"
+      | "resumable"
     >
   > & {
     /** A blob store no other test shares (tests that sweep or list the whole store). */
@@ -174,6 +179,10 @@ export async function createTestApp(
     mediaUrlLifetimeSeconds: options.mediaUrlLifetimeSeconds,
     libraryDir: options.libraryDir,
     devSignIn: options.devSignIn,
+    transports: options.transports,
+    uploads: options.uploads,
+    s3: options.s3,
+    resumable: options.resumable,
   };
   const app = createApp(deps);
   const token = (ws: string, sub = "user-1") => signToken(secret, { workspaceId: ws, sub, ttl: "1h" });
@@ -185,6 +194,7 @@ export async function createTestApp(
       patch: (url) => request(app).patch(url).set("Authorization", auth),
       put: (url) => request(app).put(url).set("Authorization", auth),
       delete: (url) => request(app).delete(url).set("Authorization", auth),
+      head: (url) => request(app).head(url).set("Authorization", auth),
     };
   };
   return {

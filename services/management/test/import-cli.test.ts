@@ -299,3 +299,69 @@ describe("pnpm run import", () => {
     expect(progressLine(1, 1, `${"x".repeat(60)}.png`, 4)).toMatch(/^\[####\] 1\/1 …x+\.png$/);
   });
 });
+
+describe("pnpm run import --from-urls", () => {
+  let server: RunningTestManagement;
+  let source: import("node:http").Server;
+  let dir: string;
+
+  beforeAll(async () => {
+    const http = await import("node:http");
+    const rocket = fs.readFileSync(path.join(FIXTURES, "rocket.jpg"));
+    const logo = fs.readFileSync(path.join(FIXTURES, "logo.png"));
+    source = http.createServer((req, res) => {
+      if (req.url === "/rocket.jpg") res.writeHead(200, { "Content-Type": "image/jpeg" }).end(rocket);
+      else if (req.url === "/logo.png") res.writeHead(200, { "Content-Type": "image/png" }).end(logo);
+      else res.writeHead(200, { "Content-Type": "text/html" }).end("<html></html>");
+    });
+    await new Promise<void>((resolve) => source.listen(0, "127.0.0.1", resolve));
+    const port = (source.address() as AddressInfo).port;
+    server = await startTestManagement({ embeddedSecret: true, env: { IMPORT_ALLOWED_HOSTS: `127.0.0.1:${port}` } });
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "import-urls-"));
+    fs.writeFileSync(
+      path.join(dir, "urls.txt"),
+      `# from the old system\nhttp://127.0.0.1:${port}/rocket.jpg\n\nhttp://127.0.0.1:${port}/logo.png\nhttp://127.0.0.1:${port}/page\n`,
+    );
+  });
+  afterAll(async () => {
+    await server.close();
+    source.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("imports every URL of the file, each fetched by the service, and reports the refused ones", async () => {
+    const stdout = new Capture();
+    const stderr = new Capture();
+    const code = await main({
+      argv: ["--from-urls", path.join(dir, "urls.txt"), "--workspace", "ws-urls", "--url", server.url, "--json"],
+      env: cliEnv(server),
+      stdout,
+      stderr,
+    });
+    expect(stderr.text).toBe("");
+    expect(code).toBe(1);
+    const summary = JSON.parse(stdout.text) as ImportSummary;
+    expect(summary.total).toBe(3);
+    expect(files(summary.uploaded)).toEqual([
+      expect.stringMatching(/rocket\.jpg$/),
+      expect.stringMatching(/logo\.png$/),
+    ]);
+    expect(summary.rejected).toEqual([
+      expect.objectContaining({ file: expect.stringMatching(/\/page$/), status: 415 }),
+    ]);
+    const client = new MediaPlatformClient({ baseUrl: server.url, token: server.token("ws-urls") });
+    expect((await client.listAssets()).count).toBe(2);
+  });
+
+  it("takes no folder with --from-urls (exit 2)", async () => {
+    const stderr = new Capture();
+    const code = await main({
+      argv: ["--from-urls", path.join(dir, "urls.txt"), "some-folder", "--workspace", "w"],
+      env: cliEnv(server),
+      stdout: new Capture(),
+      stderr,
+    });
+    expect(code).toBe(2);
+    expect(stderr.text).toMatch(/--from-urls takes no folder/);
+  });
+});

@@ -27,7 +27,7 @@ export interface TransportJob {
 /** Sends one file; resolves with the server's answer (never rejects for an HTTP status). */
 export type UploadTransport = (job: TransportJob) => Promise<TransportResult>;
 
-export type UploadState = "queued" | "uploading" | "processing" | "done" | "refused";
+export type UploadState = "queued" | "uploading" | "paused" | "processing" | "done" | "refused";
 
 export interface UploadItem<Asset = unknown> {
   key: number;
@@ -70,6 +70,8 @@ export class UploadQueue<Asset = unknown> {
   private items: UploadItem<Asset>[] = [];
   private readonly files = new Map<number, { file: File; collectionId: string }>();
   private readonly controllers = new Map<number, AbortController>();
+  /** Files their person paused while they travelled: their transport's end is not a failure. */
+  private readonly pausing = new Set<number>();
   private active = 0;
   private pausedUntil = 0;
   private wakeScheduled = false;
@@ -111,6 +113,27 @@ export class UploadQueue<Asset = unknown> {
     const item = this.items.find((i) => i.key === key);
     if (!item || item.state !== "refused" || !this.files.has(key)) return;
     this.patch(key, { state: "queued", sent: 0, attempts: 0, failure: undefined, retryAt: undefined });
+    this.pump();
+  }
+
+  /**
+   * Stops a queued or travelling file until `resume`. A resumable transport keeps what the
+   * server holds, so the file goes on from there; the multipart one starts over.
+   */
+  pause(key: number): void {
+    const item = this.items.find((i) => i.key === key);
+    if (!item) return;
+    if (item.state === "queued") this.patch(key, { state: "paused", retryAt: undefined });
+    else if (item.state === "uploading") {
+      this.pausing.add(key);
+      this.controllers.get(key)?.abort();
+    }
+  }
+
+  resume(key: number): void {
+    const item = this.items.find((i) => i.key === key);
+    if (!item || item.state !== "paused") return;
+    this.patch(key, { state: "queued", attempts: 0 });
     this.pump();
   }
 
@@ -201,6 +224,10 @@ export class UploadQueue<Asset = unknown> {
 
   private settle(key: number, attempts: number, result: TransportResult): void {
     const { status } = result;
+    if (this.pausing.delete(key) && status === 0) {
+      this.patch(key, { state: "paused" });
+      return;
+    }
     if (status === 201 || status === 200) {
       this.files.delete(key);
       this.patch(key, {
@@ -235,7 +262,7 @@ export class UploadQueue<Asset = unknown> {
 
 /** The counts the summary line shows. */
 export function summarize(items: readonly UploadItem[]): Record<UploadState, number> & { total: number } {
-  const counts = { queued: 0, uploading: 0, processing: 0, done: 0, refused: 0, total: items.length };
+  const counts = { queued: 0, uploading: 0, paused: 0, processing: 0, done: 0, refused: 0, total: items.length };
   for (const item of items) counts[item.state]++;
   return counts;
 }

@@ -6,13 +6,14 @@ import { href } from "../route";
 import { client, settings, token } from "../session";
 import { formatBytes } from "../upload/problems";
 import { summarize, UploadQueue, type UploadItem } from "../upload/queue";
-import { multipartTransport } from "../upload/transport";
+import { libraryTransport } from "../upload/transport";
 
 type Item = UploadItem<UploadResponse>;
 
 const STATE_LABEL: Record<Item["state"], string> = {
   queued: "Waiting",
   uploading: "Uploading",
+  paused: "Paused",
   processing: "Processing",
   done: "Done",
   refused: "Not uploaded",
@@ -25,6 +26,7 @@ function summaryText(items: readonly Item[]): string {
   if (c.refused) parts.push(`${c.refused} not uploaded`);
   if (c.uploading) parts.push(`${c.uploading} uploading`);
   if (c.processing) parts.push(`${c.processing} processing`);
+  if (c.paused) parts.push(`${c.paused} paused`);
   if (c.queued) parts.push(`${c.queued} waiting`);
   return parts.join(" · ");
 }
@@ -36,7 +38,7 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
   const queue = useMemo(
     () =>
       new UploadQueue<UploadResponse>({
-        transport: multipartTransport(settings.apiUrl, () => token.get() ?? ""),
+        transport: libraryTransport(settings.apiUrl, () => token.get() ?? ""),
         concurrency: settings.uploadConcurrency,
         maxBytes: settings.maxUploadBytes,
         accept: (body) => body as UploadResponse,
@@ -120,7 +122,13 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
           </div>
           <ul id="upload-list" class="upload-list" hidden={!expanded} aria-label="Uploads">
             {items.map((item) => (
-              <UploadRow key={item.key} item={item} onRetry={() => queue.retry(item.key)} />
+              <UploadRow
+                key={item.key}
+                item={item}
+                onRetry={() => queue.retry(item.key)}
+                onPause={() => queue.pause(item.key)}
+                onResume={() => queue.resume(item.key)}
+              />
             ))}
           </ul>
         </div>
@@ -129,7 +137,17 @@ export function Upload({ collectionId, onUploaded }: { collectionId: string; onU
   );
 }
 
-function UploadRow({ item, onRetry }: { item: Item; onRetry: () => void }) {
+function UploadRow({
+  item,
+  onRetry,
+  onPause,
+  onResume,
+}: {
+  item: Item;
+  onRetry: () => void;
+  onPause: () => void;
+  onResume: () => void;
+}) {
   const waiting = item.state === "queued" && item.retryAt !== undefined;
   return (
     <li class={`upload-item ${item.state}`} data-state={item.state}>
@@ -139,6 +157,16 @@ function UploadRow({ item, onRetry }: { item: Item; onRetry: () => void }) {
           {waiting ? "Waiting: the server is busy" : STATE_LABEL[item.state]}
           {item.state === "uploading" && ` ${formatBytes(item.sent)} of ${formatBytes(item.size)}`}
         </span>
+        {(item.state === "uploading" || item.state === "queued") && (
+          <button type="button" class="upload-pause" onClick={onPause}>
+            Pause <span class="visually-hidden">{item.name}</span>
+          </button>
+        )}
+        {item.state === "paused" && (
+          <button type="button" class="upload-resume" onClick={onResume}>
+            Resume <span class="visually-hidden">{item.name}</span>
+          </button>
+        )}
         {item.state === "done" && item.asset && (
           <a href={href.asset(item.asset.id)}>
             Open <span class="visually-hidden">{titleOf(item.asset)}</span>

@@ -96,7 +96,8 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
   },
   409: {
     name: "Conflict",
-    description: "A collection with this name already exists in the workspace",
+    description:
+      "A collection with this name already exists in the workspace; a resumable upload's Upload-Offset is not the offset the service holds",
     example: {
       slug: "conflict",
       title: "Conflict",
@@ -133,6 +134,44 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
       title: "Image cannot be decoded",
       detail: "The image could not be decoded (truncated or corrupt)",
     },
+  },
+  410: {
+    name: "Gone",
+    description: "A resumable upload past TUS_UPLOAD_EXPIRY (its bytes are swept)",
+    example: { slug: "upload-expired", title: "Upload expired", detail: "The file for this url no longer exists" },
+  },
+  412: {
+    name: "PreconditionFailed",
+    description: "A resumable upload request without Tus-Resumable: 1.0.0",
+    example: { slug: "tus-version", title: "Precondition Failed", detail: "Tus-Resumable Required" },
+  },
+  423: {
+    name: "Locked",
+    description: "Another request is still writing this resumable upload",
+    example: { slug: "upload-locked", title: "Upload locked", detail: "Another request is writing this upload" },
+  },
+  460: {
+    name: "ChecksumMismatch",
+    description: "The bytes of a PATCH do not match its Upload-Checksum; none of them were stored",
+    example: {
+      slug: "checksum-mismatch",
+      title: "Checksum Mismatch",
+      detail: "The body does not match its Upload-Checksum (sha256); nothing of it was stored",
+    },
+  },
+  502: {
+    name: "ImportFailed",
+    description: "An import URL's server answered an error status (named in the detail) or could not be reached",
+    example: {
+      slug: "import-failed",
+      title: "Import failed",
+      detail: "The remote server answered 404 for example.com/a.png",
+    },
+  },
+  504: {
+    name: "ImportTimeout",
+    description: "An import took longer than IMPORT_TIMEOUT_MS",
+    example: { slug: "import-timeout", title: "Import timed out", detail: "The import took longer than 60000 ms" },
   },
   500: {
     name: "InternalError",
@@ -206,6 +245,13 @@ function parametersOf(where: "path" | "query", object: z.ZodObject | undefined):
 }
 
 function requestBodyOf(body: RouteBody): JsonObject {
+  if (body.type === "binary") {
+    return {
+      description: body.description,
+      required: body.required,
+      content: { [body.contentType]: { schema: { type: "string", format: "binary" } } },
+    };
+  }
   if (body.type === "json") {
     const id = findComponentId(body.schema, inputComponents);
     return {
@@ -246,9 +292,14 @@ function operationOf(route: ApiRoute): JsonObject {
     const r: JsonObject = { description: response.description };
     if (response.schema) r.content = { "application/json": { schema: responseSchemaRef(response.schema) } };
     else if (response.contentType) r.content = { [response.contentType]: { schema: { type: "string" } } };
+    const headers: JsonObject = {};
     if (response.location) {
-      r.headers = { Location: { description: "URL of the created resource", schema: { type: "string" } } };
+      headers.Location = { description: "URL of the created resource", schema: { type: "string" } };
     }
+    for (const [name, description] of Object.entries(response.headers ?? {})) {
+      headers[name] = { description, schema: { type: "string" } };
+    }
+    if (Object.keys(headers).length) r.headers = headers;
     responses[status] = r;
   }
   const problems: (ProblemStatus | 500)[] = [...route.problems, ...(route.auth ? [401 as const] : []), 500];

@@ -24,6 +24,8 @@ import {
   signMediaUrlResponseSchema,
   signMediaUrlsRequestSchema,
   signMediaUrlsResponseSchema,
+  importFromUrlSchema,
+  resumableUploadParamsSchema,
 } from "../management";
 
 /**
@@ -32,10 +34,10 @@ import {
  * checks it against the app's router in both directions.
  */
 
-export type HttpMethod = "get" | "post" | "put" | "patch" | "delete";
+export type HttpMethod = "get" | "post" | "put" | "patch" | "delete" | "head" | "options";
 
 /** Problem statuses an operation may answer with (application/problem+json). */
-export type ProblemStatus = 400 | 401 | 404 | 409 | 413 | 415 | 422;
+export type ProblemStatus = 400 | 401 | 404 | 409 | 410 | 412 | 413 | 415 | 422 | 423 | 460 | 502 | 504;
 
 export interface RouteResponse {
   description: string;
@@ -45,6 +47,8 @@ export interface RouteResponse {
   contentType?: string;
   /** Sends a Location header with the created resource's URL. */
   location?: boolean;
+  /** Other response headers: name -> description. */
+  headers?: Record<string, string>;
 }
 
 export type RouteBody =
@@ -56,6 +60,13 @@ export type RouteBody =
       /** Name of the (single, required) file part. */
       filePart: string;
       fileDescription: string;
+      description: string;
+    }
+  | {
+      /** Raw bytes (a resumable upload's chunk). */
+      type: "binary";
+      contentType: string;
+      required: boolean;
       description: string;
     };
 
@@ -154,6 +165,20 @@ export const managementRoutes: readonly ApiRoute[] = [
     responses: { 201: { description: "The created asset", schema: uploadResponseSchema, location: true } },
     problems: [400, 413, 415, 422],
   },
+  {
+    method: "post",
+    path: "/v1/assets/import",
+    operationId: "importFromUrl",
+    summary: "Import an image from a URL",
+    description:
+      "The service fetches the URL itself (http or https, at most 5 redirects, within IMPORT_TIMEOUT_MS, at most MAX_UPLOAD_BYTES) and runs the same intake as an upload. Every host, the first and each redirect's, must be a public address, checked when the connection is made (in any spelling: decimal, octal, hex, short IPv4 forms, IPv4-mapped and -compatible IPv6, NAT64); loopback, private, link-local (cloud metadata), CGNAT, multicast and reserved addresses are refused (400 `import-refused`) unless the host is listed in IMPORT_ALLOWED_HOSTS. An answer that is not an image (an HTML page) is 415 `import-not-an-image`; an error status of the remote server is 502 `import-failed` naming it.",
+    tag: TAGS.assets,
+    auth: true,
+    body: { type: "json", schema: importFromUrlSchema, description: "The URL and optional file name and collection" },
+    responses: { 201: { description: "The created asset", schema: uploadResponseSchema, location: true } },
+    problems: [400, 413, 415, 422, 502, 504],
+  },
+  ...resumableUploadRoutes(),
   {
     method: "get",
     path: "/v1/assets/:assetId",
@@ -402,4 +427,123 @@ export const managementRoutes: readonly ApiRoute[] = [
 /** `/v1/assets/:assetId` -> `/v1/assets/{assetId}` */
 export function toOpenApiPath(expressPath: string): string {
   return expressPath.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+}
+
+/** tus 1.0 at /v1/assets/tus (creation, creation-with-upload, termination, expiration, checksum). */
+function resumableUploadRoutes(): ApiRoute[] {
+  const tus = "Tus-Resumable: 1.0.0 on every request but OPTIONS (412 without it).";
+  const finished =
+    'When the last byte arrives the same intake as an upload runs; its refusals (415, 422, 413) answer this request and nothing of the upload is kept. The finished upload answers `Asset-Id` and `Link: </v1/assets/{id}>; rel="asset"`.';
+  const assetHeaders = {
+    "Asset-Id": "The id of the asset the finished upload became (on the request that sent its last byte)",
+    Link: '`</v1/assets/{id}>; rel="asset"` on the finishing request',
+  };
+  return [
+    {
+      method: "options",
+      path: "/v1/assets/tus",
+      operationId: "resumableUploadOptions",
+      summary: "Resumable upload capabilities (tus), CORS preflight",
+      description: "Answers without a token, so browsers' CORS preflights pass.",
+      tag: TAGS.assets,
+      auth: false,
+      responses: {
+        204: {
+          description: "The server's tus capabilities",
+          headers: {
+            "Tus-Version": "1.0.0",
+            "Tus-Extension": "creation,creation-with-upload,termination,expiration,checksum",
+            "Tus-Max-Size": "MAX_UPLOAD_BYTES",
+            "Tus-Checksum-Algorithm": "sha1,sha256",
+          },
+        },
+      },
+      problems: [],
+    },
+    {
+      method: "options",
+      path: "/v1/assets/tus/:uploadId",
+      operationId: "resumableUploadPreflight",
+      summary: "CORS preflight of an upload's URL",
+      tag: TAGS.assets,
+      auth: false,
+      params: resumableUploadParamsSchema,
+      responses: { 204: { description: "The server's tus capabilities" } },
+      problems: [],
+    },
+    {
+      method: "post",
+      path: "/v1/assets/tus",
+      operationId: "createResumableUpload",
+      summary: "Create a resumable upload (tus creation)",
+      description: `${tus} \`Upload-Length\` is required and checked against MAX_UPLOAD_BYTES before anything is stored (413). \`Upload-Metadata\` carries \`filename\`, \`filetype\` and optionally \`collectionId\`, \`title\` and \`tags\` (comma-separated). A body (\`Content-Type: application/offset+octet-stream\`) is the first bytes (creation-with-upload). An unfinished upload expires after TUS_UPLOAD_EXPIRY (\`Upload-Expires\`). ${finished}`,
+      tag: TAGS.assets,
+      auth: true,
+      body: {
+        type: "binary",
+        contentType: "application/offset+octet-stream",
+        required: false,
+        description: "The first bytes of the file (optional)",
+      },
+      responses: {
+        201: {
+          description: "The upload's URL",
+          location: true,
+          headers: {
+            "Upload-Offset": "Bytes stored",
+            "Upload-Expires": "When an unfinished upload expires",
+            ...assetHeaders,
+          },
+        },
+      },
+      problems: [400, 404, 412, 413, 415, 422, 460],
+    },
+    {
+      method: "head",
+      path: "/v1/assets/tus/:uploadId",
+      operationId: "getResumableUploadOffset",
+      summary: "The offset of a resumable upload",
+      description: `${tus} Another workspace's upload is a 404. A finished upload still answers, with its \`Asset-Id\`, until it would have expired.`,
+      tag: TAGS.assets,
+      auth: true,
+      params: resumableUploadParamsSchema,
+      responses: {
+        200: {
+          description: "How much of the upload is stored",
+          headers: { "Upload-Offset": "Bytes stored", "Upload-Length": "The upload's size", ...assetHeaders },
+        },
+      },
+      problems: [404, 410, 412],
+    },
+    {
+      method: "patch",
+      path: "/v1/assets/tus/:uploadId",
+      operationId: "appendResumableUpload",
+      summary: "Send bytes of a resumable upload",
+      description: `${tus} \`Upload-Offset\` must be the offset the service holds (409 otherwise). With \`Upload-Checksum: sha1|sha256 <base64>\` the bytes are checked first and a mismatch (460) stores none of them. ${finished}`,
+      tag: TAGS.assets,
+      auth: true,
+      params: resumableUploadParamsSchema,
+      body: {
+        type: "binary",
+        contentType: "application/offset+octet-stream",
+        required: true,
+        description: "The bytes from Upload-Offset on",
+      },
+      responses: { 204: { description: "Stored", headers: { "Upload-Offset": "Bytes stored", ...assetHeaders } } },
+      problems: [400, 404, 409, 410, 412, 413, 415, 422, 423, 460],
+    },
+    {
+      method: "delete",
+      path: "/v1/assets/tus/:uploadId",
+      operationId: "terminateResumableUpload",
+      summary: "Abandon a resumable upload (tus termination)",
+      description: `${tus} Its bytes are removed.`,
+      tag: TAGS.assets,
+      auth: true,
+      params: resumableUploadParamsSchema,
+      responses: { 204: { description: "Removed" } },
+      problems: [404, 412],
+    },
+  ];
 }

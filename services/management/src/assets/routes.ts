@@ -2,6 +2,7 @@ import { Router, type Request, type RequestHandler } from "express";
 import {
   assetIdParamsSchema,
   fullTextQuerySchema,
+  importFromUrlSchema,
   listAssetsQuerySchema,
   patchAssetSchema,
   uploadFieldsSchema,
@@ -12,7 +13,8 @@ import { requireJson } from "../http";
 import { badRequest, notFound, parseOr400 } from "../problem";
 import { getAsset, listAssets, patchAsset, searchAssetsFullText, uploadAsset, type UploadedFile } from "./service";
 import { defaultUploadSettings } from "../config/uploads";
-import { uploadMiddleware } from "./upload-intake";
+import { uploadMiddleware, type UploadGate } from "./upload-intake";
+import { importFromUrl } from "./url-import";
 
 /** The :assetId of a route; a malformed id is a 404. */
 export const assetIdOf = (params: unknown): string => {
@@ -30,8 +32,8 @@ export function uploadedFileOf(req: Request): UploadedFile {
 }
 
 /** The upload middleware of both upload and replace, so MAX_CONCURRENT_UPLOADS counts both. */
-export const uploadIntake = (ctx: AppContext): RequestHandler =>
-  uploadMiddleware(ctx.maxUploadBytes, ctx.uploads ?? defaultUploadSettings());
+export const uploadIntake = (ctx: AppContext, gate?: UploadGate): RequestHandler =>
+  uploadMiddleware(ctx.maxUploadBytes, ctx.uploads ?? defaultUploadSettings(), gate);
 
 /** Where the routes live. Full paths, not a mount point, so `req.route.path` is the documented pattern. */
 export const ASSETS_PATH = "/v1/assets";
@@ -48,6 +50,13 @@ export function assetsRouter(ctx: AppContext, upload: RequestHandler): Router {
     const file = uploadedFileOf(req);
     const fields = parseOr400(uploadFieldsSchema, req.body ?? {}, "body");
     const created = await uploadAsset(ctx, principalOf(req), file, fields);
+    ctx.metrics?.observeUpload(created.bytes);
+    res.status(201).location(`${ASSETS_PATH}/${created.id}`).json(created);
+  });
+
+  r.post(`${ASSETS_PATH}/import`, requireJson, async (req, res) => {
+    const body = parseOr400(importFromUrlSchema, req.body, "body");
+    const created = await importFromUrl(ctx, principalOf(req), body);
     ctx.metrics?.observeUpload(created.bytes);
     res.status(201).location(`${ASSETS_PATH}/${created.id}`).json(created);
   });

@@ -42,7 +42,12 @@ const BLOB_TX_OPTIONS = { timeout: 30_000, maxWait: 10_000 };
 const isPrismaError = (err: unknown, code: string): boolean =>
   err instanceof Prisma.PrismaClientKnownRequestError && err.code === code;
 
-async function assertCollectionInWorkspace(ctx: AppContext, workspaceId: string, collectionId: string, path: string) {
+export async function assertCollectionInWorkspace(
+  ctx: AppContext,
+  workspaceId: string,
+  collectionId: string,
+  path: string,
+) {
   const found = await ctx.prisma.collection.findFirst({
     where: { id: collectionId, workspaceId },
     select: { id: true },

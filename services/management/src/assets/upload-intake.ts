@@ -102,17 +102,33 @@ export class UploadGate {
   }
 }
 
+/** The process's one count of uploads in flight: multipart and resumable ones share it. */
+export const uploadGateOf = (settings: UploadSettings): UploadGate =>
+  new UploadGate(settings.maxConcurrentUploads, settings.maxConcurrentUploadsPerWorkspace);
+
+/** The 503 of a full gate, naming the limit reached. */
+export function uploadsBusy(gate: UploadGate, reached: "instance" | "workspace") {
+  const limit =
+    reached === "workspace"
+      ? `at most ${gate.maxPerWorkspace} per workspace on this instance`
+      : `at most ${gate.max} per instance`;
+  return problem("uploads-busy", `Too many uploads in progress (${limit}); retry later`);
+}
+
 /**
  * multer with a hard size cap (busboy stops reading the part once the cap is passed), the body
  * streamed to a spool file, an idle timeout on the body (408) and a per-process cap on concurrent
  * uploads (503 + Retry-After, checked before any byte is read). Exactly one `file` part; text
  * fields are returned in req.body; the spooled file in req.file (`path`, `size`, `sha256`).
  */
-export function uploadMiddleware(maxUploadBytes: number, settings: UploadSettings): RequestHandler {
+export function uploadMiddleware(
+  maxUploadBytes: number,
+  settings: UploadSettings,
+  gate: UploadGate = uploadGateOf(settings),
+): RequestHandler {
   // Upload bodies are private until stored: owner-only folder (also when it already existed) and files.
   fs.mkdirSync(settings.spoolDir, { recursive: true, mode: 0o700 });
   fs.chmodSync(settings.spoolDir, 0o700);
-  const gate = new UploadGate(settings.maxConcurrentUploads, settings.maxConcurrentUploadsPerWorkspace);
   const upload = multer({
     storage: new SpoolStorage(settings.spoolDir),
     // RFC 7578 filenames are UTF-8 (curl, browsers); busboy's default would read them as latin1.
@@ -144,11 +160,7 @@ export function uploadMiddleware(maxUploadBytes: number, settings: UploadSetting
     const workspaceId = req.principal?.workspaceId ?? "";
     const admitted = gate.tryEnter(workspaceId);
     if (admitted !== "ok") {
-      const limit =
-        admitted === "workspace"
-          ? `at most ${gate.maxPerWorkspace} per workspace on this instance`
-          : `at most ${gate.max} per instance`;
-      next(problem("uploads-busy", `Too many uploads in progress (${limit}); retry later`));
+      next(uploadsBusy(gate, admitted));
       return;
     }
 

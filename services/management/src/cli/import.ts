@@ -1,11 +1,13 @@
 /**
  * pnpm run import <folder> --workspace <id> [--collection <name>] [--url http://localhost:3000]
+ * pnpm run import --from-urls <file> --workspace <id> [...]
  *
  * Uploads every file of a folder (not hidden files, not sub-folders) through the management API
  * with warnAboutDuplicateImages, optionally into a collection (created when missing), showing a
  * progress line on a terminal, then prints a summary: uploaded, duplicates (exact / similar) and
  * rejected files with the API's reason. The server decides what is an image (it sniffs bytes),
- * so a .txt file is sent too and comes back as a 415.
+ * so a .txt file is sent too and comes back as a 415. With --from-urls, each line of the file (blank
+ * lines and `#` comments aside) is a URL the service imports itself (POST /v1/assets/import).
  *
  * The token is signed like `pnpm run token` does (AUTH_JWT_SECRET, or the embedded secret in DATA_DIR);
  * with an identity provider (AUTH_JWKS_URL / AUTH_PUBLIC_KEY) pass --token or MEDIA_PLATFORM_TOKEN.
@@ -19,11 +21,13 @@ import { loadConfig } from "../config";
 
 export const USAGE = `usage: pnpm run import <folder> --workspace <id> [--collection <name>] [--url <management URL>]
        [--token <bearer token>] [--concurrency <n>] [--json]
+       pnpm run import --from-urls <file> --workspace <id> [the same options]
 
   --workspace, -w    workspace to import into (signs a token like pnpm run token)
   --collection, -c   put the assets into this collection (created when missing)
   --url, -u          management API base URL (default http://localhost:<MANAGEMENT_PORT or 3000>)
   --token, -t        use this bearer token instead of signing one (or MEDIA_PLATFORM_TOKEN)
+  --from-urls        import the URLs listed in this file (one a line; the service fetches each)
   --concurrency      parallel uploads (default 1: duplicates within the folder are always detected)
   --json             print the summary as JSON`;
 
@@ -52,6 +56,8 @@ export interface ImportSummary {
 
 export interface ImportOptions {
   folder: string;
+  /** A file of URLs (one a line) to import instead of the folder's files; `folder` is then unused. */
+  urlsFile?: string;
   client: MediaPlatformClient;
   collection?: string;
   concurrency?: number;
@@ -112,17 +118,27 @@ function describeFailure(err: unknown): string {
   return cause ? `${message} (${cause})` : message;
 }
 
-/** Uploads the folder; never throws for a rejected file, only when the import cannot go on. */
+/** The URLs of a --from-urls file: one a line, blank lines and `#` comments skipped. */
+export function listImportUrls(file: string): string[] {
+  return fs
+    .readFileSync(file, "utf8")
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"));
+}
+
+/** Uploads the folder (or imports the URLs); never throws for a rejected file, only when the import cannot go on. */
 export async function runImport(options: ImportOptions): Promise<ImportSummary> {
-  const folder = path.resolve(options.folder);
+  const folder = path.resolve(options.urlsFile ?? options.folder);
   let stat: fs.Stats;
   try {
     stat = fs.statSync(folder);
   } catch {
-    throw new ImportAbortedError(`folder not found: ${folder}`);
+    throw new ImportAbortedError(`${options.urlsFile ? "file" : "folder"} not found: ${folder}`);
   }
-  if (!stat.isDirectory()) throw new ImportAbortedError(`not a folder: ${folder}`);
-  const files = listImportFiles(folder);
+  if (options.urlsFile ? !stat.isFile() : !stat.isDirectory())
+    throw new ImportAbortedError(`not a ${options.urlsFile ? "file" : "folder"}: ${folder}`);
+  const files = options.urlsFile ? listImportUrls(folder) : listImportFiles(folder);
   const { client } = options;
 
   let collection: ImportSummary["collection"] = null;
@@ -151,11 +167,13 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
       const index = next++;
       const file = files[index]!;
       try {
-        const asset = await client.uploadAsset({
-          file: path.join(folder, file),
-          collectionId: collection?.id,
-          warnAboutDuplicateImages: true,
-        });
+        const asset = options.urlsFile
+          ? await client.importFromUrl({ url: file, collectionId: collection?.id })
+          : await client.uploadAsset({
+              file: path.join(folder, file),
+              collectionId: collection?.id,
+              warnAboutDuplicateImages: true,
+            });
         uploaded[index] = { file, assetId: asset.id, duplicates: asset.duplicates ?? [] };
       } catch (err) {
         if (err instanceof ApiError && !FATAL.has(err.status)) {
@@ -246,6 +264,7 @@ export async function main(io: CliIo): Promise<number> {
         url: { type: "string", short: "u" },
         token: { type: "string", short: "t" },
         concurrency: { type: "string" },
+        "from-urls": { type: "string" },
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -259,8 +278,11 @@ export async function main(io: CliIo): Promise<number> {
     io.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  if (positionals.length !== 1) {
-    io.stderr.write(`expected exactly one folder, got ${positionals.length}\n${USAGE}\n`);
+  const urlsFile = values["from-urls"];
+  if (positionals.length !== (urlsFile === undefined ? 1 : 0)) {
+    io.stderr.write(
+      `${urlsFile === undefined ? "expected exactly one folder" : "--from-urls takes no folder"}, got ${positionals.length}\n${USAGE}\n`,
+    );
     return 2;
   }
   const concurrency = values.concurrency === undefined ? 1 : Number(values.concurrency);
@@ -315,7 +337,8 @@ export async function main(io: CliIo): Promise<number> {
   const tty = io.stderr.isTTY === true && !values.json;
   try {
     const summary = await runImport({
-      folder: positionals[0]!,
+      folder: positionals[0] ?? "",
+      urlsFile,
       client,
       collection: values.collection,
       concurrency,

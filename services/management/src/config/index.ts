@@ -12,6 +12,7 @@ import {
 } from "@media-platform/runtime";
 import { parseStorageEnv, secretEnvField, storageEnvSchema, type StorageEnv } from "@media-platform/storage";
 import { lifecycleConfigFrom, lifecycleEnvShape, propagationEnvShape, type LifecycleConfig } from "./lifecycle";
+import { transportsConfigFrom, transportsEnvShape, type TransportsConfig } from "./transports";
 import { defaultUploadSettings, type UploadSettings } from "./uploads";
 import { webhookConfigFrom, webhookEnvShape, type WebhookConfig } from "./webhooks";
 
@@ -19,6 +20,7 @@ export { ConfigError };
 export { defaultUploadSettings, type UploadSettings } from "./uploads";
 export { purgeUrlsDefault, type LifecycleConfig } from "./lifecycle";
 export type { WebhookConfig } from "./webhooks";
+export { defaultTransportsConfig, type TransportsConfig } from "./transports";
 
 /** DATABASE_STATEMENT_CACHE's default: prepared statements kept per Postgres connection. */
 export const DEFAULT_STATEMENT_CACHE = 256;
@@ -164,6 +166,7 @@ const ownEnvSchema = z.object({
   ...webhookEnvShape,
   ...propagationEnvShape,
   ...tracingEnvShape,
+  ...transportsEnvShape,
 });
 
 /** All variables: the service's own plus the storage driver's (STORAGE_DRIVER, STORAGE_DIR, S3_*). */
@@ -215,6 +218,8 @@ export interface ManagementConfig {
   lifecycle: LifecycleConfig;
   /** Webhook delivery (config/webhooks.ts). */
   webhooks: WebhookConfig;
+  /** Resumable uploads and imports from a URL (config/transports.ts). */
+  transports: TransportsConfig;
 }
 
 function webhooksFrom(e: ManagementEnv): WebhookConfig {
@@ -296,5 +301,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     storage,
     lifecycle: lifecycleConfigFrom(e),
     webhooks: webhooksFrom(e),
+    transports: transportsConfigFrom(e, dataDir),
   };
 }
