@@ -712,3 +712,6 @@ export const devTokenResponseSchema = z
   })
   .describe("A development bearer token");
 export type DevTokenResponse = z.infer<typeof devTokenResponseSchema>;
+
+/** Single-line user text (no control characters, NFC), for the schemas of other modules. */
+export const singleLineText = singleLine;

@@ -2,7 +2,11 @@ import express, { type Express } from "express";
 import { healthRouter, metricsRouter, requestContext } from "@media-platform/observability";
 import { assetsRouter, uploadIntake } from "./assets/routes";
 import type { TokenVerifier } from "./auth/keys";
+import { ApiKeyAuthenticator } from "./auth/api-keys";
 import { requireAuth } from "./auth/middleware";
+import { requireScope } from "./auth/scopes";
+import { DEFAULT_API_KEY_CACHE_SECONDS } from "./config";
+import { credentialsRouter } from "./credentials/routes";
 import { collectionsRouter } from "./collections/routes";
 import type { AppContext } from "./context";
 import { defaultUploadSettings, uploadsPerWorkspace } from "./config/uploads";
@@ -37,7 +41,10 @@ export function createApp(deps: AppDeps): Express {
 
   // Every series exists from the start (metrics.ts), so /metrics shows them before the first event.
   const metrics = deps.metrics ?? createManagementMetrics();
-  const ctx: AppContext = { ...deps, metrics };
+  const apiKeys =
+    deps.apiKeys ??
+    new ApiKeyAuthenticator(deps.prisma, { cacheMs: DEFAULT_API_KEY_CACHE_SECONDS * 1000, log: deps.log });
+  const ctx: AppContext = { ...deps, metrics, apiKeys };
 
   // Every response, errors and operations endpoints included: never let a browser sniff a type.
   app.use((_req, res, next) => {
@@ -90,7 +97,9 @@ export function createApp(deps: AppDeps): Express {
     res.setHeader("Cache-Control", "no-store");
     next();
   });
-  v1.use(requireAuth(deps.verifier));
+  v1.use(requireAuth(deps.verifier, apiKeys));
+  // The scope each operation names in the route table (packages/contracts).
+  v1.use(requireScope());
   v1.use(express.json({ limit: "100kb", strict: true, type: ["application/json", "application/*+json"] }));
   app.use("/v1", v1);
   // Registered with their full paths (not mounted under a prefix) so every request, failed ones
@@ -100,6 +109,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(lifecycleRouter(ctx, upload));
   app.use(collectionsRouter(ctx));
   app.use(mediaUrlsRouter(ctx));
+  app.use(credentialsRouter(ctx));
 
   app.use(notFoundHandler);
   app.use(errorHandler({ log: deps.log, metrics }));

@@ -3,6 +3,9 @@ import { createBlobStore, type BlobStore } from "@media-platform/storage";
 import { type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createApp } from "./app";
+import { ApiKeyAuthenticator } from "./auth/api-keys";
+import { Periodic } from "./jobs/periodic";
+import { ingestUsageReports, refreshUsageGauges } from "./usage/ingest";
 import { scheduleOrphanSweep } from "./assets/orphans";
 import { createVerifier, resolveKeySource } from "./auth/keys";
 import { loadConfig, type ManagementConfig } from "./config";
@@ -93,6 +96,8 @@ export async function startManagement(
           ? { mediaUrls: config.lifecycle.mediaEagerUrls, wake: (): void => undefined }
           : undefined,
       propagator,
+      quotas: config.usage.quotas,
+      apiKeys: new ApiKeyAuthenticator(db.prisma, { cacheMs: config.auth.apiKeyCacheSeconds * 1000, log }),
     };
     const embedded = keySource.kind === "secret" && keySource.embedded;
     const app = createApp({
@@ -141,6 +146,18 @@ export async function startManagement(
     // Trash retention and webhook delivery run on every replica (row locks keep them exclusive).
     const trash = trashRetentionJob(ctx, config.lifecycle.trashRetentionDays, config.lifecycle.trashSweepIntervalMs);
     trash.start();
+    // The media service's usage reports, and the opt-in per-workspace gauges.
+    const usageIngest = new Periodic(
+      config.usage.ingestIntervalMs,
+      () => ingestUsageReports({ prisma: db.prisma, blobStore, log }),
+      log,
+      "usage reports",
+    );
+    usageIngest.start();
+    const usageGauges = config.usage.metrics
+      ? new Periodic(60_000, () => refreshUsageGauges(db.prisma, metrics), log, "usage gauges")
+      : undefined;
+    usageGauges?.start();
     // The outbox also carries the eager-render requests to media (MEDIA_EAGER_RENDERS).
     const eager = config.lifecycle.mediaEagerUrls.length > 0;
     const dispatcher = startDispatcher({
@@ -152,7 +169,7 @@ export async function startManagement(
     });
     if (dispatcher && ctx.eagerRenders) ctx.eagerRenders.wake = () => dispatcher.wake();
     const stopJobs = async (): Promise<void> => {
-      await Promise.all([trash.stop(), dispatcher?.stop()]);
+      await Promise.all([trash.stop(), dispatcher?.stop(), usageIngest.stop(), usageGauges?.stop()]);
     };
     const closeHooks: CloseHook[] = [
       { name: "background jobs", close: stopJobs },

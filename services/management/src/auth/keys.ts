@@ -6,7 +6,8 @@ import { embeddedSharedSecret, MIN_SECRET_BYTES, readSecretFile } from "@media-p
 import { DEFAULT_CLOCK_SKEW_SECONDS, DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, type ManagementConfig } from "../config";
 import { nativeRequire } from "../native-require";
 import type { ManagementErrorCode } from "../domain-errors";
-import { DomainError } from "@media-platform/contracts";
+import { DomainError, type ApiScope } from "@media-platform/contracts";
+import { scopesOfClaim } from "./scopes";
 
 export const EMBEDDED_SECRET_FILE = "auth-secret";
 
@@ -46,6 +47,10 @@ function loadJwksRsa(): typeof JwksRsa {
 export interface Principal {
   workspaceId: string;
   userId: string | null;
+  /** What the credential may do (auth/scopes.ts); undefined = every scope (a token without a scope claim). */
+  scopes?: readonly ApiScope[];
+  /** Set when the credential is an API key (auth/api-keys.ts). */
+  apiKeyId?: string;
 }
 
 /** A token that does not prove who calls (answered 401 by the auth middleware). */
@@ -159,7 +164,7 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
           const sub = claims.sub;
           // eslint-disable-next-line no-control-regex
           const userId = typeof sub === "string" && sub.length <= 255 && !/[\u0000]/.test(sub) ? sub : null;
-          resolve({ workspaceId: ws, userId });
+          resolve({ workspaceId: ws, userId, scopes: scopesOfClaim(claims.scope) });
         });
       });
     },

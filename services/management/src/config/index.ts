@@ -35,6 +35,8 @@ export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
 /** AUTH_CLOCK_SKEW_SECONDS' default and upper bound: clocks of issuer and API may differ by this much. */
 export const DEFAULT_CLOCK_SKEW_SECONDS = 30;
 export const MAX_CLOCK_SKEW_SECONDS = 300;
+/** API_KEY_CACHE_SECONDS' default: how long another replica may still accept a revoked key. */
+export const DEFAULT_API_KEY_CACHE_SECONDS = 10;
 
 const ownEnvSchema = z.object({
   MANAGEMENT_PORT: port.default(3000).describe("HTTP port of the management API (0 = any free port)"),
@@ -153,6 +155,29 @@ const ownEnvSchema = z.object({
     .describe(
       `Leeway in seconds for the token's exp, nbf and iat against this server's clock (0-${MAX_CLOCK_SKEW_SECONDS})`,
     ),
+  API_KEY_CACHE_SECONDS: z
+    .preprocess(blankAsUnset, z.coerce.number().int().min(0).max(300).default(DEFAULT_API_KEY_CACHE_SECONDS))
+    .describe(
+      "How long a verified API key is trusted without reading its row again (0-300 s): a revoked or expired key is refused at once by the instance that revoked it, and by every other replica within this many seconds",
+    ),
+  WORKSPACE_STORAGE_QUOTA_BYTES: z
+    .preprocess(blankAsUnset, positiveInt.optional())
+    .describe(
+      "Bytes each workspace may store (originals, versions and the trash until purged); an upload beyond it is refused (413 quota-exceeded) before it is stored. Unset = no limit; an admin key sets a workspace's own with PUT /v1/usage/quotas",
+    ),
+  WORKSPACE_ASSET_QUOTA: z
+    .preprocess(blankAsUnset, positiveInt.optional())
+    .describe(
+      "Assets each workspace may hold (the trash included); unset = no limit; an admin key sets a workspace's own with PUT /v1/usage/quotas",
+    ),
+  WORKSPACE_USAGE_METRICS: z
+    .preprocess(blankAsUnset, z.stringbool().default(false))
+    .describe(
+      "Serve workspace_storage_bytes and workspace_assets gauges per workspace at /metrics, refreshed every minute (off by default: one series per workspace)",
+    ),
+  USAGE_INGEST_INTERVAL_SECONDS: positiveInt
+    .default(30)
+    .describe("How often the media service's usage reports (renders, egress) are read from the blob store and counted"),
   DUPLICATE_HAMMING_THRESHOLD: z.coerce
     .number()
     .int()
@@ -211,6 +236,8 @@ export interface ManagementConfig {
     requireExpiry: boolean;
     maxTokenLifetimeSeconds: number;
     clockSkewSeconds: number;
+    /** API_KEY_CACHE_SECONDS */
+    apiKeyCacheSeconds: number;
   };
   duplicateHammingThreshold: number;
   logLevel: ManagementEnv["LOG_LEVEL"];
@@ -220,6 +247,12 @@ export interface ManagementConfig {
   lifecycle: LifecycleConfig;
   /** Webhook delivery (config/webhooks.ts). */
   webhooks: WebhookConfig;
+  /** Default quotas, usage gauges and report ingestion. */
+  usage: {
+    quotas: { storageBytes?: number; assets?: number };
+    metrics: boolean;
+    ingestIntervalMs: number;
+  };
 }
 
 function webhooksFrom(e: ManagementEnv): WebhookConfig {
@@ -295,11 +328,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       requireExpiry: e.AUTH_REQUIRE_EXP,
       maxTokenLifetimeSeconds: e.AUTH_MAX_TOKEN_LIFETIME_SECONDS,
       clockSkewSeconds: e.AUTH_CLOCK_SKEW_SECONDS,
+      apiKeyCacheSeconds: e.API_KEY_CACHE_SECONDS,
     },
     duplicateHammingThreshold: e.DUPLICATE_HAMMING_THRESHOLD,
     logLevel: e.LOG_LEVEL,
     storage,
     lifecycle: lifecycleConfigFrom(e),
     webhooks: webhooksFrom(e),
+    usage: {
+      quotas: { storageBytes: e.WORKSPACE_STORAGE_QUOTA_BYTES, assets: e.WORKSPACE_ASSET_QUOTA },
+      metrics: e.WORKSPACE_USAGE_METRICS,
+      ingestIntervalMs: e.USAGE_INGEST_INTERVAL_SECONDS * 1000,
+    },
   };
 }
