@@ -144,6 +144,7 @@ export async function createTestApp(
       | "mediaUrlLifetimeSeconds"
       | "libraryDir"
       | "devSignIn"
+      | "quotas"
     >
   > & {
     /** A blob store no other test shares (tests that sweep or list the whole store). */
@@ -174,6 +175,7 @@ export async function createTestApp(
     mediaUrlLifetimeSeconds: options.mediaUrlLifetimeSeconds,
     libraryDir: options.libraryDir,
     devSignIn: options.devSignIn,
+    quotas: options.quotas,
   };
   const app = createApp(deps);
   const token = (ws: string, sub = "user-1") => signToken(secret, { workspaceId: ws, sub, ttl: "1h" });
