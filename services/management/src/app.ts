@@ -1,4 +1,4 @@
-import express, { type Express } from "express";
+import express, { type Express, type RequestHandler } from "express";
 import { healthRouter, metricsRouter, requestContext } from "@media-platform/observability";
 import { assetsRouter, uploadIntake } from "./assets/routes";
 import type { TokenVerifier } from "./auth/keys";
@@ -27,6 +27,8 @@ export interface AppDeps extends AppContext {
   readinessTimeoutMs?: number;
   /** The built library app's folder (library/router.ts findLibraryDir); null or omitted = not built. */
   libraryDir?: string | null;
+  /** Requests per credential (auth/rate-limit.ts, RATE_LIMIT_REQUESTS_PER_MINUTE); none = no limit. */
+  rateLimit?: RequestHandler;
   /** Embedded authentication only: the library's development sign-in (POST /library/dev-token). */
   devSignIn?: DevSignIn;
 }
@@ -98,6 +100,7 @@ export function createApp(deps: AppDeps): Express {
     next();
   });
   v1.use(requireAuth(deps.verifier, apiKeys));
+  if (deps.rateLimit) v1.use(deps.rateLimit);
   // The scope each operation names in the route table (packages/contracts).
   v1.use(requireScope());
   v1.use(express.json({ limit: "100kb", strict: true, type: ["application/json", "application/*+json"] }));

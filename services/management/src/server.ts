@@ -4,6 +4,7 @@ import { type CloseHook, type Logger } from "@media-platform/observability";
 import { listen } from "@media-platform/runtime";
 import { createApp } from "./app";
 import { ApiKeyAuthenticator } from "./auth/api-keys";
+import { createRateLimit } from "./auth/rate-limit";
 import { Periodic } from "./jobs/periodic";
 import { ingestUsageReports, refreshUsageGauges } from "./usage/ingest";
 import { scheduleOrphanSweep } from "./assets/orphans";
@@ -99,10 +100,20 @@ export async function startManagement(
       quotas: config.usage.quotas,
       apiKeys: new ApiKeyAuthenticator(db.prisma, { cacheMs: config.auth.apiKeyCacheSeconds * 1000, log }),
     };
+    const rateLimit =
+      config.rateLimit.requestsPerMinute > 0
+        ? createRateLimit({
+            requestsPerMinute: config.rateLimit.requestsPerMinute,
+            redisUrl: config.rateLimit.redisUrl,
+            redisKeyPrefix: config.rateLimit.redisKeyPrefix,
+            log,
+          })
+        : undefined;
     const embedded = keySource.kind === "secret" && keySource.embedded;
     const app = createApp({
       ...ctx,
       libraryDir: findLibraryDir(),
+      rateLimit: rateLimit?.middleware,
       // The development sign-in exists only while the embedded secret signs the tokens.
       devSignIn: embedded
         ? {
@@ -174,6 +185,7 @@ export async function startManagement(
     const closeHooks: CloseHook[] = [
       { name: "background jobs", close: stopJobs },
       { name: "database", close: closeDatabase },
+      ...(rateLimit ? [{ name: "rate limit", close: () => rateLimit.close() }] : []),
     ];
     let closed = false;
     return {

@@ -1,6 +1,6 @@
 import pino from "pino";
 import request from "supertest";
-import { USAGE_REPORT_PREFIX, type UsageReport } from "@media-platform/contracts";
+import { USAGE_REPORT_PREFIX, type UsageReport, type UsageResponse } from "@media-platform/contracts";
 import { ingestUsageReports } from "../src/usage/ingest";
 import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./helpers";
 
@@ -13,7 +13,7 @@ afterAll(async () => {
 });
 
 const today = () => new Date().toISOString().slice(0, 10);
-const todayOf = (body: { days: Array<{ date: string }> }) => body.days.at(-1)!;
+const todayOf = (body: UsageResponse) => body.days.at(-1)!;
 
 async function blobCount(prefix: string): Promise<number> {
   let n = 0;

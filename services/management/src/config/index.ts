@@ -35,6 +35,8 @@ export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
 /** AUTH_CLOCK_SKEW_SECONDS' default and upper bound: clocks of issuer and API may differ by this much. */
 export const DEFAULT_CLOCK_SKEW_SECONDS = 30;
 export const MAX_CLOCK_SKEW_SECONDS = 300;
+/** RATE_LIMIT_REQUESTS_PER_MINUTE's default with DATABASE_URL (embedded mode: no limit). */
+export const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
 /** API_KEY_CACHE_SECONDS' default: how long another replica may still accept a revoked key. */
 export const DEFAULT_API_KEY_CACHE_SECONDS = 10;
 
@@ -160,6 +162,20 @@ const ownEnvSchema = z.object({
     .describe(
       "How long a verified API key is trusted without reading its row again (0-300 s): a revoked or expired key is refused at once by the instance that revoked it, and by every other replica within this many seconds",
     ),
+  RATE_LIMIT_REQUESTS_PER_MINUTE: z
+    .preprocess(blankAsUnset, z.coerce.number().int().min(0).max(1_000_000).optional())
+    .describe(
+      `Requests each credential (API key, or token subject) may make per minute under /v1; beyond it 429 + Retry-After. 0 = no limit; unset = ${DEFAULT_RATE_LIMIT_PER_MINUTE} with DATABASE_URL, no limit in embedded mode`,
+    ),
+  REDIS_URL: optionalString
+    .refine((v) => v === undefined || /^rediss?:\/\//.test(v), "must be a redis:// or rediss:// URL")
+    .describe(
+      "Redis shared by the replicas for the rate limit counters (the media service's REDIS_URL may be the same); unset = counted per process",
+    ),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .default("media-platform:")
+    .describe("Prefix of every Redis key the management service writes"),
   WORKSPACE_STORAGE_QUOTA_BYTES: z
     .preprocess(blankAsUnset, positiveInt.optional())
     .describe(
@@ -247,6 +263,8 @@ export interface ManagementConfig {
   lifecycle: LifecycleConfig;
   /** Webhook delivery (config/webhooks.ts). */
   webhooks: WebhookConfig;
+  /** Requests per credential and minute (0 = none) and where they are counted. */
+  rateLimit: { requestsPerMinute: number; redisUrl: string | undefined; redisKeyPrefix: string };
   /** Default quotas, usage gauges and report ingestion. */
   usage: {
     quotas: { storageBytes?: number; assets?: number };
@@ -335,6 +353,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     storage,
     lifecycle: lifecycleConfigFrom(e),
     webhooks: webhooksFrom(e),
+    rateLimit: {
+      requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE ?? (e.DATABASE_URL ? DEFAULT_RATE_LIMIT_PER_MINUTE : 0),
+      redisUrl: e.REDIS_URL,
+      redisKeyPrefix: e.REDIS_KEY_PREFIX,
+    },
     usage: {
       quotas: { storageBytes: e.WORKSPACE_STORAGE_QUOTA_BYTES, assets: e.WORKSPACE_ASSET_QUOTA },
       metrics: e.WORKSPACE_USAGE_METRICS,
