@@ -245,6 +245,13 @@ describe("route table vs the management app", () => {
     check("DELETE /v1/assets/:assetId", await agent.delete(`/v1/assets/${assetId}`));
     check("GET /v1/assets/:assetId/trash-thumbnail", await agent.get(`/v1/assets/${assetId}/trash-thumbnail`));
     check("POST /v1/assets/:assetId/restore", await agent.post(`/v1/assets/${assetId}/restore`));
+    const key = await agent.post("/v1/api-keys").send({ name: "docs", scopes: ["read"] });
+    check("POST /v1/api-keys", key);
+    check("GET /v1/api-keys", await agent.get("/v1/api-keys"));
+    check("DELETE /v1/api-keys/:id", await agent.delete(`/v1/api-keys/${key.body.id}`));
+    check("GET /v1/usage", await agent.get("/v1/usage"));
+    check("PUT /v1/usage/quotas", await agent.put("/v1/usage/quotas").send({ assets: 1000 }));
+    check("GET /v1/audit-events", await agent.get("/v1/audit-events"));
     for (const r of managementRoutes.filter((x) => !x.auth)) {
       const res = await request(app).get(r.path);
       check(routeKey(r), res);

@@ -133,7 +133,8 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
   },
   413: {
     name: "ContentTooLarge",
-    description: "The file exceeds the upload limit (MAX_UPLOAD_BYTES, 50 MB by default)",
+    description:
+      "The file exceeds the upload limit (MAX_UPLOAD_BYTES, 50 MB by default), or would take the workspace past its storage or asset quota (`quota-exceeded`, naming `quota`, `usage` and `limit`)",
     example: {
       slug: "payload-too-large",
       title: "Content Too Large",
