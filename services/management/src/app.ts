@@ -27,6 +27,8 @@ export interface AppDeps extends AppContext {
   readinessTimeoutMs?: number;
   /** The built library app's folder (library/router.ts findLibraryDir); null or omitted = not built. */
   libraryDir?: string | null;
+  /** Verifies API keys (auth/api-keys.ts); one with the default cache bound when omitted. */
+  apiKeys?: ApiKeyAuthenticator;
   /** Requests per credential (auth/rate-limit.ts, RATE_LIMIT_REQUESTS_PER_MINUTE); none = no limit. */
   rateLimit?: RequestHandler;
   /** Embedded authentication only: the library's development sign-in (POST /library/dev-token). */
@@ -46,7 +48,7 @@ export function createApp(deps: AppDeps): Express {
   const apiKeys =
     deps.apiKeys ??
     new ApiKeyAuthenticator(deps.prisma, { cacheMs: DEFAULT_API_KEY_CACHE_SECONDS * 1000, log: deps.log });
-  const ctx: AppContext = { ...deps, metrics, apiKeys };
+  const ctx: AppContext = { ...deps, metrics };
 
   // Every response, errors and operations endpoints included: never let a browser sniff a type.
   app.use((_req, res, next) => {
@@ -112,7 +114,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(lifecycleRouter(ctx, upload));
   app.use(collectionsRouter(ctx));
   app.use(mediaUrlsRouter(ctx));
-  app.use(credentialsRouter(ctx));
+  app.use(credentialsRouter(ctx, apiKeys));
 
   app.use(notFoundHandler);
   app.use(errorHandler({ log: deps.log, metrics }));

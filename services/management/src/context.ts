@@ -1,7 +1,6 @@
 import type { BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
-import type { ApiKeyAuthenticator } from "./auth/api-keys";
-import type { QuotaDefaults } from "./usage/service";
+import type { QuotaDefaults } from "./config";
 import type { UploadSettings } from "./config/uploads";
 import type { RawReads } from "./db/direct-reads";
 import type { PrismaClient } from "./generated/prisma/client";
@@ -48,8 +47,6 @@ export interface AppContext {
   eagerRenders?: { mediaUrls: readonly string[]; wake(): void };
   /** WORKSPACE_STORAGE_QUOTA_BYTES, WORKSPACE_ASSET_QUOTA: every workspace's default quotas; none when omitted. */
   quotas?: QuotaDefaults;
-  /** Verifies API keys (auth/api-keys.ts); createApp makes one when omitted. */
-  apiKeys?: ApiKeyAuthenticator;
   /** Purges media caches and the CDN after a delete or replace; none = nothing to tell (tests). */
   propagator?: ChangePropagation;
 }

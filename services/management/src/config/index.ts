@@ -35,6 +35,12 @@ export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
 /** AUTH_CLOCK_SKEW_SECONDS' default and upper bound: clocks of issuer and API may differ by this much. */
 export const DEFAULT_CLOCK_SKEW_SECONDS = 30;
 export const MAX_CLOCK_SKEW_SECONDS = 300;
+/** WORKSPACE_STORAGE_QUOTA_BYTES and WORKSPACE_ASSET_QUOTA: the defaults of every workspace (undefined = none). */
+export interface QuotaDefaults {
+  storageBytes?: number;
+  assets?: number;
+}
+
 /** RATE_LIMIT_REQUESTS_PER_MINUTE's default with DATABASE_URL (embedded mode: no limit). */
 export const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
 /** API_KEY_CACHE_SECONDS' default: how long another replica may still accept a revoked key. */
@@ -267,7 +273,7 @@ export interface ManagementConfig {
   rateLimit: { requestsPerMinute: number; redisUrl: string | undefined; redisKeyPrefix: string };
   /** Default quotas, usage gauges and report ingestion. */
   usage: {
-    quotas: { storageBytes?: number; assets?: number };
+    quotas: QuotaDefaults;
     metrics: boolean;
     ingestIntervalMs: number;
   };

@@ -6,7 +6,7 @@ import {
   putQuotasSchema,
 } from "@media-platform/contracts";
 import { listAudit } from "../audit/log";
-import { createApiKey, listApiKeys, revokeApiKey } from "../auth/api-keys";
+import { createApiKey, listApiKeys, revokeApiKey, type ApiKeyAuthenticator } from "../auth/api-keys";
 import { principalOf } from "../auth/middleware";
 import type { AppContext } from "../context";
 import { requireJson } from "../http";
@@ -18,7 +18,7 @@ export const AUDIT_PATH = "/v1/audit-events";
 export const USAGE_PATH = "/v1/usage";
 
 /** API keys, usage and quotas, and the audit log, with their full paths (scopes: auth/scopes.ts from the route table). */
-export function credentialsRouter(ctx: AppContext): Router {
+export function credentialsRouter(ctx: AppContext, apiKeys?: ApiKeyAuthenticator): Router {
   const r = Router();
   r.post(API_KEYS_PATH, requireJson, async (req, res) => {
     const input = parseOr400(createApiKeySchema, req.body, "body");
@@ -32,7 +32,7 @@ export function credentialsRouter(ctx: AppContext): Router {
   r.delete(`${API_KEYS_PATH}/:id`, async (req, res) => {
     const params = apiKeyIdParamsSchema.safeParse(req.params);
     if (!params.success) throw notFound("API key not found");
-    await revokeApiKey(ctx.prisma, ctx.apiKeys, principalOf(req), params.data.id);
+    await revokeApiKey(ctx.prisma, apiKeys, principalOf(req), params.data.id);
     res.status(204).end();
   });
   r.get(USAGE_PATH, async (req, res) => {

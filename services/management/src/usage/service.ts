@@ -5,12 +5,6 @@ import type { AppContext } from "../context";
 import { QuotaExceededError } from "../domain-errors";
 import type { Prisma } from "../generated/prisma/client";
 
-/** WORKSPACE_STORAGE_QUOTA_BYTES and WORKSPACE_ASSET_QUOTA: the defaults of every workspace (undefined = none). */
-export interface QuotaDefaults {
-  storageBytes?: number;
-  assets?: number;
-}
-
 interface Stored {
   storageBytes: number;
   assets: number;
