@@ -13,7 +13,7 @@ import { loadMediaConfig, startMedia } from "@media-platform/media";
 
 const root = path.resolve(__dirname, "..");
 const PHOTOS = ["astronaut.png", "camera.png", "chelsea.png", "coffee.png", "rocket.jpg"];
-const STEPS = ["thumbnail:size=200", "resize:width=800/format:type=webp", "crop:width=300,height=300"];
+const STEPS = ["thumbnail:size=200", "thumbnail:size=128/format:type=webp", "saturation:value=1.2"];
 
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "usage-day-"));
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
     for (const id of ids)
       for (const step of STEPS)
         for (let view = 0; view < 2; view++) {
-          const res = await fetch(`${media.url}/${step}/${id}.${step.includes("webp") ? "webp" : "jpg"}`);
+          const res = await fetch(`${media.url}/${step}/${id}.jpg`);
           const body = Buffer.from(await res.arrayBuffer());
           if (res.status !== 200) throw new Error(`render ${step}: ${res.status}`);
           if (res.headers.get("x-cache") === "MISS") renders++;

@@ -135,6 +135,7 @@ const MANAGEMENT_LAYERS: Layers = [
     paths: [
       "auth/middleware.ts",
       "auth/rate-limit.ts",
+      "auth/sign-ins.ts",
       "credentials/routes.ts",
       "assets/upload-intake.ts",
       "assets/routes.ts",

@@ -5,6 +5,7 @@ import type { TokenVerifier } from "./auth/keys";
 import { ApiKeyAuthenticator } from "./auth/api-keys";
 import { requireAuth } from "./auth/middleware";
 import { requireScope } from "./auth/scopes";
+import { recordSignIns } from "./auth/sign-ins";
 import { DEFAULT_API_KEY_CACHE_SECONDS } from "./config";
 import { credentialsRouter } from "./credentials/routes";
 import { collectionsRouter } from "./collections/routes";
@@ -103,6 +104,7 @@ export function createApp(deps: AppDeps): Express {
   });
   v1.use(requireAuth(deps.verifier, apiKeys));
   if (deps.rateLimit) v1.use(deps.rateLimit);
+  v1.use(recordSignIns(deps.prisma, deps.log));
   // The scope each operation names in the route table (packages/contracts).
   v1.use(requireScope());
   v1.use(express.json({ limit: "100kb", strict: true, type: ["application/json", "application/*+json"] }));

@@ -176,7 +176,8 @@ describe("API keys", () => {
     row = await t.db.prisma.apiKey.findUnique({ where: { id: key.id } });
     expect(row!.lastUsedAt!.getTime()).toBe(first.getTime());
     const audit = await t.as("ws-used").get("/v1/audit-events");
-    expect(audit.body.events.map((e: { action: string }) => e.action)).toEqual(["api-key.used", "api-key.created"]);
+    const keyEvents = audit.body.events.filter((e: { target: string }) => e.target === key.id);
+    expect(keyEvents.map((e: { action: string }) => e.action)).toEqual(["api-key.used", "api-key.created"]);
   });
 
   it("validates the body", async () => {
@@ -213,5 +214,35 @@ describe("a token's scope claim", () => {
       .set("Authorization", `Bearer ${token}`)
       .send({ name: "n" });
     expect(full.status).toBe(201);
+  });
+});
+
+describe("sign-ins", () => {
+  it("records one sign-in per subject and auth_time, not one per renewed token", async () => {
+    const jwt = (await import("jsonwebtoken")).default;
+    const authTime = Math.floor(Date.now() / 1000) - 30;
+    const tokenAt = (iat: number) =>
+      jwt.sign({ workspace_id: "ws-signin", auth_time: authTime, iat }, t.secret, {
+        algorithm: "HS256",
+        expiresIn: 600,
+        subject: "erin",
+      });
+    const now = Math.floor(Date.now() / 1000);
+    // A token and its silent renewal: the same sign-in.
+    for (const token of [tokenAt(now - 20), tokenAt(now - 10), tokenAt(now - 10)])
+      expect((await request(t.app).get("/v1/assets").set("Authorization", `Bearer ${token}`)).status).toBe(200);
+    let signIns: Array<{ actor: string; details: { signedInAt: string } }> = [];
+    for (let i = 0; i < 50 && signIns.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      const rows = await t.db.prisma.auditEvent.findMany({ where: { workspaceId: "ws-signin", action: "sign-in" } });
+      signIns = rows.map((r) => ({ actor: r.actor!, details: r.details as { signedInAt: string } }));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    const rows = await t.db.prisma.auditEvent.findMany({ where: { workspaceId: "ws-signin", action: "sign-in" } });
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      actor: "erin",
+      details: { signedInAt: new Date(authTime * 1000).toISOString() },
+    });
   });
 });

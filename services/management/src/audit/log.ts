@@ -6,6 +6,8 @@ import type { Prisma, PrismaClient } from "../generated/prisma/client";
 type Db = PrismaClient | Prisma.TransactionClient;
 
 export interface AuditEntry {
+  /** Given when the event must be recorded once whoever records it (a sign-in); else random. */
+  id?: string;
   workspaceId: string;
   action: AuditAction;
   actor: string | null;
@@ -21,7 +23,7 @@ export const actorOf = (principal: Principal): string | null =>
 export async function recordAudit(db: Db, entry: AuditEntry): Promise<void> {
   await db.auditEvent.create({
     data: {
-      id: randomUUID(),
+      id: entry.id ?? randomUUID(),
       workspaceId: entry.workspaceId,
       action: entry.action,
       actor: entry.actor,

@@ -51,6 +51,8 @@ export interface Principal {
   scopes?: readonly ApiScope[];
   /** Set when the credential is an API key (auth/api-keys.ts). */
   apiKeyId?: string;
+  /** A token's `auth_time` (else `iat`), seconds: when its holder signed in (auth/sign-ins.ts). */
+  signedInAt?: number;
 }
 
 /** A token that does not prove who calls (answered 401 by the auth middleware). */
@@ -164,7 +166,13 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
           const sub = claims.sub;
           // eslint-disable-next-line no-control-regex
           const userId = typeof sub === "string" && sub.length <= 255 && !/[\u0000]/.test(sub) ? sub : null;
-          resolve({ workspaceId: ws, userId, scopes: scopesOfClaim(claims.scope) });
+          const signedInAt = typeof claims.auth_time === "number" ? claims.auth_time : claims.iat;
+          resolve({
+            workspaceId: ws,
+            userId,
+            scopes: scopesOfClaim(claims.scope),
+            signedInAt: typeof signedInAt === "number" ? signedInAt : undefined,
+          });
         });
       });
     },
