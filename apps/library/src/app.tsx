@@ -1,4 +1,5 @@
 import { AssetPage } from "./views/asset-page";
+import { Keys } from "./views/keys";
 import { Library } from "./views/library";
 import { SignIn } from "./views/sign-in";
 import { Studio } from "./views/studio";
@@ -27,6 +28,9 @@ export function App() {
           <a href={href.trash} aria-current={current.view === "library" && current.trash ? "page" : undefined}>
             Trash
           </a>
+          <a href={href.keys} aria-current={current.view === "keys" ? "page" : undefined}>
+            API keys
+          </a>
           <button type="button" onClick={signOut}>
             Sign out
           </button>
@@ -36,6 +40,7 @@ export function App() {
         {current.view === "library" && <Library trash={current.trash} key={current.trash ? "trash" : "live"} />}
         {current.view === "asset" && <AssetPage id={current.id} key={current.id} />}
         {current.view === "studio" && <Studio id={current.id} key={current.id} />}
+        {current.view === "keys" && <Keys />}
       </main>
     </>
   );
