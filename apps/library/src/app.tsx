@@ -4,7 +4,7 @@ import { Library } from "./views/library";
 import { SignIn } from "./views/sign-in";
 import { Studio } from "./views/studio";
 import { href, route } from "./route";
-import { signOut, token } from "./session";
+import { endSession, token } from "./session";
 import { useSignal } from "./signal";
 
 export function App() {
@@ -31,7 +31,7 @@ export function App() {
           <a href={href.keys} aria-current={current.view === "keys" ? "page" : undefined}>
             API keys
           </a>
-          <button type="button" onClick={signOut}>
+          <button type="button" onClick={endSession}>
             Sign out
           </button>
         </nav>

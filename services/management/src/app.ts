@@ -12,7 +12,7 @@ import { collectionsRouter } from "./collections/routes";
 import type { AppContext } from "./context";
 import { defaultUploadSettings, uploadsPerWorkspace } from "./config/uploads";
 import { docsRouter } from "./docs";
-import { libraryRouter, type DevSignIn } from "./library/router";
+import { libraryRouter, type DevSignIn, type LibraryOptions } from "./library/router";
 import { lifecycleRouter } from "./lifecycle/routes";
 import { mediaUrlsRouter } from "./media-urls/routes";
 import { createManagementMetrics, type ManagementMetrics } from "./metrics";
@@ -30,6 +30,8 @@ export interface AppDeps extends AppContext {
   libraryDir?: string | null;
   /** Verifies API keys (auth/api-keys.ts); one with the default cache bound when omitted. */
   apiKeys?: ApiKeyAuthenticator;
+  /** The library's OpenID Connect sign-in (AUTH_OIDC_*); none = not offered. */
+  oidc?: LibraryOptions["oidc"];
   /** Requests per credential (auth/rate-limit.ts, RATE_LIMIT_REQUESTS_PER_MINUTE); none = no limit. */
   rateLimit?: RequestHandler;
   /** Embedded authentication only: the library's development sign-in (POST /library/dev-token). */
@@ -87,6 +89,7 @@ export function createApp(deps: AppDeps): Express {
       dir: deps.libraryDir ?? null,
       mediaPublicUrl: deps.mediaPublicUrl,
       devSignIn: deps.devSignIn,
+      oidc: deps.oidc,
       mediaSigned: deps.mediaSigningKey !== undefined,
       uploads: {
         perWorkspace: uploadsPerWorkspace(deps.uploads ?? defaultUploadSettings()),

@@ -114,6 +114,7 @@ export async function startManagement(
       ...ctx,
       libraryDir: findLibraryDir(),
       rateLimit: rateLimit?.middleware,
+      oidc: config.auth.oidc ? { ...config.auth.oidc, workspaceClaim: config.auth.workspaceClaim } : undefined,
       // The development sign-in exists only while the embedded secret signs the tokens.
       devSignIn: embedded
         ? {

@@ -147,6 +147,23 @@ const ownEnvSchema = z.object({
     "Required aud claim, checked when set; required with AUTH_JWKS_URL or AUTH_PUBLIC_KEY (an identity provider signs tokens for other APIs too)",
   ),
   AUTH_WORKSPACE_CLAIM: z.string().min(1).default("workspace_id").describe("Claim carrying the workspace id"),
+  AUTH_OIDC_ISSUER: optionalString
+    .refine((v) => v === undefined || /^https?:\/\//.test(v), "must be an http(s) URL")
+    .describe(
+      "OpenID Connect issuer the library signs people in with (authorization code + PKCE, from its discovery document); the API verifies its access tokens with AUTH_JWKS_URL. Unset = no provider sign-in",
+    ),
+  AUTH_OIDC_CLIENT_ID: optionalString.describe("The library's client id at the provider (a public client, no secret)"),
+  AUTH_OIDC_SCOPES: z
+    .string()
+    .min(1)
+    .default("openid profile offline_access")
+    .describe("Scopes the library asks for (offline_access: a refresh token for silent renewal)"),
+  AUTH_OIDC_RESOURCE: optionalString.describe(
+    "Sent as `resource` (RFC 8707) and `audience` (Auth0) in the authorization request, for providers that issue access tokens for an API only when asked; unset = not sent",
+  ),
+  AUTH_OIDC_PROVIDER_NAME: optionalString.describe(
+    'Shown on the sign-in button, "Sign in with <name>" (default: the issuer\'s host name)',
+  ),
   AUTH_REQUIRE_EXP: z
     .preprocess(blankAsUnset, z.stringbool().default(true))
     .describe("Refuse tokens without an exp claim (401); false accepts them (never-expiring tokens)"),
@@ -258,6 +275,8 @@ export interface ManagementConfig {
     requireExpiry: boolean;
     maxTokenLifetimeSeconds: number;
     clockSkewSeconds: number;
+    /** The library's OpenID Connect sign-in; undefined = none. */
+    oidc: { issuer: string; clientId: string; scopes: string; resource?: string; providerName: string } | undefined;
     /** API_KEY_CACHE_SECONDS */
     apiKeyCacheSeconds: number;
   };
@@ -316,6 +335,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       { variable: "AUTH_AUDIENCE", message: `required with ${providerKey}: the aud claim tokens for this API carry` },
     ]);
   }
+  // The provider's access tokens are verified with its keys: the embedded secret never signed them.
+  if (e.AUTH_OIDC_ISSUER !== undefined) {
+    const missing = (["AUTH_OIDC_CLIENT_ID", "AUTH_JWKS_URL"] as const).filter((k) => e[k] === undefined);
+    if (missing.length > 0)
+      throw new ConfigError(missing.map((variable) => ({ variable, message: "required with AUTH_OIDC_ISSUER" })));
+  }
   const dataDir = path.resolve(e.DATA_DIR);
   // A StorageConfigError is a ConfigError: it propagates as is.
   const storageDir = env.STORAGE_DIR?.trim() ? env.STORAGE_DIR : path.join(dataDir, "blobs");
@@ -352,6 +377,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       requireExpiry: e.AUTH_REQUIRE_EXP,
       maxTokenLifetimeSeconds: e.AUTH_MAX_TOKEN_LIFETIME_SECONDS,
       clockSkewSeconds: e.AUTH_CLOCK_SKEW_SECONDS,
+      oidc: e.AUTH_OIDC_ISSUER
+        ? {
+            issuer: e.AUTH_OIDC_ISSUER,
+            clientId: e.AUTH_OIDC_CLIENT_ID!,
+            scopes: e.AUTH_OIDC_SCOPES,
+            resource: e.AUTH_OIDC_RESOURCE,
+            providerName: e.AUTH_OIDC_PROVIDER_NAME ?? new URL(e.AUTH_OIDC_ISSUER).hostname,
+          }
+        : undefined,
       apiKeyCacheSeconds: e.API_KEY_CACHE_SECONDS,
     },
     duplicateHammingThreshold: e.DUPLICATE_HAMMING_THRESHOLD,
