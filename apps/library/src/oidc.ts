@@ -207,12 +207,3 @@ export function describeProviderError(err: unknown, provider: string): string {
     return `${provider} refused the sign-in: ${err.error_description ?? err.error}`;
   return `Sign-in with ${provider} failed: ${err instanceof Error ? err.message : String(err)}`;
 }
-
-/** The API's 401 for a provider's token, in words for the person signing in. */
-export function describeApiRefusal(detail: string, settings: OidcSettings): string {
-  if (/audience/i.test(detail))
-    return `${settings.providerName}'s token is not meant for this API (wrong audience). The provider's client must issue access tokens for this API's audience.`;
-  if (/lacks the .* claim/i.test(detail))
-    return `Your ${settings.providerName} account has no workspace: its token lacks the ${settings.workspaceClaim} claim. Ask an administrator to add it.`;
-  return `${settings.providerName}'s token was refused: ${detail}`;
-}

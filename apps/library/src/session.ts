@@ -1,5 +1,6 @@
 import { ApiError, MediaPlatformClient } from "@media-platform/client";
-import { describeApiRefusal, OidcSession, type OidcSettings } from "./oidc";
+import { OidcSession, type OidcSettings } from "./oidc";
+import { describeApiRefusal } from "./sign-in-errors";
 import { signal } from "./signal";
 
 /** Settings the management service writes into the page as <meta> tags (no inline script under the CSP). */

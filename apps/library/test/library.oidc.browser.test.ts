@@ -94,3 +94,24 @@ it("signs in at the provider (code + PKCE), shows the grid, keeps the session ov
     await shot("7-signed-out");
   });
 }, 240_000);
+
+it("says so when consent was denied at the provider", async () => {
+  const { page, management } = stack;
+  await step("denied", async () => {
+    await page.goto(`${management}/library#/`);
+    const authorize = page.waitForRequest((r) => r.url().startsWith(`${provider.issuer}/auth`));
+    await page.getByRole("button", { name: "Sign in with Test IdP" }).click();
+    // What the provider sends back when the person declines.
+    const state = new URL((await authorize).url()).searchParams.get("state")!;
+    await page.waitForURL((url) => url.href.startsWith(provider.issuer));
+    const back = new URL(`${management}/library`);
+    back.searchParams.set("error", "access_denied");
+    back.searchParams.set("state", state);
+    back.searchParams.set("iss", provider.issuer);
+    await page.goto(back.href);
+    await expect(page.getByRole("alert").textContent()).resolves.toContain(
+      "Sign-in was cancelled at Test IdP, or consent was not given",
+    );
+    await shot("8-consent-denied");
+  });
+}, 120_000);
