@@ -1,6 +1,7 @@
 // A real OpenID Connect provider process for tests (started by oidc-provider.ts): oidc-provider on
 // a free loopback port, its options as JSON in argv[2]; prints the issuer URL once it listens.
 import http from "node:http";
+import process from "node:process";
 import Provider from "oidc-provider";
 
 const options = JSON.parse(process.argv[2]);
