@@ -167,11 +167,12 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
           // eslint-disable-next-line no-control-regex
           const userId = typeof sub === "string" && sub.length <= 255 && !/[\u0000]/.test(sub) ? sub : null;
           const signedInAt = typeof claims.auth_time === "number" ? claims.auth_time : claims.iat;
+          const scopes = scopesOfClaim(claims.scope);
           resolve({
             workspaceId: ws,
             userId,
-            scopes: scopesOfClaim(claims.scope),
-            signedInAt: typeof signedInAt === "number" ? signedInAt : undefined,
+            ...(scopes && { scopes }),
+            ...(typeof signedInAt === "number" && { signedInAt }),
           });
         });
       });
