@@ -166,6 +166,8 @@ export const benchManagementAuthEnv = (secret: string): Record<string, string> =
   AUTH_ISSUER: "",
   AUTH_AUDIENCE: "",
   AUTH_WORKSPACE_CLAIM: "workspace_id",
+  // The benches load one token far past any per-credential limit.
+  RATE_LIMIT_REQUESTS_PER_MINUTE: "0",
 });
 
 /** The media service's production entry (scripts/build.ts), relative to the repository. */

@@ -344,7 +344,7 @@ async function explainIndexes(raw: RawDb, statements: Array<{ text: string; valu
 }
 
 /** wrk from its own process: req/s and latency percentiles of `url` at `connections`. */
-async function wrk(url: string, connections: number, seconds: number, auth: string): Promise<LoadResult> {
+export async function wrk(url: string, connections: number, seconds: number, auth: string): Promise<LoadResult> {
   const out = await new Promise<string>((resolve, reject) => {
     execFile(
       "wrk",
@@ -367,7 +367,7 @@ async function wrk(url: string, connections: number, seconds: number, auth: stri
   };
 }
 
-const hasWrk = (): boolean => spawnSync("wrk", ["-v"], { stdio: "ignore" }).error === undefined;
+export const hasWrk = (): boolean => spawnSync("wrk", ["-v"], { stdio: "ignore" }).error === undefined;
 
 interface SearchCase {
   name: string;

@@ -9,6 +9,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { benchApiKeys } from "./api-keys";
 import { benchAutoQuality } from "./auto-quality";
 import { benchAvifOriginals } from "./avif-originals";
 import { benchHeavyLoad } from "./heavy-load";
@@ -54,6 +55,7 @@ const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = 
   "decode-sharing": { title: "First views: shared decodes and eager presets", run: benchDecodeSharing },
   "formats-miss": { title: "HEIC, camera RAW and PDF: upload analysis and MISS", run: benchFormatsMiss },
   tracing: { title: "Tracing cost (OpenTelemetry off, 100% and 1% sampled)", run: benchTracing },
+  "api-keys": { title: "API key check against a JWT (GET /v1/assets)", run: benchApiKeys },
 };
 
 /** Error with its stack and its cause chain (fetch failures carry the real reason in `cause`). */

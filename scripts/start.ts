@@ -47,10 +47,21 @@ try {
 const children: ChildProcess[] = [];
 let stopping = false;
 
-function stopAll(code: number): void {
+/**
+ * Ctrl-C in a terminal sends SIGINT to the whole process group, the services included, which
+ * start their own graceful shutdown: a second signal would force theirs to end at once (before
+ * media writes its last usage report, say). So after SIGINT they get this long to exit on their
+ * own before the SIGTERM that a SIGINT sent to this process alone still needs.
+ */
+const SIGINT_GRACE_MS = 5000;
+
+function stopAll(code: number, graceMs = 0): void {
   if (stopping) return;
   stopping = true;
-  for (const child of children) if (child.exitCode === null) child.kill("SIGTERM");
+  const term = setTimeout(() => {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGTERM");
+  }, graceMs);
+  term.unref();
   const force = setTimeout(() => {
     for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
   }, 15_000);
@@ -75,5 +86,5 @@ for (const service of services) {
   children.push(child);
 }
 
-process.on("SIGINT", () => stopAll(0));
+process.on("SIGINT", () => stopAll(0, SIGINT_GRACE_MS));
 process.on("SIGTERM", () => stopAll(0));

@@ -49,6 +49,7 @@ const MEDIA_LAYERS: Layers = [
       "delivery/",
       "info/",
       "eager/",
+      "usage/",
     ],
   },
   { name: "HTTP and process", paths: ["app.ts", "server.ts", "index.ts"] },
@@ -77,7 +78,16 @@ const MANAGEMENT_LAYERS: Layers = [
   // What every domain service writes through or names: the outbox, an asset's blob layout, the caller.
   {
     name: "domain vocabulary",
-    paths: ["webhooks/outbox.ts", "assets/blobs.ts", "assets/media-links.ts", "auth/keys.ts", "auth/jwks-key-set.ts"],
+    paths: [
+      "webhooks/outbox.ts",
+      "assets/blobs.ts",
+      "assets/media-links.ts",
+      "auth/keys.ts",
+      "auth/jwks-key-set.ts",
+      "auth/scopes.ts",
+      "audit/log.ts",
+      "usage/service.ts",
+    ],
   },
   // Assets: analysis of an upload, the one write of an original, listing, search, sweeps.
   {
@@ -113,13 +123,23 @@ const MANAGEMENT_LAYERS: Layers = [
   // Services built on the lifecycle, and the background work.
   {
     name: "collections, media URLs and jobs",
-    paths: ["collections/service.ts", "media-urls/service.ts", "jobs/trash-retention.ts", "webhooks/dispatcher.ts"],
+    paths: [
+      "collections/service.ts",
+      "media-urls/service.ts",
+      "jobs/trash-retention.ts",
+      "webhooks/dispatcher.ts",
+      "auth/api-keys.ts",
+      "usage/ingest.ts",
+    ],
   },
   // HTTP: routers, the upload intake, authentication, the library and API docs.
   {
     name: "HTTP",
     paths: [
       "auth/middleware.ts",
+      "auth/rate-limit.ts",
+      "auth/sign-ins.ts",
+      "credentials/routes.ts",
       "assets/upload-intake.ts",
       "assets/routes.ts",
       "assets/tus.ts",

@@ -1,9 +1,10 @@
 import { AssetPage } from "./views/asset-page";
+import { Keys } from "./views/keys";
 import { Library } from "./views/library";
 import { SignIn } from "./views/sign-in";
 import { Studio } from "./views/studio";
 import { href, route } from "./route";
-import { signOut, token } from "./session";
+import { endSession, token } from "./session";
 import { useSignal } from "./signal";
 
 export function App() {
@@ -27,7 +28,10 @@ export function App() {
           <a href={href.trash} aria-current={current.view === "library" && current.trash ? "page" : undefined}>
             Trash
           </a>
-          <button type="button" onClick={signOut}>
+          <a href={href.keys} aria-current={current.view === "keys" ? "page" : undefined}>
+            API keys
+          </a>
+          <button type="button" onClick={endSession}>
             Sign out
           </button>
         </nav>
@@ -36,6 +40,7 @@ export function App() {
         {current.view === "library" && <Library trash={current.trash} key={current.trash ? "trash" : "live"} />}
         {current.view === "asset" && <AssetPage id={current.id} key={current.id} />}
         {current.view === "studio" && <Studio id={current.id} key={current.id} />}
+        {current.view === "keys" && <Keys />}
       </main>
     </>
   );

@@ -1,4 +1,6 @@
 import { ApiError, MediaPlatformClient } from "@media-platform/client";
+import { OidcSession, type OidcSettings } from "./oidc";
+import { describeApiRefusal } from "./sign-in-errors";
 import { signal } from "./signal";
 
 /** Settings the management service writes into the page as <meta> tags (no inline script under the CSP). */
@@ -19,7 +21,23 @@ export const settings = {
   uploadConcurrency: positive(meta("upload-concurrency"), 4),
   /** The server's upload size cap. */
   maxUploadBytes: positive(meta("max-upload-bytes"), 50 * 1024 * 1024),
+  /** The deployment's OpenID Connect provider (AUTH_OIDC_*); null = none. */
+  oidc: oidcSettings(),
 };
+
+function oidcSettings(): OidcSettings | null {
+  const issuer = meta("oidc-issuer");
+  const clientId = meta("oidc-client-id");
+  if (!issuer || !clientId) return null;
+  return {
+    issuer,
+    clientId,
+    scopes: meta("oidc-scopes") ?? "openid",
+    resource: meta("oidc-resource"),
+    providerName: meta("oidc-provider-name") ?? new URL(issuer).hostname,
+    workspaceClaim: meta("workspace-claim") ?? "workspace_id",
+  };
+}
 
 function positive(value: string | null, fallback: number): number {
   const n = Number(value);
@@ -39,6 +57,47 @@ export function signIn(value: string): void {
 export function signOut(): void {
   sessionStorage.removeItem(TOKEN_KEY);
   token.set(null);
+}
+
+/** What the sign-in page says about a sign-in that went wrong (at the provider, or refused by the API). */
+export const signInMessage = signal<string | null>(null);
+
+/** The provider sign-in; null when the deployment has none. */
+export const oidc = settings.oidc
+  ? new OidcSession(settings.oidc, (value) => (value ? signIn(value) : signOut()))
+  : null;
+
+/** The Sign out button: here, and at the provider when signed in there. */
+export function endSession(): void {
+  if (oidc && sessionStorage.getItem("media-library-oidc")) void oidc.signOut();
+  else signOut();
+}
+
+/**
+ * At page load: finishes a return from the provider (one cheap call proves the token before the
+ * library opens), or resumes the tab's provider session. Resolves to a message for the sign-in
+ * page when something went wrong.
+ */
+export async function resumeSession(): Promise<string | null> {
+  if (!oidc) return null;
+  try {
+    if (await oidc.complete()) {
+      try {
+        await client.listCollections();
+      } catch (err) {
+        const detail = describeError(err);
+        signOut();
+        sessionStorage.removeItem("media-library-oidc");
+        return describeApiRefusal(detail, oidc.settings);
+      }
+      return null;
+    }
+    oidc.resume();
+    return null;
+  } catch (err) {
+    signOut();
+    return err instanceof Error ? err.message : String(err);
+  }
 }
 
 /** Every API call goes through this: a 401 ends the session and shows the sign-in again. */

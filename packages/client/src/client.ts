@@ -1,5 +1,11 @@
 import type { z } from "zod";
 import {
+  createdApiKeySchema,
+  listApiKeysResponseSchema,
+  usageResponseSchema,
+  type CreateApiKey,
+  type CreatedApiKeyDto,
+  type UsageResponse,
   assetSchema,
   formatOfExtension,
   IMAGE_FORMATS,
@@ -313,6 +319,35 @@ export class MediaPlatformClient {
       schema: uploadResponseSchema,
       expect: 201,
     });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // API keys and usage
+
+  /** POST /v1/api-keys (scope admin): the answer holds the key's secret, shown this once. */
+  createApiKey(input: CreateApiKey): Promise<CreatedApiKeyDto> {
+    return this.request({
+      method: "POST",
+      path: "/v1/api-keys",
+      json: input,
+      schema: createdApiKeySchema,
+      expect: 201,
+    });
+  }
+
+  /** GET /v1/api-keys (scope admin): keys not revoked, without secrets. */
+  listApiKeys(): Promise<z.infer<typeof listApiKeysResponseSchema>> {
+    return this.request({ method: "GET", path: "/v1/api-keys", schema: listApiKeysResponseSchema, expect: 200 });
+  }
+
+  /** DELETE /v1/api-keys/:id (scope admin): the key answers 401 from then on. */
+  async revokeApiKey(id: string): Promise<void> {
+    await this.request({ method: "DELETE", path: `/v1/api-keys/${encodeURIComponent(id)}`, expect: 204 });
+  }
+
+  /** GET /v1/usage: bytes and assets stored, quotas, and 90 days of uploads, renders and egress. */
+  getUsage(): Promise<UsageResponse> {
+    return this.request({ method: "GET", path: "/v1/usage", schema: usageResponseSchema, expect: 200 });
   }
 
   // ------------------------------------------------------------------------------------------

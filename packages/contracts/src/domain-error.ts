@@ -29,6 +29,19 @@ export abstract class DomainError<Code extends string = string> extends Error {
   get fields(): FieldError[] | undefined {
     return undefined;
   }
+
+  /** Extension members of the problem body (facts a client acts on); none by default. */
+  get extensions(): Record<string, unknown> | undefined {
+    return undefined;
+  }
+}
+
+/** What one occurrence adds to its problem: field errors, headers, RFC 9457 extension members. */
+export interface ProblemOptions {
+  errors?: FieldError[];
+  headers?: Record<string, string>;
+  /** Extension members of the body (e.g. `requiredScope`, `quota`): facts, never secrets. */
+  extensions?: Record<string, unknown>;
 }
 
 /** One service's problems, by the code of each of its domain errors. */
@@ -42,23 +55,28 @@ export function problemFrom<Code extends string>(
   table: ProblemTable<Code>,
   code: Code,
   detail: string,
-  options: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+  options: ProblemOptions = {},
 ): ProblemError {
   const spec = table[code];
   const headers = spec.headers || options.headers ? { ...spec.headers, ...options.headers } : undefined;
-  return new ProblemError(spec.status, spec.type, detail, { title: spec.title, errors: options.errors, headers });
+  return new ProblemError(spec.status, spec.type, detail, {
+    title: spec.title,
+    errors: options.errors,
+    headers,
+    extensions: options.extensions,
+  });
 }
 
 /** A service's `problem(code, detail, options?)`: problemFrom over its table. */
 export const problemsFrom =
   <Code extends string>(table: ProblemTable<Code>) =>
-  (code: Code, detail: string, options?: { errors?: FieldError[]; headers?: Record<string, string> }): ProblemError =>
+  (code: Code, detail: string, options?: ProblemOptions): ProblemError =>
     problemFrom(table, code, detail, options);
 
 /** The problem of a domain error by its service's table; undefined for a code the table lacks. */
 export function problemOf(err: DomainError, table: ProblemTable): ProblemError | undefined {
   if (!Object.hasOwn(table, err.code)) return undefined;
-  return problemFrom(table, err.code, err.message, { errors: err.fields });
+  return problemFrom(table, err.code, err.message, { errors: err.fields, extensions: err.extensions });
 }
 
 /**

@@ -6,3 +6,5 @@ export * from "./asset-attributes";
 export * from "./original-header";
 export * from "./media/index";
 export * from "./purge";
+export * from "./credentials";
+export * from "./usage-report";

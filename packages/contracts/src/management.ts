@@ -761,3 +761,5 @@ export const resumableUploadParamsSchema = z.object({
     .regex(/^[0-9a-f]{32}$/)
     .describe("The upload's id: the last segment of the Location its creation answered"),
 });
+/** Single-line user text (no control characters, NFC), for the schemas of other modules. */
+export const singleLineText = singleLine;

@@ -31,6 +31,7 @@ export const PROBLEM_TITLES: Readonly<Record<number, string>> = {
   413: "Content Too Large",
   415: "Unsupported Media Type",
   422: "Unprocessable Content",
+  429: "Too Many Requests",
   500: "Internal Server Error",
   503: "Service Unavailable",
 };
@@ -47,7 +48,13 @@ export class ProblemError extends Error {
     /** Slug of the problem type: https://media-platform.dev/problems/<slug>. */
     readonly slug: string,
     detail: string,
-    readonly options: { title?: string; errors?: FieldError[]; headers?: Record<string, string> } = {},
+    readonly options: {
+      title?: string;
+      errors?: FieldError[];
+      headers?: Record<string, string>;
+      /** Extension members added to the body (RFC 9457 section 3.2). */
+      extensions?: Record<string, unknown>;
+    } = {},
   ) {
     super(detail);
     this.name = "ProblemError";
@@ -75,6 +82,7 @@ export class ProblemError extends Error {
 
   toBody(instance?: string): Problem {
     const body: Problem = {
+      ...this.options.extensions,
       type: problemType(this.slug),
       title: this.title,
       status: this.status,

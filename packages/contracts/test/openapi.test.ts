@@ -72,14 +72,15 @@ describe("buildOpenApiDocument", () => {
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({
       type: "http",
       scheme: "bearer",
-      bearerFormat: "JWT",
     });
     for (const route of managementRoutes) {
       const operation = op(route.method, toOpenApiPath(route.path));
       const isDocs = route.path === "/v1/openapi.json" || route.path === "/docs";
       // A CORS preflight carries no token: the resumable uploads' OPTIONS are public.
       const expectAuth = route.path.startsWith("/v1/") && !isDocs && route.method !== "options";
-      expect([route.path, operation.security]).toEqual([route.path, expectAuth ? [{ bearerAuth: [] }] : []]);
+      expect([route.path, operation.security]).toEqual([route.path, expectAuth ? [{ bearerAuth: [route.scope] }] : []]);
+      // Every authenticated operation names the scope it needs.
+      if (expectAuth) expect([route.path, operation["x-required-scope"]]).toEqual([route.path, route.scope]);
       expect([route.path, "401" in operation.responses]).toEqual([route.path, expectAuth]);
     }
   });
@@ -115,12 +116,13 @@ describe("buildOpenApiDocument", () => {
 
   it("lists the status codes the API fixes for each operation", () => {
     const statuses = (method: string, path: string) => Object.keys(op(method, path).responses).map(Number);
-    expect(statuses("post", "/v1/assets/upload")).toEqual([201, 400, 401, 413, 415, 422, 500]);
-    expect(statuses("get", "/v1/assets")).toEqual([200, 400, 401, 500]);
-    expect(statuses("get", "/v1/assets/{assetId}")).toEqual([200, 401, 404, 500]);
-    expect(statuses("patch", "/v1/assets/{assetId}")).toEqual([200, 400, 401, 404, 415, 500]);
-    expect(statuses("post", "/v1/asset-collections")).toEqual([201, 400, 401, 409, 415, 500]);
-    expect(statuses("delete", "/v1/asset-collections/{id}")).toEqual([204, 400, 401, 404, 500]);
+    // Every authenticated operation may answer 401, 403 (scope) and 429 (rate limit).
+    expect(statuses("post", "/v1/assets/upload")).toEqual([201, 400, 401, 403, 413, 415, 422, 429, 500]);
+    expect(statuses("get", "/v1/assets")).toEqual([200, 400, 401, 403, 429, 500]);
+    expect(statuses("get", "/v1/assets/{assetId}")).toEqual([200, 401, 403, 404, 429, 500]);
+    expect(statuses("patch", "/v1/assets/{assetId}")).toEqual([200, 400, 401, 403, 404, 415, 429, 500]);
+    expect(statuses("post", "/v1/asset-collections")).toEqual([201, 400, 401, 403, 409, 415, 429, 500]);
+    expect(statuses("delete", "/v1/asset-collections/{id}")).toEqual([204, 400, 401, 403, 404, 429, 500]);
     // 204 has no body; 201s carry Location.
     expect(op("delete", "/v1/asset-collections/{id}").responses["204"].content).toBeUndefined();
     expect(op("post", "/v1/assets/upload").responses["201"].headers.Location).toBeDefined();

@@ -1,15 +1,20 @@
-import express, { type Express } from "express";
+import express, { type Express, type RequestHandler } from "express";
 import { healthRouter, metricsRouter, requestContext } from "@media-platform/observability";
 import { assetsRouter, uploadIntake } from "./assets/routes";
 import { resumableUploads, type ResumableUploads } from "./assets/tus";
 import { uploadGateOf, type UploadGate } from "./assets/upload-intake";
 import type { TokenVerifier } from "./auth/keys";
+import { ApiKeyAuthenticator } from "./auth/api-keys";
 import { requireAuth } from "./auth/middleware";
+import { requireScope } from "./auth/scopes";
+import { recordSignIns } from "./auth/sign-ins";
+import { DEFAULT_API_KEY_CACHE_SECONDS } from "./config";
+import { credentialsRouter } from "./credentials/routes";
 import { collectionsRouter } from "./collections/routes";
 import type { AppContext } from "./context";
 import { defaultUploadSettings, uploadsPerWorkspace } from "./config/uploads";
 import { docsRouter } from "./docs";
-import { libraryRouter, type DevSignIn } from "./library/router";
+import { libraryRouter, type DevSignIn, type LibraryOptions } from "./library/router";
 import { lifecycleRouter } from "./lifecycle/routes";
 import { mediaUrlsRouter } from "./media-urls/routes";
 import { createManagementMetrics, type ManagementMetrics } from "./metrics";
@@ -25,6 +30,12 @@ export interface AppDeps extends AppContext {
   readinessTimeoutMs?: number;
   /** The built library app's folder (library/router.ts findLibraryDir); null or omitted = not built. */
   libraryDir?: string | null;
+  /** Verifies API keys (auth/api-keys.ts); one with the default cache bound when omitted. */
+  apiKeys?: ApiKeyAuthenticator;
+  /** The library's OpenID Connect sign-in (AUTH_OIDC_*); none = not offered. */
+  oidc?: LibraryOptions["oidc"];
+  /** Requests per credential (auth/rate-limit.ts, RATE_LIMIT_REQUESTS_PER_MINUTE); none = no limit. */
+  rateLimit?: RequestHandler;
   /** Embedded authentication only: the library's development sign-in (POST /library/dev-token). */
   devSignIn?: DevSignIn;
   /** tus at /v1/assets/tus (assets/tus.ts); built here when omitted (the server passes its own, which it sweeps). */
@@ -43,6 +54,9 @@ export function createApp(deps: AppDeps): Express {
 
   // Every series exists from the start (metrics.ts), so /metrics shows them before the first event.
   const metrics = deps.metrics ?? createManagementMetrics();
+  const apiKeys =
+    deps.apiKeys ??
+    new ApiKeyAuthenticator(deps.prisma, { cacheMs: DEFAULT_API_KEY_CACHE_SECONDS * 1000, log: deps.log });
   const ctx: AppContext = { ...deps, metrics };
 
   // Every response, errors and operations endpoints included: never let a browser sniff a type.
@@ -81,6 +95,7 @@ export function createApp(deps: AppDeps): Express {
       dir: deps.libraryDir ?? null,
       mediaPublicUrl: deps.mediaPublicUrl,
       devSignIn: deps.devSignIn,
+      oidc: deps.oidc,
       mediaSigned: deps.mediaSigningKey !== undefined,
       uploads: {
         perWorkspace: uploadsPerWorkspace(deps.uploads ?? defaultUploadSettings()),
@@ -100,7 +115,11 @@ export function createApp(deps: AppDeps): Express {
     res.setHeader("Cache-Control", "no-store");
     next();
   });
-  v1.use(requireAuth(deps.verifier));
+  v1.use(requireAuth(deps.verifier, apiKeys));
+  if (deps.rateLimit) v1.use(deps.rateLimit);
+  v1.use(recordSignIns(deps.prisma, deps.log));
+  // The scope each operation names in the route table (packages/contracts).
+  v1.use(requireScope());
   v1.use(express.json({ limit: "100kb", strict: true, type: ["application/json", "application/*+json"] }));
   app.use("/v1", v1);
   // Registered with their full paths (not mounted under a prefix) so every request, failed ones
@@ -110,6 +129,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(lifecycleRouter(ctx, upload));
   app.use(collectionsRouter(ctx));
   app.use(mediaUrlsRouter(ctx));
+  app.use(credentialsRouter(ctx, apiKeys));
 
   app.use(notFoundHandler);
   app.use(errorHandler({ log: deps.log, metrics }));

@@ -1,6 +1,7 @@
 import type { BlobStore } from "@media-platform/storage";
 import type { Logger } from "pino";
 import type { S3Connection, TransportsConfig } from "./config/transports";
+import type { QuotaDefaults } from "./config";
 import type { UploadSettings } from "./config/uploads";
 import type { RawReads } from "./db/direct-reads";
 import type { PrismaClient } from "./generated/prisma/client";
@@ -49,6 +50,8 @@ export interface AppContext {
   transports?: TransportsConfig;
   /** The S3 bucket of the blob store (resumable uploads share it across replicas); none = filesystem. */
   s3?: S3Connection;
+  /** WORKSPACE_STORAGE_QUOTA_BYTES, WORKSPACE_ASSET_QUOTA: every workspace's default quotas; none when omitted. */
+  quotas?: QuotaDefaults;
   /** Purges media caches and the CDN after a delete or replace; none = nothing to tell (tests). */
   propagator?: ChangePropagation;
 }

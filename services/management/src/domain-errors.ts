@@ -18,7 +18,8 @@ export type ManagementErrorCode =
   | "import-refused"
   | "import-not-an-image"
   | "import-failed"
-  | "import-timeout";
+  | "import-timeout"
+  | "quota-exceeded";
 
 /** No such resource in the caller's workspace (an unknown, foreign or malformed id alike). */
 export class NotFoundError extends DomainError<ManagementErrorCode> {
@@ -79,6 +80,27 @@ export class MetadataRemovalError extends DomainError<ManagementErrorCode> {
   constructor(detail: string, options?: { cause?: unknown }) {
     super(detail, options);
     this.name = "MetadataRemovalError";
+  }
+}
+
+/** An upload that would take a workspace past one of its quotas: refused before its bytes are stored. */
+export class QuotaExceededError extends DomainError<ManagementErrorCode> {
+  readonly code = "quota-exceeded";
+  constructor(
+    readonly quota: "storageBytes" | "assets",
+    readonly usage: number,
+    readonly limit: number,
+  ) {
+    super(
+      quota === "storageBytes"
+        ? `The upload would exceed the workspace's storage quota: ${usage} of ${limit} bytes used`
+        : `The upload would exceed the workspace's asset quota: ${usage} of ${limit} assets`,
+    );
+    this.name = "QuotaExceededError";
+  }
+
+  override get extensions(): Record<string, unknown> {
+    return { quota: this.quota, usage: this.usage, limit: this.limit };
   }
 }
 

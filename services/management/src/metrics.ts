@@ -1,4 +1,4 @@
-import { Counter, Histogram } from "prom-client";
+import { Counter, Gauge, Histogram } from "prom-client";
 import { createMetrics, type Metrics, type MetricsOptions } from "@media-platform/observability";
 
 /**
@@ -9,6 +9,8 @@ import { createMetrics, type Metrics, type MetricsOptions } from "@media-platfor
  *   webhook_deliveries_total      webhooks/dispatcher.ts onOutcome (wired in lifecycle/runtime.ts)
  *   cache_purge_failures_total    lifecycle/propagation.ts onFailure (wired in lifecycle/runtime.ts)
  *   dependency_errors_total       problem.ts error handler (503s caused by the database or storage)
+ *   workspace_storage_bytes,      usage/gauges.ts, only with WORKSPACE_USAGE_METRICS=true (a series
+ *   workspace_assets              per workspace: opt-in because of the label cardinality)
  */
 
 /** 1 KiB .. 64 MiB, x4 steps. */
@@ -22,6 +24,9 @@ export interface ManagementMetrics extends Metrics {
   readonly webhookDeliveries: Counter<"outcome">;
   /** `cache_purge_failures_total{target}`: media, cdn. */
   readonly purgeFailures: Counter<"target">;
+  /** `workspace_storage_bytes{workspace}` and `workspace_assets{workspace}` (WORKSPACE_USAGE_METRICS). */
+  readonly workspaceStorageBytes: Gauge<"workspace">;
+  readonly workspaceAssets: Gauge<"workspace">;
 }
 
 /** The management service's registry (label service="management") with all of its series. */
@@ -46,6 +51,18 @@ export function createManagementMetrics(options: Partial<Omit<MetricsOptions, "s
     labelNames: ["target"] as const,
     registers,
   });
+  const workspaceStorageBytes = new Gauge({
+    name: "workspace_storage_bytes",
+    help: "Bytes a workspace stores: originals, versions and the trash (WORKSPACE_USAGE_METRICS=true only)",
+    labelNames: ["workspace"] as const,
+    registers,
+  });
+  const workspaceAssets = new Gauge({
+    name: "workspace_assets",
+    help: "Assets of a workspace, the trash included (WORKSPACE_USAGE_METRICS=true only)",
+    labelNames: ["workspace"] as const,
+    registers,
+  });
   // Shown from zero, before the first event.
   for (const outcome of ["delivered", "failed", "dead"]) webhookDeliveries.inc({ outcome }, 0);
   for (const target of ["media", "cdn"]) purgeFailures.inc({ target }, 0);
@@ -55,5 +72,7 @@ export function createManagementMetrics(options: Partial<Omit<MetricsOptions, "s
     observeUpload: (bytes) => uploadBytes.observe(bytes),
     webhookDeliveries,
     purgeFailures,
+    workspaceStorageBytes,
+    workspaceAssets,
   };
 }

@@ -26,6 +26,8 @@ export { ProblemError, type FieldError };
  */
 export type ManagementHttpProblemCode =
   | "forbidden"
+  | "insufficient-scope"
+  | "rate-limited"
   | "upload-idle"
   | "too-large"
   | "json-required"
@@ -68,6 +70,25 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
     type: "forbidden",
     title: PROBLEM_TITLES[403]!,
     when: "the library's development sign-in asked other than by a browser on the service's machine (a non-loopback address or Host, or a Forwarded / X-Forwarded-* header)",
+  },
+  "insufficient-scope": {
+    status: 403,
+    type: "insufficient-scope",
+    title: PROBLEM_TITLES[403]!,
+    headers: { "WWW-Authenticate": 'Bearer realm="media-platform", error="insufficient_scope"' },
+    when: "a credential without the scope the operation needs (`requiredScope` names it): an API key, or a token whose `scope` claim names other scopes",
+  },
+  "quota-exceeded": {
+    status: 413,
+    type: "quota-exceeded",
+    title: "Quota exceeded",
+    when: "an upload or replace that would take the workspace past its storage or asset quota (`quota`, `usage` and `limit` name it); nothing is stored",
+  },
+  "rate-limited": {
+    status: 429,
+    type: "rate-limited",
+    title: PROBLEM_TITLES[429]!,
+    when: "more than `RATE_LIMIT_REQUESTS_PER_MINUTE` requests in a minute with one credential (`Retry-After` says when)",
   },
   "not-found": {
     status: 404,

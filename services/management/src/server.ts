@@ -7,6 +7,9 @@ import { s3ConnectionOf } from "./config/transports";
 import { resumableUploads } from "./assets/tus";
 import { uploadGateOf } from "./assets/upload-intake";
 import { Periodic } from "./jobs/periodic";
+import { ApiKeyAuthenticator } from "./auth/api-keys";
+import { createRateLimit } from "./auth/rate-limit";
+import { ingestUsageReports, refreshUsageGauges } from "./usage/ingest";
 import { scheduleOrphanSweep } from "./assets/orphans";
 import { createVerifier, resolveKeySource } from "./auth/keys";
 import { loadConfig, type ManagementConfig } from "./config";
@@ -99,6 +102,8 @@ export async function startManagement(
           ? { mediaUrls: config.lifecycle.mediaEagerUrls, wake: (): void => undefined }
           : undefined,
       propagator,
+      quotas: config.usage.quotas,
+      apiKeys: new ApiKeyAuthenticator(db.prisma, { cacheMs: config.auth.apiKeyCacheSeconds * 1000, log }),
     };
     // Resumable uploads: expired ones' bytes and old receipts swept on every replica (idempotent).
     const uploadGate = uploadGateOf(config.uploads);
@@ -110,12 +115,23 @@ export async function startManagement(
       "resumable-upload-sweep",
     );
     resumableSweep.start();
+    const rateLimit =
+      config.rateLimit.requestsPerMinute > 0
+        ? createRateLimit({
+            requestsPerMinute: config.rateLimit.requestsPerMinute,
+            redisUrl: config.rateLimit.redisUrl,
+            redisKeyPrefix: config.rateLimit.redisKeyPrefix,
+            log,
+          })
+        : undefined;
     const embedded = keySource.kind === "secret" && keySource.embedded;
     const app = createApp({
       ...ctx,
       resumable,
       uploadGate,
       libraryDir: findLibraryDir(),
+      rateLimit: rateLimit?.middleware,
+      oidc: config.auth.oidc ? { ...config.auth.oidc, workspaceClaim: config.auth.workspaceClaim } : undefined,
       // The development sign-in exists only while the embedded secret signs the tokens.
       devSignIn: embedded
         ? {
@@ -159,6 +175,18 @@ export async function startManagement(
     // Trash retention and webhook delivery run on every replica (row locks keep them exclusive).
     const trash = trashRetentionJob(ctx, config.lifecycle.trashRetentionDays, config.lifecycle.trashSweepIntervalMs);
     trash.start();
+    // The media service's usage reports, and the opt-in per-workspace gauges.
+    const usageIngest = new Periodic(
+      config.usage.ingestIntervalMs,
+      () => ingestUsageReports({ prisma: db.prisma, blobStore, log }),
+      log,
+      "usage reports",
+    );
+    usageIngest.start();
+    const usageGauges = config.usage.metrics
+      ? new Periodic(60_000, () => refreshUsageGauges(db.prisma, metrics), log, "usage gauges")
+      : undefined;
+    usageGauges?.start();
     // The outbox also carries the eager-render requests to media (MEDIA_EAGER_RENDERS).
     const eager = config.lifecycle.mediaEagerUrls.length > 0;
     const dispatcher = startDispatcher({
@@ -170,11 +198,18 @@ export async function startManagement(
     });
     if (dispatcher && ctx.eagerRenders) ctx.eagerRenders.wake = () => dispatcher.wake();
     const stopJobs = async (): Promise<void> => {
-      await Promise.all([trash.stop(), dispatcher?.stop(), resumableSweep.stop().then(() => resumable.close())]);
+      await Promise.all([
+        trash.stop(),
+        dispatcher?.stop(),
+        resumableSweep.stop().then(() => resumable.close()),
+        usageIngest.stop(),
+        usageGauges?.stop(),
+      ]);
     };
     const closeHooks: CloseHook[] = [
       { name: "background jobs", close: stopJobs },
       { name: "database", close: closeDatabase },
+      ...(rateLimit ? [{ name: "rate limit", close: () => rateLimit.close() }] : []),
     ];
     let closed = false;
     return {

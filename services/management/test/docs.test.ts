@@ -288,6 +288,13 @@ describe("route table vs the management app", () => {
         .set("Upload-Offset", "0")
         .send(rocket),
     );
+    const key = await agent.post("/v1/api-keys").send({ name: "docs", scopes: ["read"] });
+    check("POST /v1/api-keys", key);
+    check("GET /v1/api-keys", await agent.get("/v1/api-keys"));
+    check("DELETE /v1/api-keys/:id", await agent.delete(`/v1/api-keys/${key.body.id}`));
+    check("GET /v1/usage", await agent.get("/v1/usage"));
+    check("PUT /v1/usage/quotas", await agent.put("/v1/usage/quotas").send({ assets: 1000 }));
+    check("GET /v1/audit-events", await agent.get("/v1/audit-events"));
     for (const r of managementRoutes.filter((x) => !x.auth)) {
       const path = r.path.replace(":uploadId", "0".repeat(32));
       const res = await (r.method === "options" ? request(app).options(path) : request(app).get(path));

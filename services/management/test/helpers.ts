@@ -149,6 +149,7 @@ export async function createTestApp(
       | "uploads"
       | "s3"
       | "resumable"
+      | "quotas"
     >
   > & {
     /** A blob store no other test shares (tests that sweep or list the whole store). */
@@ -183,6 +184,7 @@ export async function createTestApp(
     uploads: options.uploads,
     s3: options.s3,
     resumable: options.resumable,
+    quotas: options.quotas,
   };
   const app = createApp(deps);
   const token = (ws: string, sub = "user-1") => signToken(secret, { workspaceId: ws, sub, ttl: "1h" });

@@ -251,7 +251,10 @@ describe("/library", () => {
       { kind: "secret", secret: devSecret, embedded: true },
       { workspaceClaim: "workspace_id" },
     );
-    await expect(verifier.verify(res.body.token)).resolves.toEqual({ workspaceId: "studio", userId: "library-dev" });
+    await expect(verifier.verify(res.body.token)).resolves.toMatchObject({
+      workspaceId: "studio",
+      userId: "library-dev",
+    });
     const page = await request(dev.app).get("/library");
     expect(page.text).toContain('<meta name="dev-sign-in" content="true">');
     // The API signs media URLs there: the page asks it for every one it shows.

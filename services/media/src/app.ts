@@ -295,6 +295,9 @@ export function createMediaRoute(deps: MediaRouteDeps): MediaRoute {
       const delivery = await service.deliver(admitted, { log, departure, memoryMissed, sharedMiss });
       // 5. The answer.
       answerRendition(req, res, admitted, delivery, deps.guardSend);
+      if (delivery.xCache === "MISS") deps.usage?.rendered(delivery.entry.assetId);
+      if (res.statusCode === 200 && req.method !== "HEAD")
+        deps.usage?.sent(delivery.entry.assetId, delivery.entry.body.length);
     },
   };
 }

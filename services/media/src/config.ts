@@ -193,6 +193,9 @@ export const mediaEnvSchema = z.object({
   MEDIA_QUEUE_LIMIT: int(0, 100_000, 64, "a whole number from 0 to 100000").describe(
     "Transformations waiting: for a slot, or (a heavy render beyond the half of the slots heavy renders may run) for the work gate without a slot; beyond it 503 + Retry-After",
   ),
+  MEDIA_USAGE_REPORT_INTERVAL_SECONDS: int(0, 3600, 10, "a whole number of seconds from 0 to 3600").describe(
+    "How often the renders and bytes sent per asset, counted in memory, are written to the blob store for the management service's usage figures (and at shutdown); 0 = not reported",
+  ),
   MEDIA_PURGE_SECRET: secretEnvField().describe(
     "Shared secret of POST /internal/purge (same value as management's); unset = generated in <DATA_DIR>/purge-secret",
   ),
@@ -322,6 +325,8 @@ export interface MediaConfig {
   autoQualityTarget: number;
   /** Unset: the embedded shared secret file (resolved by startMedia). */
   purgeSecret: string | undefined;
+  /** MEDIA_USAGE_REPORT_INTERVAL_SECONDS in ms; 0 = no usage reports. */
+  usageReportIntervalMs: number;
   cachePolicy: CachePolicy;
 }
 
@@ -373,6 +378,7 @@ export function loadMediaConfig(env: Record<string, string | undefined> = proces
     },
     signingKey: e.MEDIA_SIGNING_KEY,
     purgeSecret: e.MEDIA_PURGE_SECRET,
+    usageReportIntervalMs: e.MEDIA_USAGE_REPORT_INTERVAL_SECONDS * 1000,
     cachePolicy: { maxAgeSeconds: e.MEDIA_CACHE_MAX_AGE, staleWhileRevalidateSeconds: e.MEDIA_STALE_WHILE_REVALIDATE },
     allowQuery: e.MEDIA_ALLOW_QUERY,
     limitInputPixels: e.LIMIT_INPUT_PIXELS,

@@ -1,4 +1,5 @@
 import http from "node:http";
+import { UsageReporter } from "./usage/usage-reports";
 import { Router, type Express } from "express";
 import { PURGE_SECRET_FILE } from "@media-platform/contracts";
 import { createLogger, traceRequests, type CloseHook, type Logger } from "@media-platform/observability";
@@ -52,6 +53,7 @@ export type MediaServerOptions = Pick<
   | "purgeSecret"
   | "cachePolicy"
   | "maxAnimationFrames"
+  | "usageReportIntervalMs"
 >;
 
 /** The config schema's defaults (an empty environment), so each default is stated once, in config.ts. */
@@ -172,7 +174,13 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     metrics,
     logger,
   });
-  const hotPath = createHotPath({ guardSend, memory, signer, metrics, negotiator });
+  // Renders and bytes sent per asset, for the workspaces' usage (management counts the reports).
+  const usage =
+    options.usageReportIntervalMs > 0
+      ? new UsageReporter(deps.store, { intervalMs: options.usageReportIntervalMs, log: logger })
+      : undefined;
+  usage?.start();
+  const hotPath = createHotPath({ guardSend, memory, signer, metrics, negotiator, usage });
   const route = createMediaRoute({
     service,
     admission,
@@ -180,6 +188,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
     hotPath: redis ? hotPath : undefined,
     clientOf: options.clientShare < 1 ? clientIdentity(options.trustedProxies) : undefined,
     guardSend,
+    usage,
   });
   const operations = createOperationRoutes({
     metrics,
@@ -232,6 +241,7 @@ export function createMediaServer(deps: MediaServerDeps): MediaServer {
   const server = http.createServer((req, res) => hotPath.handle(req, res, directEntry));
 
   const closeHooks: CloseHook[] = [
+    ...(usage ? [{ name: "usage reports", close: () => usage.stop() }] : []),
     ...(redis ? [{ name: "redis", close: () => redis.close() }] : []),
     ...(deps.closeHooks ?? []),
   ];

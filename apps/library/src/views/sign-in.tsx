@@ -1,11 +1,25 @@
 import { useState } from "preact/hooks";
-import { client, describeError, devSignIn, settings, signIn, signOut } from "../session";
+import { client, describeError, devSignIn, oidc, settings, signIn, signInMessage, signOut } from "../session";
+import { useSignal } from "../signal";
 
 export function SignIn() {
   const [value, setValue] = useState("");
   const [workspace, setWorkspace] = useState("default");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const providerMessage = useSignal(signInMessage);
+  const shown = error ?? providerMessage;
+
+  async function withProvider() {
+    setBusy(true);
+    setError(null);
+    try {
+      await oidc!.start();
+    } catch (err) {
+      setError(describeError(err));
+      setBusy(false);
+    }
+  }
 
   async function withToken(event: Event) {
     event.preventDefault();
@@ -44,7 +58,14 @@ export function SignIn() {
   return (
     <main class="sign-in" id="main">
       <h1>Media library</h1>
-      <form onSubmit={withToken} aria-describedby={error ? "sign-in-error" : undefined}>
+      {oidc && (
+        <p>
+          <button type="button" class="provider" onClick={() => void withProvider()} disabled={busy}>
+            Sign in with {oidc.settings.providerName}
+          </button>
+        </p>
+      )}
+      <form onSubmit={withToken} aria-describedby={shown ? "sign-in-error" : undefined}>
         <label for="token">Bearer token</label>
         <textarea
           id="token"
@@ -56,7 +77,13 @@ export function SignIn() {
           onInput={(e) => setValue(e.currentTarget.value)}
         />
         <p class="hint">
-          Kept in this tab only (sessionStorage). Create one with <code>pnpm run token --workspace &lt;id&gt;</code>.
+          Kept in this tab only (sessionStorage).
+          {settings.devSignIn && (
+            <>
+              {" "}
+              Create one with <code>pnpm run token --workspace &lt;id&gt;</code>, or an API key.
+            </>
+          )}
         </p>
         <button type="submit" disabled={busy}>
           Sign in
@@ -73,9 +100,9 @@ export function SignIn() {
           </button>
         </form>
       )}
-      {error && (
+      {shown && (
         <p id="sign-in-error" class="error" role="alert">
-          {error}
+          {shown}
         </p>
       )}
     </main>

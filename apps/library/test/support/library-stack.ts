@@ -49,10 +49,15 @@ async function waitReady(url: string, child: ChildProcess, log: () => string): P
 }
 
 /** Both services (with `env` on top of the embedded defaults) and a browser page on them. */
-export async function startStack(mode: string, env: Record<string, string> = {}): Promise<Stack> {
+export async function startStack(
+  mode: string,
+  env: Record<string, string> = {},
+  /** Ports chosen beforehand (an identity provider registers the library's URL before it starts). */
+  ports?: { management: number; media: number },
+): Promise<Stack> {
   buildLibrary({ quiet: true });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `library-${mode}-`));
-  const [managementPort, mediaPort] = [await freePort(), await freePort()];
+  const [managementPort, mediaPort] = ports ? [ports.management, ports.media] : [await freePort(), await freePort()];
   const management = `http://127.0.0.1:${managementPort}`;
   const media = `http://127.0.0.1:${mediaPort}`;
   const childEnv: NodeJS.ProcessEnv = {

@@ -19,6 +19,16 @@ import {
   batchRequestSchema,
   batchResponseSchema,
 } from "../management";
+import {
+  apiKeySchema,
+  auditEventSchema,
+  createApiKeySchema,
+  createdApiKeySchema,
+  listApiKeysResponseSchema,
+  listAuditResponseSchema,
+  putQuotasSchema,
+  usageResponseSchema,
+} from "../credentials";
 import { PROBLEM_CONTENT_TYPE, problemSchema } from "../problem";
 import { managementRoutes, toOpenApiPath, type ApiRoute, type ProblemStatus, type RouteBody } from "./routes";
 
@@ -50,6 +60,12 @@ const outputComponents: Record<string, z.ZodType> = {
   BatchResult: batchResponseSchema,
   MediaUrl: signMediaUrlResponseSchema,
   MediaUrlBatch: signMediaUrlsResponseSchema,
+  ApiKey: apiKeySchema,
+  CreatedApiKey: createdApiKeySchema,
+  ApiKeyList: listApiKeysResponseSchema,
+  Usage: usageResponseSchema,
+  AuditEvent: auditEventSchema,
+  AuditEventList: listAuditResponseSchema,
   Problem: problemSchema,
 };
 
@@ -60,6 +76,8 @@ const inputComponents: Record<string, z.ZodType> = {
   BatchRequest: batchRequestSchema,
   MediaUrlSignRequest: signMediaUrlRequestSchema,
   MediaUrlSignBatchRequest: signMediaUrlsRequestSchema,
+  ApiKeyCreate: createApiKeySchema,
+  QuotasPut: putQuotasSchema,
 };
 
 /** Base of the problem `type` URIs the management service sends. */
@@ -89,6 +107,15 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
       "Missing, malformed, expired or badly signed bearer token, or no workspace claim (WWW-Authenticate: Bearer)",
     example: { slug: "unauthorized", title: "Unauthorized", detail: "token expired" },
   },
+  403: {
+    name: "Forbidden",
+    description: "The credential lacks the scope the operation needs (`insufficient-scope`; `requiredScope` names it)",
+    example: {
+      slug: "insufficient-scope",
+      title: "Forbidden",
+      detail: "This operation needs the admin scope; the credential has read",
+    },
+  },
   404: {
     name: "NotFound",
     description: "Unknown id, or a resource of another workspace",
@@ -107,7 +134,8 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
   },
   413: {
     name: "ContentTooLarge",
-    description: "The file exceeds the upload limit (MAX_UPLOAD_BYTES, 50 MB by default)",
+    description:
+      "The file exceeds the upload limit (MAX_UPLOAD_BYTES, 50 MB by default), or would take the workspace past its storage or asset quota (`quota-exceeded`, naming `quota`, `usage` and `limit`)",
     example: {
       slug: "payload-too-large",
       title: "Content Too Large",
@@ -172,6 +200,16 @@ export const PROBLEM_RESPONSES: Record<ProblemStatus | 500, ProblemResponseSpec>
     name: "ImportTimeout",
     description: "An import took longer than IMPORT_TIMEOUT_MS",
     example: { slug: "import-timeout", title: "Import timed out", detail: "The import took longer than 60000 ms" },
+  },
+  429: {
+    name: "TooManyRequests",
+    description:
+      "The credential sent more than RATE_LIMIT_REQUESTS_PER_MINUTE requests in the current minute (`Retry-After` says when to retry)",
+    example: {
+      slug: "rate-limited",
+      title: "Too Many Requests",
+      detail: "More than 600 requests in a minute with this credential; retry in 12 s",
+    },
   },
   500: {
     name: "InternalError",
@@ -302,7 +340,12 @@ function operationOf(route: ApiRoute): JsonObject {
     if (Object.keys(headers).length) r.headers = headers;
     responses[status] = r;
   }
-  const problems: (ProblemStatus | 500)[] = [...route.problems, ...(route.auth ? [401 as const] : []), 500];
+  // Any authenticated operation may answer 401, 403 (scope) and 429 (rate limit).
+  const problems: (ProblemStatus | 500)[] = [
+    ...route.problems,
+    ...(route.auth ? [401 as const, 403 as const, 429 as const] : []),
+    500,
+  ];
   for (const status of [...new Set(problems)].sort((a, b) => a - b)) {
     responses[String(status)] = { $ref: `#/components/responses/${PROBLEM_RESPONSES[status].name}` };
   }
@@ -310,8 +353,9 @@ function operationOf(route: ApiRoute): JsonObject {
     operationId: route.operationId,
     summary: route.summary,
     tags: [route.tag],
-    security: route.auth ? [{ [BEARER_SCHEME]: [] }] : [],
+    security: route.auth ? [{ [BEARER_SCHEME]: route.scope ? [route.scope] : [] }] : [],
   };
+  if (route.scope) operation["x-required-scope"] = route.scope;
   if (route.description) operation.description = route.description;
   const parameters = [...parametersOf("path", route.params), ...parametersOf("query", route.query)];
   if (parameters.length) operation.parameters = parameters;
@@ -383,7 +427,8 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
       description: [
         "Upload images, manage their metadata and collections, and search a workspace's library.",
         "",
-        "Every `/v1` request needs `Authorization: Bearer <JWT>`; the token's `workspace_id` claim selects the workspace. A resource of another workspace answers 404.",
+        "Every `/v1` request needs `Authorization: Bearer <credential>`: a JWT whose `workspace_id` claim selects the workspace, or an API key (`mpk_...`, `POST /v1/api-keys`). A resource of another workspace answers 404.",
+        "Each operation names the scope it needs (`x-required-scope`: `read`, `write` or `admin`); a credential without it gets 403 `insufficient-scope`. A token's `scope` claim limits it the same way when it names any of these scopes.",
         "Errors are RFC 9457 `application/problem+json` bodies: `{ type, title, status, detail, errors? }`.",
         "",
         `Transformed images are served by the media service at \`${mediaUrl}/<transformation>[:<param>=<value>...]/<assetId>.<ext>\`; its \`GET /transformations\` lists every transformation and parameter.`,
@@ -395,6 +440,10 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
       {
         name: "Collections",
         description: "Create, list and delete collections; assets join them through PATCH or upload",
+      },
+      {
+        name: "Credentials and usage",
+        description: "API keys, the workspace's usage and quotas, and its audit log",
       },
       { name: "Documentation", description: "This document and its interactive reference (no authentication)" },
       {
@@ -410,8 +459,8 @@ export function buildOpenApiDocument(options: OpenApiOptions): OpenApiDocument {
         [BEARER_SCHEME]: {
           type: "http",
           scheme: "bearer",
-          bearerFormat: "JWT",
-          description: "A JWT from the identity provider (or `pnpm run token --workspace <id>` in embedded mode)",
+          description:
+            "A JWT from the identity provider (or `pnpm run token --workspace <id>` in embedded mode), or an API key (`mpk_...`). The scopes listed on an operation are the ones its credential needs.",
         },
       },
     },

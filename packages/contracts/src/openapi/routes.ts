@@ -27,6 +27,17 @@ import {
   importFromUrlSchema,
   resumableUploadParamsSchema,
 } from "../management";
+import {
+  apiKeyIdParamsSchema,
+  createApiKeySchema,
+  createdApiKeySchema,
+  listApiKeysResponseSchema,
+  listAuditQuerySchema,
+  listAuditResponseSchema,
+  putQuotasSchema,
+  usageResponseSchema,
+  type ApiScope,
+} from "../credentials";
 
 /**
  * The management API's route table: every operation the Express app registers, with the zod
@@ -37,7 +48,7 @@ import {
 export type HttpMethod = "get" | "post" | "put" | "patch" | "delete" | "head" | "options";
 
 /** Problem statuses an operation may answer with (application/problem+json). */
-export type ProblemStatus = 400 | 401 | 404 | 409 | 410 | 412 | 413 | 415 | 422 | 423 | 460 | 502 | 504;
+export type ProblemStatus = 400 | 401 | 403 | 404 | 409 | 410 | 412 | 413 | 415 | 422 | 423 | 429 | 460 | 502 | 504;
 
 export interface RouteResponse {
   description: string;
@@ -80,6 +91,11 @@ export interface ApiRoute {
   tag: string;
   /** Bearer token required (every /v1 route except the documentation). */
   auth: boolean;
+  /**
+   * The scope a credential needs for it (every authenticated route names one: a test fails when
+   * one does not). The auth middleware enforces it from this table.
+   */
+  scope?: ApiScope;
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: RouteBody;
@@ -93,6 +109,7 @@ export const TAGS = {
   assets: "Assets",
   collections: "Collections",
   mediaUrls: "Media URLs",
+  credentials: "Credentials and usage",
   docs: "Documentation",
   operations: "Operations",
 } as const;
@@ -127,6 +144,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "Lists the workspace's assets, filtered, sorted and paginated. `search` is a case-insensitive substring match over title, tags, caption, description and filename. Pass `nextCursor` of a page as `cursor` to get the next one; `count` is the number of matching assets over all pages.",
     tag: TAGS.assets,
     auth: true,
+    scope: "read",
     query: listAssetsQuerySchema,
     responses: { 200: { description: "A page of matching assets", schema: listAssetsResponseSchema } },
     problems: [400],
@@ -140,6 +158,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       'Postgres full-text search over title, tags, caption, description and filename (weighted in that order). Web-search syntax: words, "quoted phrases", -excluded, or. The last word also matches as a prefix; words are stemmed; when nothing matches, misspelled words are corrected against the workspace word list (trigram similarity) and the search runs again, so a small typo still finds the asset. Ranked best first.',
     tag: TAGS.assets,
     auth: true,
+    scope: "read",
     query: fullTextQuerySchema,
     responses: {
       200: { description: "Matching assets, best first, each with a score", schema: fullTextResponseSchema },
@@ -155,6 +174,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "Uploads one image as multipart/form-data. The type is sniffed from the bytes (JPEG, PNG, WebP, GIF, AVIF, TIFF, SVG, HEIC, PDF, camera RAW: DNG, CR2, CR3, NEF, ARW, RAF, RW2, ORF). JPEG, PNG, WebP, GIF, AVIF and TIFF render in their own format; HEIC and camera RAW render as JPEG; SVG and PDF render as PNG. A HEIC (HEVC) is decoded once at upload (its primary image, for a burst or a Live Photo) and its renditions come from that decode; its original is stored as uploaded. A camera RAW is shown from its largest embedded JPEG preview (width, height and placeholder are the preview's, EXIF the camera's); one without a usable preview (at least 160 px on its longer side) is refused (415). A PDF is checked (at most 2000 pages, each side at most 14400 points) and reports page 1's size in points as width and height and its page count as pages; its renditions are the first page, or the one a page:index step selects, and its original downloads as an attachment. An SVG is stored sanitised: scripts, event handlers, `foreignObject` and references out of the document (other than raster `data:image/...` URIs) are removed, and one declaring `<!ENTITY>`s is refused (415); its width and height are its intrinsic size at 72 dpi, and its renditions are PNG. With `warnAboutDuplicateImages` the response lists exact (same SHA-256) and similar (perceptual hash) assets of the workspace; the upload succeeds either way.",
     tag: TAGS.assets,
     auth: true,
+    scope: "write",
     body: {
       type: "multipart",
       fields: uploadFieldsSchema,
@@ -186,6 +206,7 @@ export const managementRoutes: readonly ApiRoute[] = [
     summary: "Get an asset with its metadata",
     tag: TAGS.assets,
     auth: true,
+    scope: "read",
     params: assetIdParamsSchema,
     responses: { 200: { description: "The asset", schema: assetSchema } },
     problems: [404],
@@ -199,6 +220,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "Only the given fields change. `null` clears userTitle, userCaption, userDescription and collectionId; `userTags` replaces the whole list. `collectionId` must name a collection of the same workspace. Unknown fields are rejected.",
     tag: TAGS.assets,
     auth: true,
+    scope: "write",
     params: assetIdParamsSchema,
     body: { type: "json", schema: patchAssetSchema, description: "Fields to change" },
     responses: { 200: { description: "The updated asset", schema: assetSchema } },
@@ -211,6 +233,7 @@ export const managementRoutes: readonly ApiRoute[] = [
     summary: "List the workspace's collections",
     tag: TAGS.collections,
     auth: true,
+    scope: "read",
     responses: { 200: { description: "All collections of the workspace", schema: listCollectionsResponseSchema } },
     problems: [],
   },
@@ -222,6 +245,7 @@ export const managementRoutes: readonly ApiRoute[] = [
     description: "The name is trimmed and must be unique within the workspace (exact match), else 409.",
     tag: TAGS.collections,
     auth: true,
+    scope: "write",
     body: { type: "json", schema: createCollectionSchema, description: "The new collection" },
     responses: { 201: { description: "The created collection", schema: collectionSchema, location: true } },
     problems: [400, 409, 415],
@@ -235,6 +259,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "The collection's assets stay in place with collectionId null; with `withAssets=true` they are moved to the trash first (same transaction).",
     tag: TAGS.collections,
     auth: true,
+    scope: "write",
     params: collectionIdParamsSchema,
     query: deleteCollectionQuerySchema,
     responses: { 204: { description: "The collection was deleted" } },
@@ -249,6 +274,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "Without `permanent`, the live asset goes to the trash: GET answers 404 and it leaves lists, full-text search, duplicate checks and assetCount; it is removed for good after TRASH_RETENTION_DAYS. With `permanent=true` (live or trashed asset) the row, every stored original and version and every cached rendition are removed at once. Either way every media URL of the asset answers 404 once this returns.",
     tag: TAGS.assets,
     auth: true,
+    scope: "write",
     params: assetIdParamsSchema,
     query: deleteAssetQuerySchema,
     responses: { 204: { description: "Trashed (or removed)" } },
@@ -263,6 +289,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "Brings the asset back exactly as it was, collection included; `collectionId` is null if its collection was deleted meanwhile. 409 when the asset is not in the trash.",
     tag: TAGS.assets,
     auth: true,
+    scope: "write",
     params: assetIdParamsSchema,
     responses: { 200: { description: "The restored asset", schema: assetSchema } },
     problems: [404, 409],
@@ -276,6 +303,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "A 256 x 256 WebP of a trashed asset (centre crop, upright, first frame), for the owner only. The media service answers 404 for every URL of a trashed asset, signed or not, so the trash shows its assets through this route. 404 for a live asset (use its media URLs) or another workspace's. `Cache-Control: private`.",
     tag: TAGS.assets,
     auth: true,
+    scope: "read",
     params: assetIdParamsSchema,
     responses: { 200: { description: "The thumbnail (image/webp)", contentType: "image/webp" } },
     problems: [404, 422],
@@ -289,6 +317,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "Same validation and limits as an upload. Format, width, height, bytes, sha256 and perceptual hash are updated and `version` incremented; metadata, tags and collection are kept. The previous original is kept as a version (at most ASSET_VERSIONS_KEPT). Every media URL of the asset renders the new image once this returns.",
     tag: TAGS.assets,
     auth: true,
+    scope: "write",
     params: assetIdParamsSchema,
     body: {
       type: "multipart",
@@ -307,6 +336,7 @@ export const managementRoutes: readonly ApiRoute[] = [
     summary: "List an asset's previous originals",
     tag: TAGS.assets,
     auth: true,
+    scope: "read",
     params: assetIdParamsSchema,
     responses: { 200: { description: "Previous versions, newest first", schema: listAssetVersionsResponseSchema } },
     problems: [404],
@@ -320,6 +350,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "The version's bytes become the current original as a new version (the current one is kept as a version).",
     tag: TAGS.assets,
     auth: true,
+    scope: "write",
     params: assetVersionParamsSchema,
     responses: { 200: { description: "The updated asset", schema: assetSchema } },
     problems: [404],
@@ -333,6 +364,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "`delete` (to the trash), `restore`, `addTags`, `removeTags` (value: tags) or `setCollection` (value: collection id or null) over up to 1000 ids, in one transaction. Ids of another workspace, or unknown ones, are reported in `notFound`; tag and collection actions apply to live assets only.",
     tag: TAGS.assets,
     auth: true,
+    scope: "write",
     body: { type: "json", schema: batchRequestSchema, description: "Action, ids and value" },
     responses: { 200: { description: "What matched and changed", schema: batchResponseSchema } },
     problems: [400, 415],
@@ -346,6 +378,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "Returns the absolute media URL of `path`, signed with the server's MEDIA_SIGNING_KEY (`signed: true`), or unsigned when no key is configured (`signed: false`). The path's asset must be a live asset of the caller's workspace (404 otherwise). Its steps are not validated here: the media service answers 400 for an invalid one.",
     tag: TAGS.mediaUrls,
     auth: true,
+    scope: "read",
     body: { type: "json", schema: signMediaUrlRequestSchema, description: "Media path and optional expiry" },
     responses: { 200: { description: "The media URL", schema: signMediaUrlResponseSchema } },
     problems: [400, 404, 415],
@@ -359,9 +392,93 @@ export const managementRoutes: readonly ApiRoute[] = [
       "The batch form of `POST /v1/media-urls/sign`, for a page of a grid: up to 500 paths in one round trip. Paths naming no live asset of the caller's workspace are listed in `notFound` instead of failing the batch. Without `expiresAt` the URLs carry the server's expiry (MEDIA_URL_LIFETIME_SECONDS, rounded to a shared window), so every client asking within one window gets identical URLs and a CDN caches one copy per rendition.",
     tag: TAGS.mediaUrls,
     auth: true,
+    scope: "read",
     body: { type: "json", schema: signMediaUrlsRequestSchema, description: "Media paths and optional expiry" },
     responses: { 200: { description: "The media URLs", schema: signMediaUrlsResponseSchema } },
     problems: [400, 415],
+  },
+  {
+    method: "post",
+    path: "/v1/api-keys",
+    operationId: "createApiKey",
+    summary: "Create an API key",
+    description:
+      "Creates a key for a machine (a CI job, an internal service) of the caller's workspace, with the scopes it may use and an optional expiry. The answer carries the secret (`mpk_...`) once: only its hash is stored. Send it as `Authorization: Bearer <key>`.",
+    tag: TAGS.credentials,
+    auth: true,
+    scope: "admin",
+    body: { type: "json", schema: createApiKeySchema, description: "Name, scopes and optional expiry" },
+    responses: {
+      201: { description: "The created key, with its secret", schema: createdApiKeySchema, location: true },
+    },
+    problems: [400, 403, 409, 415],
+  },
+  {
+    method: "get",
+    path: "/v1/api-keys",
+    operationId: "listApiKeys",
+    summary: "List the workspace's API keys",
+    description: "Keys that are not revoked, expired ones included, without their secrets.",
+    tag: TAGS.credentials,
+    auth: true,
+    scope: "admin",
+    responses: { 200: { description: "The keys", schema: listApiKeysResponseSchema } },
+    problems: [403],
+  },
+  {
+    method: "delete",
+    path: "/v1/api-keys/:id",
+    operationId: "revokeApiKey",
+    summary: "Revoke an API key",
+    description:
+      "The key answers 401 from then on: at once on this instance, within API_KEY_CACHE_SECONDS on the others.",
+    tag: TAGS.credentials,
+    auth: true,
+    scope: "admin",
+    params: apiKeyIdParamsSchema,
+    responses: { 204: { description: "Revoked" } },
+    problems: [403, 404],
+  },
+  {
+    method: "get",
+    path: "/v1/usage",
+    operationId: "getUsage",
+    summary: "What the workspace stores and uses",
+    description:
+      "Bytes stored (originals, versions and the trash until purged), assets, the quotas, and uploads, renders and egress bytes per UTC day for the last 90 days.",
+    tag: TAGS.credentials,
+    auth: true,
+    scope: "read",
+    responses: { 200: { description: "The workspace's usage", schema: usageResponseSchema } },
+    problems: [],
+  },
+  {
+    method: "put",
+    path: "/v1/usage/quotas",
+    operationId: "putQuotas",
+    summary: "Set the workspace's quotas",
+    description:
+      "Overrides WORKSPACE_STORAGE_QUOTA_BYTES and WORKSPACE_ASSET_QUOTA for the caller's workspace; null goes back to the default. Recorded in the audit log.",
+    tag: TAGS.credentials,
+    auth: true,
+    scope: "admin",
+    body: { type: "json", schema: putQuotasSchema, description: "The limits to set" },
+    responses: { 200: { description: "The workspace's usage with its new quotas", schema: usageResponseSchema } },
+    problems: [400, 403, 415],
+  },
+  {
+    method: "get",
+    path: "/v1/audit-events",
+    operationId: "listAuditEvents",
+    summary: "The workspace's audit log",
+    description:
+      "Key events (created, used after a day or more unused, revoked), sign-ins, permanent deletes and quota changes, newest first. `format=ndjson` answers `application/x-ndjson`, one event per line, for export.",
+    tag: TAGS.credentials,
+    auth: true,
+    scope: "admin",
+    query: listAuditQuerySchema,
+    responses: { 200: { description: "A page of events", schema: listAuditResponseSchema } },
+    problems: [400, 403],
   },
   {
     method: "get",

@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import { countUpload } from "../usage/service";
 import { originalBlobMetadata, renderingSourceOf, RENDERING_SOURCE_METADATA } from "@media-platform/contracts";
 import type { BlobMetadata } from "@media-platform/storage";
 import type { AppContext } from "../context";
@@ -107,6 +108,7 @@ export async function recordOriginal(tx: Tx, ctx: AppContext, record: OriginalRe
   const row = await record.row(originalColumns(record.original));
   const event = record.event(row);
   await recordEvents(tx, ctx.webhookUrls ?? [], [event]);
+  await countUpload(tx, record.workspaceId);
   // `replaced`: media purges the asset before rendering, whichever of this and the purge comes first.
   await recordEagerRenders(
     tx,

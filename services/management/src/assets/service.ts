@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { assertWithinQuota } from "../usage/service";
 import fs from "node:fs";
 import type {
   AssetDto,
@@ -76,6 +77,8 @@ export async function uploadAsset(
   if (fields.collectionId !== undefined) {
     await assertCollectionInWorkspace(ctx, workspaceId, fields.collectionId, "body.collectionId");
   }
+  // Before any decode and before the bytes are stored (the spool file goes with the request).
+  await assertWithinQuota(ctx, workspaceId, { bytes: file.size, assets: 1 });
   const image = await analyseImage(file, ctx.limitInputPixels, {
     keepGps: ctx.keepGps ?? false,
     originalMetadata: ctx.originalMetadata ?? "private",

@@ -7,7 +7,8 @@ import { DEFAULT_CLOCK_SKEW_SECONDS, DEFAULT_MAX_TOKEN_LIFETIME_SECONDS, type Ma
 import { nativeRequire } from "../native-require";
 import { JwksKeySet, SIGNING_KEY_ERRORS } from "./jwks-key-set";
 import type { ManagementErrorCode } from "../domain-errors";
-import { DomainError } from "@media-platform/contracts";
+import { DomainError, type ApiScope } from "@media-platform/contracts";
+import { scopesOfClaim } from "./scopes";
 
 export const EMBEDDED_SECRET_FILE = "auth-secret";
 
@@ -47,6 +48,12 @@ function loadJwksRsa(): typeof JwksRsa {
 export interface Principal {
   workspaceId: string;
   userId: string | null;
+  /** What the credential may do (auth/scopes.ts); undefined = every scope (a token without a scope claim). */
+  scopes?: readonly ApiScope[];
+  /** Set when the credential is an API key (auth/api-keys.ts). */
+  apiKeyId?: string;
+  /** A token's `auth_time` (else `iat`), seconds: when its holder signed in (auth/sign-ins.ts). */
+  signedInAt?: number;
 }
 
 /** A token that does not prove who calls (answered 401 by the auth middleware). */
@@ -154,7 +161,14 @@ export function createVerifier(source: KeySource, options: VerifierOptions): Tok
           const sub = claims.sub;
           // eslint-disable-next-line no-control-regex
           const userId = typeof sub === "string" && sub.length <= 255 && !/[\u0000]/.test(sub) ? sub : null;
-          resolve({ workspaceId: ws, userId });
+          const signedInAt = typeof claims.auth_time === "number" ? claims.auth_time : claims.iat;
+          const scopes = scopesOfClaim(claims.scope);
+          resolve({
+            workspaceId: ws,
+            userId,
+            ...(scopes && { scopes }),
+            ...(typeof signedInAt === "number" && { signedInAt }),
+          });
         });
       });
     },

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { problem } from "../problem";
+import { isApiKey } from "./api-keys";
 import { AuthError, type Principal, type TokenVerifier } from "./keys";
 
 declare global {
@@ -19,8 +20,11 @@ const unauthorized = (detail: string, error?: string) =>
     },
   });
 
-/** Bearer JWT on every request it guards; sets req.principal. Tokens are never logged. */
-export function requireAuth(verifier: TokenVerifier): RequestHandler {
+/**
+ * Bearer JWT (or API key, `mpk_...`, checked by `apiKeys`) on every request it guards; sets
+ * req.principal. Tokens are never logged.
+ */
+export function requireAuth(verifier: TokenVerifier, apiKeys?: TokenVerifier): RequestHandler {
   return (req: Request, _res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
     if (!header) {
@@ -32,7 +36,8 @@ export function requireAuth(verifier: TokenVerifier): RequestHandler {
       next(unauthorized("Authorization header must be: Bearer <token>", "invalid_request"));
       return;
     }
-    verifier.verify(m[1]!, req.ip).then(
+    const token = m[1]!;
+    (apiKeys && isApiKey(token) ? apiKeys.verify(token) : verifier.verify(token, req.ip)).then(
       (principal) => {
         req.principal = principal;
         next();

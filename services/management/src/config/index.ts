@@ -38,6 +38,16 @@ export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
 /** AUTH_CLOCK_SKEW_SECONDS' default and upper bound: clocks of issuer and API may differ by this much. */
 export const DEFAULT_CLOCK_SKEW_SECONDS = 30;
 export const MAX_CLOCK_SKEW_SECONDS = 300;
+/** WORKSPACE_STORAGE_QUOTA_BYTES and WORKSPACE_ASSET_QUOTA: the defaults of every workspace (undefined = none). */
+export interface QuotaDefaults {
+  storageBytes?: number;
+  assets?: number;
+}
+
+/** RATE_LIMIT_REQUESTS_PER_MINUTE's default with DATABASE_URL (embedded mode: no limit). */
+export const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
+/** API_KEY_CACHE_SECONDS' default: how long another replica may still accept a revoked key. */
+export const DEFAULT_API_KEY_CACHE_SECONDS = 10;
 
 const ownEnvSchema = z.object({
   MANAGEMENT_PORT: port.default(3000).describe("HTTP port of the management API (0 = any free port)"),
@@ -133,6 +143,23 @@ const ownEnvSchema = z.object({
     "Required aud claim, checked when set; required with AUTH_JWKS_URL or AUTH_PUBLIC_KEY (an identity provider signs tokens for other APIs too)",
   ),
   AUTH_WORKSPACE_CLAIM: z.string().min(1).default("workspace_id").describe("Claim carrying the workspace id"),
+  AUTH_OIDC_ISSUER: optionalString
+    .refine((v) => v === undefined || /^https?:\/\//.test(v), "must be an http(s) URL")
+    .describe(
+      "OpenID Connect issuer the library signs people in with (authorization code + PKCE, from its discovery document); the API verifies its access tokens with AUTH_JWKS_URL. Unset = no provider sign-in",
+    ),
+  AUTH_OIDC_CLIENT_ID: optionalString.describe("The library's client id at the provider (a public client, no secret)"),
+  AUTH_OIDC_SCOPES: z
+    .string()
+    .min(1)
+    .default("openid profile offline_access")
+    .describe("Scopes the library asks for (offline_access: a refresh token for silent renewal)"),
+  AUTH_OIDC_RESOURCE: optionalString.describe(
+    "Sent as `resource` (RFC 8707) and `audience` (Auth0) in the authorization request, for providers that issue access tokens for an API only when asked; unset = not sent",
+  ),
+  AUTH_OIDC_PROVIDER_NAME: optionalString.describe(
+    'Shown on the sign-in button, "Sign in with <name>" (default: the issuer\'s host name)',
+  ),
   AUTH_REQUIRE_EXP: z
     .preprocess(blankAsUnset, z.stringbool().default(true))
     .describe("Refuse tokens without an exp claim (401); false accepts them (never-expiring tokens)"),
@@ -149,6 +176,43 @@ const ownEnvSchema = z.object({
     .describe(
       `Leeway in seconds for the token's exp, nbf and iat against this server's clock (0-${MAX_CLOCK_SKEW_SECONDS})`,
     ),
+  API_KEY_CACHE_SECONDS: z
+    .preprocess(blankAsUnset, z.coerce.number().int().min(0).max(300).default(DEFAULT_API_KEY_CACHE_SECONDS))
+    .describe(
+      "How long a verified API key is trusted without reading its row again (0-300 s): a revoked or expired key is refused at once by the instance that revoked it, and by every other replica within this many seconds",
+    ),
+  RATE_LIMIT_REQUESTS_PER_MINUTE: z
+    .preprocess(blankAsUnset, z.coerce.number().int().min(0).max(1_000_000).optional())
+    .describe(
+      `Requests each credential (API key, or token subject) may make per minute under /v1; beyond it 429 + Retry-After. 0 = no limit; unset = ${DEFAULT_RATE_LIMIT_PER_MINUTE} with DATABASE_URL, no limit in embedded mode`,
+    ),
+  REDIS_URL: optionalString
+    .refine((v) => v === undefined || /^rediss?:\/\//.test(v), "must be a redis:// or rediss:// URL")
+    .describe(
+      "Redis shared by the replicas: the rate limit counters and the lock that keeps two PATCHes of one resumable upload from interleaving (the media service's REDIS_URL may be the same); unset = both per process",
+    ),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .default("media-platform:")
+    .describe("Prefix of every Redis key the management service writes"),
+  WORKSPACE_STORAGE_QUOTA_BYTES: z
+    .preprocess(blankAsUnset, positiveInt.optional())
+    .describe(
+      "Bytes each workspace may store (originals, versions and the trash until purged); an upload beyond it is refused (413 quota-exceeded) before it is stored. Unset = no limit; an admin key sets a workspace's own with PUT /v1/usage/quotas",
+    ),
+  WORKSPACE_ASSET_QUOTA: z
+    .preprocess(blankAsUnset, positiveInt.optional())
+    .describe(
+      "Assets each workspace may hold (the trash included); unset = no limit; an admin key sets a workspace's own with PUT /v1/usage/quotas",
+    ),
+  WORKSPACE_USAGE_METRICS: z
+    .preprocess(blankAsUnset, z.stringbool().default(false))
+    .describe(
+      "Serve workspace_storage_bytes and workspace_assets gauges per workspace at /metrics, refreshed every minute (off by default: one series per workspace)",
+    ),
+  USAGE_INGEST_INTERVAL_SECONDS: positiveInt
+    .default(30)
+    .describe("How often the media service's usage reports (renders, egress) are read from the blob store and counted"),
   DUPLICATE_HAMMING_THRESHOLD: z.coerce
     .number()
     .int()
@@ -209,6 +273,10 @@ export interface ManagementConfig {
     requireExpiry: boolean;
     maxTokenLifetimeSeconds: number;
     clockSkewSeconds: number;
+    /** The library's OpenID Connect sign-in; undefined = none. */
+    oidc: { issuer: string; clientId: string; scopes: string; resource?: string; providerName: string } | undefined;
+    /** API_KEY_CACHE_SECONDS */
+    apiKeyCacheSeconds: number;
   };
   duplicateHammingThreshold: number;
   logLevel: ManagementEnv["LOG_LEVEL"];
@@ -220,6 +288,14 @@ export interface ManagementConfig {
   webhooks: WebhookConfig;
   /** Resumable uploads and imports from a URL (config/transports.ts). */
   transports: TransportsConfig;
+  /** Requests per credential and minute (0 = none) and where they are counted. */
+  rateLimit: { requestsPerMinute: number; redisUrl: string | undefined; redisKeyPrefix: string };
+  /** Default quotas, usage gauges and report ingestion. */
+  usage: {
+    quotas: QuotaDefaults;
+    metrics: boolean;
+    ingestIntervalMs: number;
+  };
 }
 
 function webhooksFrom(e: ManagementEnv): WebhookConfig {
@@ -259,6 +335,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       { variable: "AUTH_AUDIENCE", message: `required with ${providerKey}: the aud claim tokens for this API carry` },
     ]);
   }
+  // The provider's access tokens are verified with its keys: the embedded secret never signed them.
+  if (e.AUTH_OIDC_ISSUER !== undefined) {
+    const missing = (["AUTH_OIDC_CLIENT_ID", "AUTH_JWKS_URL"] as const).filter((k) => e[k] === undefined);
+    if (missing.length > 0)
+      throw new ConfigError(missing.map((variable) => ({ variable, message: "required with AUTH_OIDC_ISSUER" })));
+  }
   const dataDir = path.resolve(e.DATA_DIR);
   // A StorageConfigError is a ConfigError: it propagates as is.
   const storageDir = env.STORAGE_DIR?.trim() ? env.STORAGE_DIR : path.join(dataDir, "blobs");
@@ -295,6 +377,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       requireExpiry: e.AUTH_REQUIRE_EXP,
       maxTokenLifetimeSeconds: e.AUTH_MAX_TOKEN_LIFETIME_SECONDS,
       clockSkewSeconds: e.AUTH_CLOCK_SKEW_SECONDS,
+      oidc: e.AUTH_OIDC_ISSUER
+        ? {
+            issuer: e.AUTH_OIDC_ISSUER,
+            clientId: e.AUTH_OIDC_CLIENT_ID!,
+            scopes: e.AUTH_OIDC_SCOPES,
+            resource: e.AUTH_OIDC_RESOURCE,
+            providerName: e.AUTH_OIDC_PROVIDER_NAME ?? new URL(e.AUTH_OIDC_ISSUER).hostname,
+          }
+        : undefined,
+      apiKeyCacheSeconds: e.API_KEY_CACHE_SECONDS,
     },
     duplicateHammingThreshold: e.DUPLICATE_HAMMING_THRESHOLD,
     logLevel: e.LOG_LEVEL,
@@ -302,5 +394,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     lifecycle: lifecycleConfigFrom(e),
     webhooks: webhooksFrom(e),
     transports: transportsConfigFrom(e, dataDir),
+    rateLimit: {
+      requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE ?? (e.DATABASE_URL ? DEFAULT_RATE_LIMIT_PER_MINUTE : 0),
+      redisUrl: e.REDIS_URL,
+      redisKeyPrefix: e.REDIS_KEY_PREFIX,
+    },
+    usage: {
+      quotas: { storageBytes: e.WORKSPACE_STORAGE_QUOTA_BYTES, assets: e.WORKSPACE_ASSET_QUOTA },
+      metrics: e.WORKSPACE_USAGE_METRICS,
+      ingestIntervalMs: e.USAGE_INGEST_INTERVAL_SECONDS * 1000,
+    },
   };
 }

@@ -37,11 +37,6 @@ export const transportsEnvShape = {
   TUS_DIR: optionalStringField.describe(
     "Filesystem storage driver: folder of unfinished resumable uploads (default <DATA_DIR>/tus); with STORAGE_DRIVER=s3 they live in the bucket under staging/tus/",
   ),
-  REDIS_URL: optionalStringField
-    .refine((v) => v === undefined || /^rediss?:\/\//.test(v), "must be a redis:// or rediss:// URL")
-    .describe(
-      "Redis shared by the replicas: the lock that keeps two PATCHes of one resumable upload from interleaving across replicas (unset = a lock within this process only)",
-    ),
   IMPORT_ALLOWED_HOSTS: hostList.describe(
     "host[:port] entries an import from a URL may reach even at a loopback or private address (internal sources, tests); every other host must resolve to a public address",
   ),
@@ -59,7 +54,8 @@ export interface TransportsConfig {
   import: { allowedHosts: readonly string[]; timeoutMs: number };
 }
 
-type TransportsEnv = z.output<z.ZodObject<typeof transportsEnvShape>>;
+/** REDIS_URL is the service's (config/index.ts), shared with the rate limit counters. */
+type TransportsEnv = z.output<z.ZodObject<typeof transportsEnvShape>> & { REDIS_URL?: string };
 
 export function transportsConfigFrom(e: TransportsEnv, dataDir: string): TransportsConfig {
   return {

@@ -25,6 +25,15 @@ export interface LibraryOptions {
   devSignIn?: DevSignIn;
   /** The API signs media URLs (MEDIA_SIGNING_KEY): the page asks it for every URL it shows. */
   mediaSigned?: boolean;
+  /** The OpenID Connect sign-in (AUTH_OIDC_*): the page signs people in at the provider. */
+  oidc?: {
+    issuer: string;
+    clientId: string;
+    scopes: string;
+    resource?: string;
+    providerName: string;
+    workspaceClaim: string;
+  };
   /** What the upload queue is sized to: uploads one workspace may have in flight, and the size cap. */
   uploads?: { perWorkspace: number; maxBytes: number };
 }
@@ -42,14 +51,16 @@ export function findLibraryDir(): string | null {
  * The page may run only its own scripts, and talk to and show images from itself and the media
  * service; nothing else (no third party, no inline script, no framing).
  */
-export function libraryContentSecurityPolicy(mediaPublicUrl: string): string {
+export function libraryContentSecurityPolicy(mediaPublicUrl: string, oidcIssuer?: string): string {
   const media = new URL(mediaPublicUrl).origin;
+  // The provider's discovery document, token and keys are fetched by the page.
+  const provider = oidcIssuer ? ` ${new URL(oidcIssuer).origin}` : "";
   return [
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
     `img-src 'self' ${media} data: blob:`,
-    `connect-src 'self' ${media}`,
+    `connect-src 'self' ${media}${provider}`,
     "font-src 'self'",
     "manifest-src 'self'",
     "base-uri 'none'",
@@ -86,7 +97,7 @@ export function libraryRouter(options: LibraryOptions): Router {
     res.setHeader("Cache-Control", "no-cache");
     res.redirect(302, LIBRARY_PATH);
   });
-  const csp = libraryContentSecurityPolicy(options.mediaPublicUrl);
+  const csp = libraryContentSecurityPolicy(options.mediaPublicUrl, options.oidc?.issuer);
   r.use(LIBRARY_PATH, (_req, res, next) => {
     res.setHeader("Content-Security-Policy", csp);
     res.setHeader("Referrer-Policy", "no-referrer");
@@ -130,6 +141,14 @@ export function libraryRouter(options: LibraryOptions): Router {
     `<meta name="media-url" content="${escapeAttribute(options.mediaPublicUrl)}">` +
     (options.devSignIn ? `<meta name="dev-sign-in" content="true">` : "") +
     (options.mediaSigned ? `<meta name="media-signed" content="true">` : "") +
+    (options.oidc
+      ? `<meta name="oidc-issuer" content="${escapeAttribute(options.oidc.issuer)}">` +
+        `<meta name="oidc-client-id" content="${escapeAttribute(options.oidc.clientId)}">` +
+        `<meta name="oidc-scopes" content="${escapeAttribute(options.oidc.scopes)}">` +
+        `<meta name="oidc-provider-name" content="${escapeAttribute(options.oidc.providerName)}">` +
+        `<meta name="workspace-claim" content="${escapeAttribute(options.oidc.workspaceClaim)}">` +
+        (options.oidc.resource ? `<meta name="oidc-resource" content="${escapeAttribute(options.oidc.resource)}">` : "")
+      : "") +
     (options.uploads
       ? `<meta name="upload-concurrency" content="${options.uploads.perWorkspace}">` +
         `<meta name="max-upload-bytes" content="${options.uploads.maxBytes}">`

@@ -1,4 +1,6 @@
 import { readFile } from "node:fs/promises";
+import { actorOf, recordAudit } from "../audit/log";
+import { assertWithinQuota } from "../usage/service";
 import { buffer } from "node:stream/consumers";
 import {
   MAX_TAGS,
@@ -284,6 +286,12 @@ export async function deleteAssetPermanently(ctx: AppContext, principal: Princip
          FOR UPDATE`,
   );
   if (removed.length === 0) throw new NotFoundError("Asset not found");
+  await recordAudit(ctx.prisma, {
+    workspaceId: principal.workspaceId,
+    action: "asset.deleted-permanently",
+    actor: actorOf(principal),
+    target: id,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,6 +433,8 @@ export async function replaceOriginal(
   // Refuse a foreign/unknown/trashed id before decoding a large file.
   const exists = await ctx.prisma.asset.count({ where: { id, workspaceId: principal.workspaceId, deletedAt: null } });
   if (exists === 0) throw new NotFoundError("Asset not found");
+  // The replaced original stays as a version: the workspace stores the new bytes on top.
+  await assertWithinQuota(ctx, principal.workspaceId, { bytes: file.size, assets: 0 });
   const image = await analyseImage(file, ctx.limitInputPixels, {
     keepGps: ctx.keepGps ?? false,
     originalMetadata: ctx.originalMetadata ?? "private",

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { UsageReporter } from "../usage/usage-reports";
 import { recordRawRequest, REQUEST_ID_HEADER, resolveRequestId, ROUTE_HOT_PATH } from "@media-platform/observability";
 import { ifNoneMatchMatches, type CacheEntry } from "../cache/entry";
 import type { MemoryCache } from "../cache/memory-cache";
@@ -65,8 +66,10 @@ export function createHotPath(deps: {
   metrics: Pick<MediaMetrics, "cacheLookupSeries" | "observeHttp">;
   /** MEDIA_AUTO_FORMAT on: the key carries the Accept bucket and responses Vary: Accept. */
   negotiator?: FormatNegotiator;
+  /** Counts the bytes sent per asset (usage/usage-reports.ts); unset = not counted. */
+  usage?: Pick<UsageReporter, "sent">;
 }): HotPath {
-  const { memory, signer, metrics, negotiator, guardSend } = deps;
+  const { memory, signer, metrics, negotiator, guardSend, usage } = deps;
   const memoryHit = metrics.cacheLookupSeries("memory", "hit");
   const memoryMiss = metrics.cacheLookupSeries("memory", "miss");
   const redisHit = metrics.cacheLookupSeries("redis", "hit");
@@ -98,6 +101,7 @@ export function createHotPath(deps: {
     } else {
       res.end(req.method === "HEAD" ? undefined : entry.body);
       guardSend?.(res);
+      if (req.method !== "HEAD") usage?.sent(entry.assetId, entry.body.length);
     }
     recordRawRequest(metrics, ROUTE_HOT_PATH, req, res, start);
   };

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { UsageReporter } from "../usage/usage-reports";
 import type { FormatNegotiator } from "../negotiation";
 import type { MediaAdmission } from "./admission";
 import type { HotPath } from "./hot-path";
@@ -15,6 +16,8 @@ export interface MediaRouteDeps {
   hotPath?: Pick<HotPath, "answerShared">;
   /** Cuts a response its client does not take in time (MEDIA_SEND_TIMEOUT_MS); unset = no limit. */
   guardSend?: (res: ServerResponse) => void;
+  /** Counts renders and bytes sent per asset (usage/usage-reports.ts); unset = not counted. */
+  usage?: Pick<UsageReporter, "rendered" | "sent">;
   /** Who a MISS is charged to (MEDIA_CLIENT_SHARE); unset = nobody. */
   clientOf?: (req: IncomingMessage) => string;
 }
