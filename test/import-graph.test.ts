@@ -52,7 +52,7 @@ const MEDIA_LAYERS: Layers = [
       "usage/",
     ],
   },
-  { name: "HTTP and process", paths: ["app.ts", "server.ts", "index.ts"] },
+  { name: "HTTP and process", paths: ["app.ts", "server.ts", "index.ts", "tracing.ts"] },
   // The package's declared entry points (package.json "exports"): re-exports only.
   { name: "public surface", paths: ["public/"] },
 ];
@@ -128,6 +128,7 @@ const MANAGEMENT_LAYERS: Layers = [
       "media-urls/service.ts",
       "jobs/trash-retention.ts",
       "webhooks/dispatcher.ts",
+      "webhooks/delivery-span.ts",
       "auth/api-keys.ts",
       "usage/ingest.ts",
     ],
@@ -151,7 +152,7 @@ const MANAGEMENT_LAYERS: Layers = [
       "docs/",
     ],
   },
-  { name: "app, process and CLIs", paths: ["app.ts", "server.ts", "index.ts", "cli/"] },
+  { name: "app, process and CLIs", paths: ["app.ts", "server.ts", "index.ts", "tracing.ts", "cli/"] },
   // The package's declared entry points (package.json "exports"): re-exports only.
   { name: "public surface", paths: ["public/"] },
 ];

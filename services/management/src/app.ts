@@ -106,7 +106,7 @@ export function createApp(deps: AppDeps): Express {
 
   // tus: OPTIONS without a token (CORS preflight), the rest with one; bodies are its own.
   const gate = deps.uploadGate ?? uploadGateOf(deps.uploads ?? defaultUploadSettings());
-  app.use((deps.resumable ?? resumableUploads(ctx, deps.verifier, gate)).router);
+  app.use((deps.resumable ?? resumableUploads(ctx, deps.verifier, gate, apiKeys)).router);
 
   // Everything else under /v1: a bearer token, JSON bodies.
   const v1 = express.Router();

@@ -76,6 +76,7 @@ export async function startManagement(
     });
     const metrics = createManagementMetrics();
     const propagator = createPropagator(config.lifecycle, config.dataDir, log, metrics);
+    const apiKeys = new ApiKeyAuthenticator(db.prisma, { cacheMs: config.auth.apiKeyCacheSeconds * 1000, log });
     const ctx = {
       metrics,
       isDraining: overrides.isDraining,
@@ -103,11 +104,11 @@ export async function startManagement(
           : undefined,
       propagator,
       quotas: config.usage.quotas,
-      apiKeys: new ApiKeyAuthenticator(db.prisma, { cacheMs: config.auth.apiKeyCacheSeconds * 1000, log }),
+      apiKeys,
     };
     // Resumable uploads: expired ones' bytes and old receipts swept on every replica (idempotent).
     const uploadGate = uploadGateOf(config.uploads);
-    const resumable = resumableUploads(ctx, verifier, uploadGate);
+    const resumable = resumableUploads(ctx, verifier, uploadGate, apiKeys);
     const resumableSweep = new Periodic(
       Math.min(3_600_000, Math.max(60_000, config.transports.tus.expiryMs / 4)),
       () => resumable.sweep(),

@@ -74,6 +74,37 @@ describe("tus at /v1/assets/tus", () => {
     expect(res.headers["content-type"]).toMatch(/application\/problem\+json/);
   });
 
+  it("takes API keys like /v1 does: a write key creates an upload, a read key gets 403 naming write", async () => {
+    const keyOf = async (scopes: string[]) => {
+      const res = await t
+        .as("ws-tus-keys")
+        .post("/v1/api-keys")
+        .send({ name: scopes.join("+"), scopes });
+      expect(res.status).toBe(201);
+      return res.body.secret as string;
+    };
+    const withKey = (key: string) =>
+      request(base)
+        .post("/v1/assets/tus")
+        .set({ Authorization: `Bearer ${key}`, "Tus-Resumable": "1.0.0" })
+        .set("Upload-Length", "10")
+        .set("Upload-Metadata", meta({ filename: "a.png" }));
+    const before = tusFiles().length;
+    const refused = await withKey(await keyOf(["read"]));
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ type: expect.stringMatching(/insufficient-scope$/), requiredScope: "write" });
+    expect(tusFiles()).toHaveLength(before);
+    const writer = await keyOf(["read", "write"]);
+    const created = await withKey(writer);
+    expect(created.status).toBe(201);
+    expect(created.headers.location).toMatch(/\/v1\/assets\/tus\/[0-9a-f]{32}$/);
+    const ended = await request(base)
+      .delete(new URL(created.headers.location as string, base).pathname)
+      .set({ Authorization: `Bearer ${writer}`, "Tus-Resumable": "1.0.0" });
+    expect(ended.status).toBe(204);
+    expect(tusFiles()).toHaveLength(before);
+  });
+
   it("refuses an Upload-Length above the upload limit before storing anything (413 problem)", async () => {
     const before = tusFiles().length;
     const res = await create("ws-a", 2 * 1024 * 1024 + 1);

@@ -194,6 +194,7 @@ export const managementRoutes: readonly ApiRoute[] = [
       "The service fetches the URL itself (http or https, at most 5 redirects, within IMPORT_TIMEOUT_MS, at most MAX_UPLOAD_BYTES) and runs the same intake as an upload. Every host, the first and each redirect's, must be a public address, checked when the connection is made (in any spelling: decimal, octal, hex, short IPv4 forms, IPv4-mapped and -compatible IPv6, NAT64); loopback, private, link-local (cloud metadata), CGNAT, multicast and reserved addresses are refused (400 `import-refused`) unless the host is listed in IMPORT_ALLOWED_HOSTS. An answer that is not an image (an HTML page) is 415 `import-not-an-image`; an error status of the remote server is 502 `import-failed` naming it.",
     tag: TAGS.assets,
     auth: true,
+    scope: "write",
     body: { type: "json", schema: importFromUrlSchema, description: "The URL and optional file name and collection" },
     responses: { 201: { description: "The created asset", schema: uploadResponseSchema, location: true } },
     problems: [400, 413, 415, 422, 502, 504],
@@ -596,6 +597,7 @@ function resumableUploadRoutes(): ApiRoute[] {
       description: `${tus} \`Upload-Length\` is required and checked against MAX_UPLOAD_BYTES before anything is stored (413). \`Upload-Metadata\` carries \`filename\`, \`filetype\` and optionally \`collectionId\`, \`title\` and \`tags\` (comma-separated). A body (\`Content-Type: application/offset+octet-stream\`) is the first bytes (creation-with-upload). An unfinished upload expires after TUS_UPLOAD_EXPIRY (\`Upload-Expires\`). ${finished}`,
       tag: TAGS.assets,
       auth: true,
+      scope: "write",
       body: {
         type: "binary",
         contentType: "application/offset+octet-stream",
@@ -623,6 +625,7 @@ function resumableUploadRoutes(): ApiRoute[] {
       description: `${tus} Another workspace's upload is a 404. A finished upload still answers, with its \`Asset-Id\`, until it would have expired.`,
       tag: TAGS.assets,
       auth: true,
+      scope: "write",
       params: resumableUploadParamsSchema,
       responses: {
         200: {
@@ -640,6 +643,7 @@ function resumableUploadRoutes(): ApiRoute[] {
       description: `${tus} \`Upload-Offset\` must be the offset the service holds (409 otherwise). With \`Upload-Checksum: sha1|sha256 <base64>\` the bytes are checked first and a mismatch (460) stores none of them. ${finished}`,
       tag: TAGS.assets,
       auth: true,
+      scope: "write",
       params: resumableUploadParamsSchema,
       body: {
         type: "binary",
@@ -658,6 +662,7 @@ function resumableUploadRoutes(): ApiRoute[] {
       description: `${tus} Its bytes are removed.`,
       tag: TAGS.assets,
       auth: true,
+      scope: "write",
       params: resumableUploadParamsSchema,
       responses: { 204: { description: "Removed" } },
       problems: [404, 412],

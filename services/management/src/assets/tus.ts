@@ -18,6 +18,7 @@ import {
   type ResumableUploadMetadata,
 } from "@media-platform/contracts";
 import { requireAuth } from "../auth/middleware";
+import { requireScope } from "../auth/scopes";
 import { SPOOL_PREFIX } from "../config/uploads";
 import { defaultTransportsConfig, TUS_S3_PREFIX, type TransportsConfig } from "../config/transports";
 import type { AppContext } from "../context";
@@ -128,6 +129,7 @@ export function resumableUploads(
   ctx: AppContext,
   verifier: TokenVerifier,
   gate: UploadGate = uploadGateOf(ctx.uploads ?? defaultUploadSettings()),
+  apiKeys?: TokenVerifier,
 ): ResumableUploads {
   const settings = ctx.transports ?? defaultTransportsConfig(path.join(os.tmpdir(), "media-platform"));
   const spoolDir = (ctx.uploads ?? defaultUploadSettings()).spoolDir;
@@ -332,7 +334,8 @@ export function resumableUploads(
     if (req.method === "OPTIONS") void handle(req, res, next);
     else next();
   };
-  const auth = requireAuth(verifier);
+  // A bearer token or an API key, with the write scope (the route table names it).
+  const auth = [requireAuth(verifier, apiKeys), requireScope()];
   const upload = `${TUS_PATH}/:uploadId`;
   router.options(TUS_PATH, optionsFirst);
   router.options(upload, optionsFirst);

@@ -1,5 +1,13 @@
 import type { Size } from "../types";
-import type { PlannedStep } from "./plan";
+
+/** What this file reads of a planned step (plan.ts's PlannedStep, which imports this file). */
+interface PlannedStep {
+  name: string;
+  params: unknown;
+  transformation: { input?: string };
+  input: Size;
+  output: Size;
+}
 
 /**
  * What the in-flight gate (MEDIA_MAX_INFLIGHT_PIXELS) charges a render: the pixels it holds in
