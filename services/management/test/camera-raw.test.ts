@@ -135,7 +135,7 @@ describe("made-up TIFF-based files", () => {
       preview: await jpeg(640, 480),
       thumbnail: await jpeg(160, 120),
     });
-    const { bytes } = withoutPrivateMetadata(file, "camera-raw", { policy: "private", keepGps: false });
+    const { bytes } = withoutPrivateMetadata(file, "camera-raw", { policy: "private", keepGps: false })!;
     const tags = exifReader(bytes);
     expect(tags.GPSInfo).toBeUndefined();
     expect(tags.Photo?.BodySerialNumber).toBeUndefined();
