@@ -112,6 +112,18 @@ describe("made-up TIFF-based files", () => {
     expect(kept.exif.gps).toEqual({ latitude: 48.8566667, longitude: 2.35, altitude: null });
   });
 
+  it("a TIFF with a camera maker's name but no sensor data is no camera RAW (read as a TIFF)", async () => {
+    const file = tiffCameraRaw({
+      make: "NIKON",
+      model: "LS-5000",
+      orientation: 1,
+      preview: await jpeg(640, 480),
+      thumbnail: await jpeg(160, 120),
+      sensorData: false,
+    });
+    expect(cameraRawContents(file)).toBeUndefined();
+  });
+
   it("an RW2 (magic 0x55): its JpgFromRaw entry, tags read despite the magic", async () => {
     const file = tiffCameraRaw({
       make: "Panasonic",

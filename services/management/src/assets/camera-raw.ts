@@ -55,12 +55,20 @@ function tiffRawTags(file: Buffer): exifReader.Exif | undefined {
   return readTags(patched);
 }
 
-/** The type of a TIFF-based RAW, from its signature and IFD0; undefined for a plain TIFF. */
-function tiffRawFormat(file: Buffer, image: exifReader.Exif["Image"]): CameraRawFormat | undefined {
+/**
+ * The type of a TIFF-based RAW, from its signature and IFD0; NEF and ARW are TIFF files of their
+ * maker that hold sensor data. Undefined for a plain TIFF.
+ */
+function tiffRawFormat(
+  file: Buffer,
+  image: exifReader.Exif["Image"],
+  sensorData: boolean,
+): CameraRawFormat | undefined {
   if (startsWith(file, "IIU\0")) return "rw2";
   if (startsWith(file, "IIRO") || startsWith(file, "IIRS") || startsWith(file, "MMOR")) return "orf";
   if (startsWith(file, "CR", 8)) return "cr2";
   if (image && "DNGVersion" in image) return "dng";
+  if (!sensorData) return undefined;
   const make = typeof image?.Make === "string" ? image.Make.toUpperCase() : "";
   if (make.startsWith("NIKON")) return "nef";
   if (make.startsWith("SONY")) return "arw";
@@ -109,7 +117,7 @@ export function cameraRawContents(file: Buffer): CameraRawContents | undefined {
     const jpeg = file.subarray(start, Math.min(file.length, start + file.readUInt32BE(88)));
     if (jpeg[0] !== 0xff || jpeg[1] !== 0xd8) return { format: "raf", previews: [], tags: {} };
     const exif = jpegExif(jpeg);
-    const thumbnails = exif ? safely(() => embeddedJpegs(exif)) : [];
+    const thumbnails = exif ? safely(() => embeddedJpegs(exif)).jpegs : [];
     return { format: "raf", previews: [jpeg, ...thumbnails], tags: (exif && readTags(exif)) ?? {} };
   }
   if (startsWith(file, "ftypcrx ", 4)) {
@@ -123,16 +131,17 @@ export function cameraRawContents(file: Buffer): CameraRawContents | undefined {
   }
   if (!(startsWith(file, "II") || startsWith(file, "MM")) || file.length < 8) return undefined;
   const tags = tiffRawTags(file);
-  const format = tiffRawFormat(file, tags?.Image);
+  const { jpegs, sensorData } = safely(() => embeddedJpegs(file));
+  const format = tiffRawFormat(file, tags?.Image, sensorData);
   if (!format) return undefined;
-  return { format, previews: safely(() => embeddedJpegs(file)), tags: tags ?? {} };
+  return { format, previews: jpegs, tags: tags ?? {} };
 }
 
 /** A walk that fails on a malformed file finds nothing rather than refusing it: the 415 names what was found. */
-function safely(find: () => Buffer[]): Buffer[] {
+function safely(find: () => ReturnType<typeof embeddedJpegs>): ReturnType<typeof embeddedJpegs> {
   try {
     return find();
   } catch {
-    return [];
+    return { jpegs: [], sensorData: false };
   }
 }

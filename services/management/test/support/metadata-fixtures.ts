@@ -255,8 +255,8 @@ export function tiffIfd0Tags(tiff: Buffer): number[] {
 
 /**
  * A little-endian TIFF-based camera RAW made up of what the preview finder reads: IFD0 with Make,
- * Model, Orientation, a SubIFD holding `preview` as one JPEG-coded strip (Compression 7, as DNG
- * writes its previews), a GPS IFD (48°51'24" N 2°21' E) and a BodySerialNumber in an Exif IFD, and IFD1
+ * Model, Orientation, SubIFDs holding `preview` as one JPEG-coded strip (Compression 7, as DNG
+ * writes its previews) and the sensor data's CFA directory, a GPS IFD (48°51'24" N 2°21' E) and a BodySerialNumber in an Exif IFD, and IFD1
  * with `thumbnail` as JPEGInterchangeFormat. With `magic` 0x55 (Panasonic RW2) the preview is
  * IFD0's JpgFromRaw entry instead.
  */
@@ -267,6 +267,8 @@ export function tiffCameraRaw(options: {
   preview: Buffer;
   thumbnail: Buffer;
   magic?: number;
+  /** false: no CFA directory (a TIFF of a camera maker's software rather than a RAW). */
+  sensorData?: boolean;
 }): Buffer {
   const magic = options.magic ?? 42;
   const parts: Buffer[] = [];
@@ -306,6 +308,14 @@ export function tiffCameraRaw(options: {
   const serialAt = put(ascii("BODY-SN-4711"));
   const exifAt = put(ifd([entry(42033, 2, 13, serialAt)]));
   const ifd1At = put(ifd([short(259, 6), entry(513, 4, 1, thumbnailAt), entry(514, 4, 1, options.thumbnail.length)]));
+  // The sensor data's directory: a CFA image (its strips left out), as NEF and DNG have one.
+  const cfaAt = put(ifd([entry(254, 4, 1, 0), short(259, 1), short(262, 32803)]));
+  const previewIfdAt = put(
+    ifd([entry(254, 4, 1, 1), short(259, 7), entry(273, 4, 1, previewAt), entry(279, 4, 1, options.preview.length)]),
+  );
+  const subIfds = Buffer.alloc(8);
+  subIfds.writeUInt32LE(previewIfdAt, 0);
+  subIfds.writeUInt32LE(cfaAt, 4);
   const previewEntries =
     magic === 0x55
       ? [entry(46, 7, options.preview.length, previewAt)]
@@ -313,15 +323,8 @@ export function tiffCameraRaw(options: {
           entry(
             330,
             4,
-            1,
-            put(
-              ifd([
-                entry(254, 4, 1, 1),
-                short(259, 7),
-                entry(273, 4, 1, previewAt),
-                entry(279, 4, 1, options.preview.length),
-              ]),
-            ),
+            options.sensorData === false ? 1 : 2,
+            options.sensorData === false ? previewIfdAt : put(subIfds),
           ),
         ];
   const ifd0At = put(

@@ -285,21 +285,27 @@ const PREVIEW_TAG = {
   stripByteCounts: 279,
   jpegOffset: 513,
   jpegLength: 514,
+  photometric: 262,
   /** Panasonic RW2's JpgFromRaw: the JPEG as the value of an IFD0 entry. */
   panasonicJpeg: 46,
 } as const;
 /** Compression values of a strip coded as JPEG (old-style 6, new-style 7). */
 const JPEG_COMPRESSION = new Set([6, 7]);
+/** PhotometricInterpretation of sensor data: CFA (a Bayer mosaic) and LinearRaw. */
+const SENSOR_PHOTOMETRIC = new Set([32803, 34892]);
 
 /**
  * Every JPEG a TIFF-based camera RAW file embeds, as views of `tiff`: each IFD's
  * JPEGInterchangeFormat/Length pair, its single strip when that strip is JPEG-coded, and RW2's
  * JpgFromRaw entry; over the IFD chain, SubIFDs and the Exif IFD. Read-only; candidates only (a
- * raw image coded as lossless JPEG is among them, and fails to decode as a preview).
+ * raw image coded as lossless JPEG is among them, and fails to decode as a preview). `sensorData`:
+ * some directory holds a CFA or LinearRaw image, which tells a camera's RAW from a TIFF of the
+ * same maker's software.
  */
-export function embeddedJpegs(tiff: Buffer): Buffer[] {
+export function embeddedJpegs(tiff: Buffer): { jpegs: Buffer[]; sensorData: boolean } {
   const editor = new TiffEditor(tiff, "RAW");
   const found: Buffer[] = [];
+  let sensorData = false;
   const seen = new Set<number>();
   const span = (start: number, length: number) => {
     if (start > 0 && length > 0 && start + 2 < tiff.length && tiff[start] === 0xff && tiff[start + 1] === 0xd8)
@@ -315,6 +321,8 @@ export function embeddedJpegs(tiff: Buffer): Buffer[] {
         const e = ifd.entries.find((x) => x.tag === tag);
         return e && e.count >= 1 ? editor.number(e) : undefined;
       };
+      const photometric = first(PREVIEW_TAG.photometric);
+      if (photometric !== undefined && SENSOR_PHOTOMETRIC.has(photometric)) sensorData = true;
       const jpegAt = first(PREVIEW_TAG.jpegOffset);
       const jpegLength = first(PREVIEW_TAG.jpegLength);
       if (jpegAt !== undefined && jpegLength !== undefined) span(jpegAt, jpegLength);
@@ -330,7 +338,7 @@ export function embeddedJpegs(tiff: Buffer): Buffer[] {
     }
   };
   visit(editor.firstIfd());
-  return found;
+  return { jpegs: found, sensorData };
 }
 
 /** Applies `rules` to the TIFF structure in `tiff` in place; `label` names it in what is reported. */
