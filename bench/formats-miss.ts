@@ -118,6 +118,7 @@ export async function benchFormatsMiss(): Promise<string> {
   try {
     const heic = readFileSync(path.join(FORMATS, "iphone-IMG_2682.heic"));
     const cr3 = readFileSync(path.join(FORMATS, "canon-r6-pruned.cr3"));
+    const raf = readFileSync(path.join(FORMATS, "exiftool-fujifilm-s5pro.raf"));
     const pdf = readFileSync(path.join(FORMATS, "pdfjs-tracemonkey.pdf"));
     // The same photo as the phone's JPEG would be: the HEIC's pixels at quality 90, its ICC kept.
     const heicUpload = await analysis(spoolDir, heic);
@@ -125,6 +126,7 @@ export async function benchFormatsMiss(): Promise<string> {
     const jpeg = await sharp(heicSource).keepIccProfile().jpeg({ quality: 90 }).toBuffer();
     const jpegUpload = await analysis(spoolDir, jpeg);
     const cr3Upload = await analysis(spoolDir, cr3);
+    const rafUpload = await analysis(spoolDir, raf);
     const pdfUpload = await analysis(spoolDir, pdf);
 
     const headerOf = async (bytes: Buffer) => originalHeaderOf(await sharp(bytes).metadata())!;
@@ -226,10 +228,11 @@ export async function benchFormatsMiss(): Promise<string> {
       ["12 MP JPEG (the same photo)", jpeg, jpegUpload],
       ["12 MP HEIC (iPhone)", heic, heicUpload],
       ["CR3 (1620x1080 preview)", cr3, cr3Upload],
+      ["RAF (160x120 thumbnail)", raf, rafUpload],
       ["PDF, 14 pages (page 1 drawn at 256 px)", pdf, pdfUpload],
     ];
     return [
-      `Upload analysis (\`analyseImage\`: sniffing, decode in worker threads, rendering source, placeholder, perceptual hash; privacy left out), median of ${RUNS} after a warm-up, in the bench process:`,
+      `Upload analysis (\`analyseImage\`: sniffing, HEIC and PDF decode in worker threads, a RAW's previews found in process, rendering source, placeholder, perceptual hash; privacy left out), median of ${RUNS} after a warm-up, in the bench process:`,
       "",
       table(
         ["file", "bytes", "analysis ms", "vs JPEG"],

@@ -1,7 +1,7 @@
 // HEIC, camera RAW, PDF and SVG uploads as a client makes them, over HTTP, against both ways the
 // product starts: `pnpm start` (both services from TypeScript through tsx) and the production
 // bundle (`pnpm build`, then `node services/<name>/dist/index.js`, what the images run). Their
-// decoders load WebAssembly (libheif, ExifTool), native code (@napi-rs/canvas, pdf.js's ES
+// decoders load WebAssembly (libheif), native code (@napi-rs/canvas, pdf.js's ES
 // modules) and jsdom at run time, in worker threads and render processes: jest alone would not
 // show a package that does not load the way a started service loads it.
 import { spawnSync } from "node:child_process";

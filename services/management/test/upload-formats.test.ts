@@ -87,6 +87,8 @@ describe("camera RAW", () => {
   it.each([
     ["exiftool-panasonic-lx3.rw2", "RW2", "largest: 8 x 8"],
     ["iphone12pro-pruned-no-preview.dng", "DNG", "largest: none"],
+    ["exiftool-nikon-d70.nef", "NEF", "largest: none"],
+    ["exiftool-canon-350d.dng", "DNG", "largest: none"],
   ])("%s has no usable preview: 415 saying so, nothing stored", async (name, type, largest) => {
     const before = await t.db.prisma.asset.count();
     const res = await upload(t.as(WS), sample(name), name);

@@ -1,7 +1,6 @@
 import exifReader from "exif-reader";
 import sharp from "sharp";
 import {
-  CAMERA_RAW_FORMATS,
   ImagePixelLimitError,
   PDF_LIMITS,
   UndecodableImageError,
@@ -10,12 +9,14 @@ import {
   type CameraRawFormat,
 } from "@media-platform/contracts";
 import { formatWorkers, FormatTaskTimeoutError } from "./format-workers";
-import type { MetadataOptions } from "./image-metadata";
+import { cameraRawContents } from "./camera-raw";
+import { exifFields, type MetadataOptions } from "./image-metadata";
 
 /**
- * The upload formats libvips does not decode itself: HEIC (HEVC), camera RAW and PDF. Their
- * decoders run in worker threads (format-workers.ts), bounded in pixels before decoding and in
- * time. HEIC and RAW give a rendering source: a JPEG made once here, stored beside the original
+ * The upload formats libvips does not decode itself: HEIC (HEVC), camera RAW and PDF. HEIC and
+ * PDF decoders run in worker threads (format-workers.ts), bounded in pixels before decoding and in
+ * time; a camera RAW is read in process (camera-raw.ts: its embedded JPEGs and tags, found by
+ * walking its container). HEIC and RAW give a rendering source: a JPEG made once here, stored beside the original
  * (blobs.ts), which every render reads instead of the original. A PDF is drawn by media itself
  * (its pages at any size); here it is checked against PDF_LIMITS and page 1 drawn small for the
  * placeholder and the perceptual hash.
@@ -23,9 +24,8 @@ import type { MetadataOptions } from "./image-metadata";
 
 /** Quality of a rendering source: high enough that renditions from it match ones from the original. */
 const SOURCE_QUALITY = 92;
-/** Time limits of the decoders (a 12 MP HEIC decodes in 1.5-3.5 s, ExifTool reads a RAW in 1-2 s). */
+/** Time limits of the decoders (a 12 MP HEIC decodes in 1.5-3.5 s). */
 const HEIC_TIMEOUT_MS = 60_000;
-const RAW_TIMEOUT_MS = 60_000;
 const PDF_TIMEOUT_MS = 20_000;
 /** An embedded JPEG smaller than this (longer side) is a stub, not a preview to render from. */
 export const MIN_PREVIEW_SIDE = 160;
@@ -51,7 +51,7 @@ export const looksLikePdf = (head: Buffer): boolean => head.subarray(0, 1024).in
 /**
  * Whether the bytes may be a camera RAW, from their signature: RAF, RW2, ORF and CR3 have their
  * own; CR2, NEF, ARW and DNG are TIFF files, told apart from a TIFF by their first directory
- * (a DNGVersion tag, a camera maker's name). ExifTool then names the type.
+ * (a DNGVersion tag, a camera maker's name). camera-raw.ts then names the type.
  */
 export function mayBeCameraRaw(head: Buffer): boolean {
   if (startsWith(head, "FUJIFILMCCD-RAW")) return true;
@@ -132,34 +132,12 @@ export function withIccProfile(jpeg: Buffer, icc: Buffer): Buffer {
 // ---------------------------------------------------------------------------------------------
 // Camera RAW
 
-type CameraTags = Partial<
-  Record<
-    | "FileType"
-    | "Make"
-    | "Model"
-    | "LensModel"
-    | "LensMake"
-    | "DateTimeOriginal"
-    | "CreateDate"
-    | "Orientation"
-    | "ExposureTime"
-    | "FNumber"
-    | "ISO"
-    | "GPSLatitude"
-    | "GPSLongitude"
-    | "GPSAltitude",
-    string | number
-  >
->;
-
 export interface CameraRaw {
   format: CameraRawFormat;
   /** The rendering source: the largest usable embedded JPEG, turned upright, re-encoded without metadata. */
   source: Buffer;
-  /** The camera's EXIF, as ExifTool read it from the RAW file. */
+  /** The camera's EXIF, from the RAW file's own tag blocks. */
   exif: AssetExif;
-  /** The camera's tags hold a GPS position (for the privacy rewrite of the original). */
-  hasGps: boolean;
 }
 
 /** sharp's rotation and flips for an EXIF orientation (as its own auto-orientation applies them). */
@@ -175,28 +153,22 @@ const ORIENTATIONS: Record<number, { rotate: number; flip?: boolean; flop?: bool
 };
 
 /**
- * A camera RAW's rendering source and EXIF, or undefined when ExifTool reads the file as
- * something else (a TIFF from a camera maker's software). 415 when no embedded JPEG of at least
- * MIN_PREVIEW_SIDE decodes: the platform renders RAW files from their previews, never demosaics.
+ * A camera RAW's rendering source and EXIF, or undefined when the file is none (a TIFF from a
+ * camera maker's software). Read in process (camera-raw.ts walks the container; sharp reads each
+ * embedded JPEG's header). 415 when no embedded JPEG of at least MIN_PREVIEW_SIDE decodes: the
+ * platform renders RAW files from their previews, never demosaics.
  */
 export async function readCameraRaw(
   bytes: Buffer,
   limitInputPixels: number,
   options: MetadataOptions,
 ): Promise<CameraRaw | undefined> {
-  const read = await formatWorkers()
-    .run<
-      | { fileType?: string; camera: CameraTags; previews: Array<{ tag: string; data: Uint8Array }> }
-      | { error: "undecodable"; message: string }
-    >("raw", { bytes, name: "upload.raw" }, RAW_TIMEOUT_MS)
-    .catch(timeoutAsUndecodable);
-  if ("error" in read) throw new UndecodableImageError(`The camera RAW file could not be read (${read.message})`);
-  const format = String(read.fileType ?? "").toLowerCase();
-  if (!(CAMERA_RAW_FORMATS as readonly string[]).includes(format)) return undefined;
+  const read = cameraRawContents(bytes);
+  if (!read) return undefined;
+  const { format } = read;
   let best: { data: Buffer; meta: sharp.Metadata } | undefined;
   let largest = "none";
-  for (const preview of read.previews) {
-    const data = Buffer.from(preview.data.buffer, preview.data.byteOffset, preview.data.byteLength);
+  for (const data of read.previews) {
     const meta = await sharp(data, { failOn: "error" })
       .metadata()
       .catch(() => undefined);
@@ -217,9 +189,9 @@ export async function readCameraRaw(
       "body.file",
     );
   }
-  const camera = read.camera;
+  const exif = exifFields(read.tags, options);
   // A preview with its own orientation is turned by it; one without takes the camera's.
-  const orientation = best.meta.orientation ?? (typeof camera.Orientation === "number" ? camera.Orientation : 1);
+  const orientation = best.meta.orientation ?? exif.orientation ?? 1;
   const turn = ORIENTATIONS[orientation] ?? ORIENTATIONS[1]!;
   let image = sharp(best.data, { failOn: "error", limitInputPixels, autoOrient: false }).keepIccProfile();
   if (turn.rotate) image = image.rotate(turn.rotate);
@@ -233,42 +205,7 @@ export async function readCameraRaw(
       `The embedded JPEG preview of this ${format.toUpperCase()} file does not decode; camera RAW files are shown from their preview`,
     );
   }
-  return {
-    format: format as CameraRawFormat,
-    source,
-    exif: cameraExif(camera, orientation, options),
-    hasGps: camera.GPSLatitude !== undefined || camera.GPSLongitude !== undefined,
-  };
-}
-
-const text = (v: unknown): string | null => (typeof v === "string" && v.trim() ? v.replace(/\0/g, "").trim() : null);
-const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
-
-/** "YYYY:MM:DD HH:MM:SS" (EXIF's wall-clock time) as ISO, read as UTC like image-metadata.ts does. */
-function exifDate(v: unknown): string | null {
-  const m = typeof v === "string" ? /^(\d{4}):(\d{2}):(\d{2}) (\d{2}):(\d{2}):(\d{2})/.exec(v) : null;
-  if (!m) return null;
-  const date = new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!));
-  return Number.isNaN(date.getTime()) ? null : date.toISOString();
-}
-
-function cameraExif(camera: CameraTags, orientation: number, options: MetadataOptions): AssetExif {
-  const exif: AssetExif = {
-    make: text(camera.Make),
-    model: text(camera.Model),
-    lens: text(camera.LensModel) ?? text(camera.LensMake),
-    takenAt: exifDate(camera.DateTimeOriginal) ?? exifDate(camera.CreateDate),
-    orientation,
-    exposureTime: num(camera.ExposureTime),
-    fNumber: num(camera.FNumber),
-    iso: num(camera.ISO),
-  };
-  const latitude = num(camera.GPSLatitude);
-  const longitude = num(camera.GPSLongitude);
-  if (options.keepGps && latitude !== null && longitude !== null) {
-    exif.gps = { latitude, longitude, altitude: num(camera.GPSAltitude) };
-  }
-  return exif;
+  return { format, source, exif: { ...exif, orientation } };
 }
 
 // ---------------------------------------------------------------------------------------------

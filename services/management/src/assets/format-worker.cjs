@@ -1,7 +1,7 @@
 "use strict";
 /**
  * Worker thread of assets/format-workers.ts: the decoders that run WebAssembly or draw for long
- * (HEVC with libheif, camera RAW tags with ExifTool, PDF pages with pdf.js) and SVG sanitising
+ * (HEVC with libheif, PDF pages with pdf.js) and SVG sanitising
  * (svg-sanitiser.cjs: jsdom and DOMPurify) run here, off the service's event loop, and the
  * service terminates the thread at a task's deadline. Plain CommonJS, copied as it is into the bundle beside index.js: its packages load through Node's own
  * resolution (ES module builds by `import()`) under tsx, jest and the bundle alike.
@@ -11,7 +11,6 @@ const path = require("node:path");
 const { sanitiseSvgTask } = require("./svg-sanitiser.cjs");
 
 let heif;
-let exiftool;
 let pdfjs;
 
 /** HEIC/HEIF: the primary image, decoded to RGBA; its size (ispe, after irot/imir) checked against `maxPixels` first. */
@@ -34,56 +33,6 @@ async function decodeHeic({ bytes, maxPixels }) {
   } finally {
     for (const image of images) image.free?.();
   }
-}
-
-/** The ExifTool tags of embedded JPEG images, largest first once decoded by the caller. */
-const PREVIEW_TAGS = ["PreviewImage", "JpgFromRaw", "OtherImage", "ThumbnailImage"];
-const CAMERA_TAGS = [
-  "FileType",
-  "Make",
-  "Model",
-  "LensModel",
-  "LensMake",
-  "DateTimeOriginal",
-  "CreateDate",
-  "Orientation",
-  "ExposureTime",
-  "FNumber",
-  "ISO",
-  "GPSLatitude",
-  "GPSLongitude",
-  "GPSAltitude",
-];
-
-/** Camera RAW: the file type ExifTool reads, the camera's tags and every embedded JPEG (base64 in ExifTool's JSON). */
-async function readCameraRaw({ bytes, name }) {
-  exiftool ??= await import("@uswriting/exiftool");
-  const args = [
-    "-json",
-    "-b",
-    "-n",
-    "-a",
-    "-G1",
-    ...PREVIEW_TAGS.map((t) => `-${t}`),
-    ...CAMERA_TAGS.map((t) => `-${t}`),
-  ];
-  const result = await exiftool.parseMetadata(
-    { name, data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) },
-    { args, transform: (text) => JSON.parse(text) },
-  );
-  if (!result.success) return { error: "undecodable", message: String(result.error).slice(0, 200) };
-  const tags = result.data[0] ?? {};
-  const previews = [];
-  const camera = {};
-  for (const [key, value] of Object.entries(tags)) {
-    const tag = key.slice(key.indexOf(":") + 1);
-    if (PREVIEW_TAGS.includes(tag) && typeof value === "string" && value.startsWith("base64:")) {
-      previews.push({ tag: key, data: Buffer.from(value.slice(7), "base64") });
-    } else if (CAMERA_TAGS.includes(tag) && !(tag in camera)) {
-      camera[tag] = value;
-    }
-  }
-  return { fileType: camera.FileType, camera, previews };
 }
 
 async function loadPdfjs() {
@@ -141,7 +90,7 @@ async function readPdf({ bytes, maxPages, maxPageSide, thumbnailSide }) {
   }
 }
 
-const TASKS = { heic: decodeHeic, raw: readCameraRaw, pdf: readPdf, svg: sanitiseSvgTask };
+const TASKS = { heic: decodeHeic, pdf: readPdf, svg: sanitiseSvgTask };
 
 parentPort.on("message", ({ id, kind, input }) => {
   Promise.resolve()

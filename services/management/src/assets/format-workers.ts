@@ -4,7 +4,7 @@ import { Worker } from "node:worker_threads";
 
 /**
  * Worker threads for the formats whose decoders run WebAssembly or draw for long on upload
- * (format-worker.cjs: HEVC, camera RAW tags, PDF pages, SVG sanitising), so an upload never blocks the event
+ * (format-worker.cjs: HEVC, PDF pages, SVG sanitising), so an upload never blocks the event
  * loop. At most `size` threads, tasks beyond them queue; a thread is kept for the next task (the
  * decoders load once per thread) and terminated when a task passes its time limit, which is the
  * one way to stop WebAssembly mid-run.
@@ -13,7 +13,7 @@ import { Worker } from "node:worker_threads";
 // Beside this file in sources (src/assets), beside index.js in the bundle (scripts/build.ts copies it).
 const WORKER_ENTRY = path.join(__dirname, "format-worker.cjs");
 
-export type FormatTask = "heic" | "raw" | "pdf" | "svg";
+export type FormatTask = "heic" | "pdf" | "svg";
 
 /** A task ran past its time limit: its thread was terminated. */
 export class FormatTaskTimeoutError extends Error {
@@ -124,6 +124,6 @@ export class FormatWorkers {
   }
 }
 
-/** The process's threads, started on the first HEIC, RAW, PDF or SVG upload. */
+/** The process's threads, started on the first HEIC, PDF or SVG upload. */
 let shared: FormatWorkers | undefined;
 export const formatWorkers = (): FormatWorkers => (shared ??= new FormatWorkers());

@@ -138,6 +138,14 @@ export function readExif(buffer: Buffer, options: MetadataOptions): AssetExif | 
   } catch {
     return null;
   }
+  return exifFields(tags, options);
+}
+
+/** The exposed fields of tags exif-reader read (from one EXIF block, or put together from a camera RAW's). */
+export function exifFields(
+  tags: Pick<exifReader.Exif, "Image" | "Photo" | "GPSInfo">,
+  options: MetadataOptions,
+): AssetExif {
   const image = tags.Image ?? {};
   const photo = tags.Photo ?? {};
   const gpsInfo = tags.GPSInfo ?? {};

@@ -252,3 +252,97 @@ export function tiffIfd0Tags(tiff: Buffer): number[] {
   const at = tiff.readUInt32LE(4);
   return Array.from({ length: tiff.readUInt16LE(at) }, (_, i) => tiff.readUInt16LE(at + 2 + i * 12));
 }
+
+/**
+ * A little-endian TIFF-based camera RAW made up of what the preview finder reads: IFD0 with Make,
+ * Model, Orientation, SubIFDs holding `preview` as one JPEG-coded strip (Compression 7, as DNG
+ * writes its previews) and the sensor data's CFA directory, a GPS IFD (48°51'24" N 2°21' E) and a BodySerialNumber in an Exif IFD, and IFD1
+ * with `thumbnail` as JPEGInterchangeFormat. With `magic` 0x55 (Panasonic RW2) the preview is
+ * IFD0's JpgFromRaw entry instead.
+ */
+export function tiffCameraRaw(options: {
+  make: string;
+  model: string;
+  orientation: number;
+  preview: Buffer;
+  thumbnail: Buffer;
+  magic?: number;
+  /** false: no CFA directory (a TIFF of a camera maker's software rather than a RAW). */
+  sensorData?: boolean;
+}): Buffer {
+  const magic = options.magic ?? 42;
+  const parts: Buffer[] = [];
+  let end = 8;
+  /** Appends `bytes` (word-aligned) and returns where they start. */
+  const put = (bytes: Buffer): number => {
+    const at = end;
+    parts.push(bytes, Buffer.alloc(bytes.length % 2));
+    end += bytes.length + (bytes.length % 2);
+    return at;
+  };
+  const ascii = (text: string) => Buffer.from(`${text}\0`, "latin1");
+  const ifd = (entries: Buffer[], next = 0): Buffer => {
+    const sorted = [...entries].sort((a, b) => a.readUInt16LE(0) - b.readUInt16LE(0));
+    const out = Buffer.alloc(2 + sorted.length * 12 + 4);
+    out.writeUInt16LE(sorted.length, 0);
+    sorted.forEach((e, i) => e.copy(out, 2 + i * 12));
+    out.writeUInt32LE(next, 2 + sorted.length * 12);
+    return out;
+  };
+  const short = (tag: number, value: number) => entry(tag, 3, 1, value);
+  const makeAt = put(ascii(options.make));
+  const modelAt = put(ascii(options.model));
+  const previewAt = put(options.preview);
+  const thumbnailAt = put(options.thumbnail);
+  const rationals = (values: number[]) => {
+    const out = Buffer.alloc(values.length * 4);
+    values.forEach((v, i) => out.writeUInt32LE(v, i * 4));
+    return out;
+  };
+  const latitudeAt = put(rationals([48, 1, 51, 1, 24, 1]));
+  const longitudeAt = put(rationals([2, 1, 21, 1, 0, 1]));
+  const ref = (letter: string) => Buffer.from(`${letter}\0\0\0`, "latin1").readUInt32LE(0);
+  const gpsAt = put(
+    ifd([entry(1, 2, 2, ref("N")), entry(2, 5, 3, latitudeAt), entry(3, 2, 2, ref("E")), entry(4, 5, 3, longitudeAt)]),
+  );
+  const serialAt = put(ascii("BODY-SN-4711"));
+  const exifAt = put(ifd([entry(42033, 2, 13, serialAt)]));
+  const ifd1At = put(ifd([short(259, 6), entry(513, 4, 1, thumbnailAt), entry(514, 4, 1, options.thumbnail.length)]));
+  // The sensor data's directory: a CFA image (its strips left out), as NEF and DNG have one.
+  const cfaAt = put(ifd([entry(254, 4, 1, 0), short(259, 1), short(262, 32803)]));
+  const previewIfdAt = put(
+    ifd([entry(254, 4, 1, 1), short(259, 7), entry(273, 4, 1, previewAt), entry(279, 4, 1, options.preview.length)]),
+  );
+  const subIfds = Buffer.alloc(8);
+  subIfds.writeUInt32LE(previewIfdAt, 0);
+  subIfds.writeUInt32LE(cfaAt, 4);
+  const previewEntries =
+    magic === 0x55
+      ? [entry(46, 7, options.preview.length, previewAt)]
+      : [
+          entry(
+            330,
+            4,
+            options.sensorData === false ? 1 : 2,
+            options.sensorData === false ? previewIfdAt : put(subIfds),
+          ),
+        ];
+  const ifd0At = put(
+    ifd(
+      [
+        entry(271, 2, options.make.length + 1, makeAt),
+        entry(272, 2, options.model.length + 1, modelAt),
+        short(274, options.orientation),
+        entry(34665, 4, 1, exifAt),
+        entry(34853, 4, 1, gpsAt),
+        ...previewEntries,
+      ],
+      ifd1At,
+    ),
+  );
+  const header = Buffer.alloc(8);
+  header.write("II", 0, "latin1");
+  header.writeUInt16LE(magic, 2);
+  header.writeUInt32LE(ifd0At, 4);
+  return Buffer.concat([header, ...parts]);
+}

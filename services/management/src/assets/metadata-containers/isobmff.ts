@@ -190,3 +190,46 @@ function editCanonBoxes(file: Buffer, moov: Box, rules: RemovalRules): Removed {
   }
   return removed;
 }
+
+/** The top-level uuid box of a CR3 that holds its PRVW box (a 1620x1080 JPEG on current bodies). */
+const CANON_PREVIEW_UUID = "eaf42b5e1c984b88b9fbb7dc406e4d16";
+
+/** The JPEG a PRVW or THMB box carries after its small header (sizes, dimensions), up to the box's end. */
+function boxJpeg(file: Buffer, box: Box): Buffer | undefined {
+  const start = file.subarray(box.start, Math.min(box.end, box.start + 64)).indexOf(Buffer.from([0xff, 0xd8, 0xff]));
+  return start < 0 ? undefined : file.subarray(box.start + start, box.end);
+}
+
+export interface Cr3Contents {
+  /** PRVW and THMB JPEGs, as views of the file. */
+  previews: Buffer[];
+  /** CMT1 (IFD0), CMT2 (the Exif IFD as a root IFD) and CMT4 (the GPS IFD as a root IFD), as TIFF blocks. */
+  cmt: Partial<Record<"CMT1" | "CMT2" | "CMT4", Buffer>>;
+}
+
+/** A Canon CR3's embedded JPEGs and camera tag blocks, read in place. */
+export function cr3Contents(file: Buffer): Cr3Contents {
+  const contents: Cr3Contents = { previews: [], cmt: {} };
+  for (const top of boxes(file, 0, file.length)) {
+    if (top.type === "uuid" && file.toString("hex", top.start - 16, top.start) === CANON_PREVIEW_UUID) {
+      // 8 bytes of the uuid box's own come before PRVW.
+      for (const box of boxes(file, top.start + 8, top.end)) {
+        const jpeg = box.type === "PRVW" ? boxJpeg(file, box) : undefined;
+        if (jpeg) contents.previews.push(jpeg);
+      }
+    }
+    if (top.type !== "moov") continue;
+    for (const box of boxes(file, top.start, top.end)) {
+      if (box.type !== "uuid" || file.toString("hex", box.start - 16, box.start) !== CANON_UUID) continue;
+      for (const inner of boxes(file, box.start, box.end)) {
+        if (inner.type === "THMB") {
+          const jpeg = boxJpeg(file, inner);
+          if (jpeg) contents.previews.push(jpeg);
+        } else if (inner.type === "CMT1" || inner.type === "CMT2" || inner.type === "CMT4") {
+          contents.cmt[inner.type] = file.subarray(inner.start, inner.end);
+        }
+      }
+    }
+  }
+  return contents;
+}

@@ -160,7 +160,7 @@ class TiffEditor {
     return { at, entries };
   }
 
-  private nextOf(ifd: Ifd): number {
+  nextOf(ifd: Ifd): number {
     return this.word(ifd.at + this.countSize + ifd.entries.length * this.entrySize);
   }
 
@@ -170,8 +170,16 @@ class TiffEditor {
     return this.tiff.subarray(entry.valueAt, entry.valueAt + entry.size);
   }
 
+  /** An entry's first value as a number (SHORT, LONG or LONG8; an IFD pointer), 0 when unreadable. */
+  number(entry: Entry): number {
+    if (!entry.inline && entry.valueAt + 2 > this.tiff.length) return 0;
+    if (entry.type === 3 || entry.type === 8) return this.u16(entry.valueAt);
+    if (entry.type === 16 || entry.type === 17) return this.word(entry.valueAt);
+    return entry.valueAt + 4 <= this.tiff.length ? this.u32(entry.valueAt) : 0;
+  }
+
   /** Offsets an entry points to (SubIFDs: one or more LONG or IFD values). */
-  private offsets(entry: Entry): number[] {
+  offsets(entry: Entry): number[] {
     const bytes = this.value(entry);
     if (!bytes) return [];
     const step = TYPE_SIZE[entry.type];
@@ -268,6 +276,69 @@ class TiffEditor {
     }
     return this.nextOf(ifd);
   }
+}
+
+/** Tags that locate an embedded JPEG in a TIFF-based camera RAW file. */
+const PREVIEW_TAG = {
+  compression: 259,
+  stripOffsets: 273,
+  stripByteCounts: 279,
+  jpegOffset: 513,
+  jpegLength: 514,
+  photometric: 262,
+  /** Panasonic RW2's JpgFromRaw: the JPEG as the value of an IFD0 entry. */
+  panasonicJpeg: 46,
+} as const;
+/** Compression values of a strip coded as JPEG (old-style 6, new-style 7). */
+const JPEG_COMPRESSION = new Set([6, 7]);
+/** PhotometricInterpretation of sensor data: CFA (a Bayer mosaic) and LinearRaw. */
+const SENSOR_PHOTOMETRIC = new Set([32803, 34892]);
+
+/**
+ * Every JPEG a TIFF-based camera RAW file embeds, as views of `tiff`: each IFD's
+ * JPEGInterchangeFormat/Length pair, its single strip when that strip is JPEG-coded, and RW2's
+ * JpgFromRaw entry; over the IFD chain, SubIFDs and the Exif IFD. Read-only; candidates only (a
+ * raw image coded as lossless JPEG is among them, and fails to decode as a preview). `sensorData`:
+ * some directory holds a CFA or LinearRaw image, which tells a camera's RAW from a TIFF of the
+ * same maker's software.
+ */
+export function embeddedJpegs(tiff: Buffer): { jpegs: Buffer[]; sensorData: boolean } {
+  const editor = new TiffEditor(tiff, "RAW");
+  const found: Buffer[] = [];
+  let sensorData = false;
+  const seen = new Set<number>();
+  const span = (start: number, length: number) => {
+    if (start > 0 && length > 0 && start + 2 < tiff.length && tiff[start] === 0xff && tiff[start + 1] === 0xd8)
+      found.push(tiff.subarray(start, Math.min(tiff.length, start + length)));
+  };
+  const visit = (at: number): void => {
+    while (at && !seen.has(at)) {
+      if (seen.size >= MAX_IFDS) throw new MalformedMetadataError("RAW (too many IFDs)");
+      seen.add(at);
+      const ifd = editor.read(at);
+      if (!ifd) return;
+      const first = (tag: number) => {
+        const e = ifd.entries.find((x) => x.tag === tag);
+        return e && e.count >= 1 ? editor.number(e) : undefined;
+      };
+      const photometric = first(PREVIEW_TAG.photometric);
+      if (photometric !== undefined && SENSOR_PHOTOMETRIC.has(photometric)) sensorData = true;
+      const jpegAt = first(PREVIEW_TAG.jpegOffset);
+      const jpegLength = first(PREVIEW_TAG.jpegLength);
+      if (jpegAt !== undefined && jpegLength !== undefined) span(jpegAt, jpegLength);
+      const strips = ifd.entries.find((e) => e.tag === PREVIEW_TAG.stripOffsets);
+      const compression = first(PREVIEW_TAG.compression);
+      if (strips?.count === 1 && compression !== undefined && JPEG_COMPRESSION.has(compression))
+        span(editor.number(strips), first(PREVIEW_TAG.stripByteCounts) ?? 0);
+      const panasonic = ifd.entries.find((e) => e.tag === PREVIEW_TAG.panasonicJpeg && !e.inline);
+      if (panasonic) span(panasonic.valueAt, panasonic.size);
+      for (const e of ifd.entries)
+        if (e.tag === TAG.subIfds || e.tag === TAG.exifIfd) for (const child of editor.offsets(e)) visit(child);
+      at = editor.nextOf(ifd);
+    }
+  };
+  visit(editor.firstIfd());
+  return { jpegs: found, sensorData };
 }
 
 /** Applies `rules` to the TIFF structure in `tiff` in place; `label` names it in what is reported. */
