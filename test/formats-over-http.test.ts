@@ -80,7 +80,13 @@ run.each(MODES)("HEIC, camera RAW, PDF and SVG over HTTP: $name", (mode) => {
       AUTH_JWT_SECRET: `formats-${randomUUID()}-${randomUUID()}`,
       LOG_LEVEL: "warn",
     };
-    media = await startServiceProcess(mode.media, { ...env, MEDIA_PORT: "0" }, MEDIA_READY);
+    // The first PDF page starts a render process (through tsx under pnpm start) within its request:
+    // on a loaded machine that outlasts the 30 s default deadline, which is not what is tested here.
+    media = await startServiceProcess(
+      mode.media,
+      { ...env, MEDIA_PORT: "0", MEDIA_REQUEST_TIMEOUT_MS: "300000" },
+      MEDIA_READY,
+    );
     management = await startServiceProcess(
       mode.management,
       { ...env, MANAGEMENT_PORT: "0", MEDIA_PUBLIC_URL: media.url, MEDIA_PURGE_URLS: media.url },
@@ -171,6 +177,7 @@ run.each(MODES)("HEIC, camera RAW, PDF and SVG over HTTP: $name", (mode) => {
     expect(refused.body.detail).toMatch(/no usable embedded JPEG preview/);
   });
 
+  // Starts the render process its pages are drawn in: minutes on a loaded machine.
   it("a PDF: pages as PNG (page:index=1 and 2, the right size), page 15 of 14 a 400, the original an attachment", async () => {
     const { status, body } = await uploadFile("pdfjs-tracemonkey.pdf");
     expect(status).toBe(201);
@@ -193,5 +200,5 @@ run.each(MODES)("HEIC, camera RAW, PDF and SVG over HTTP: $name", (mode) => {
     expect(original.headers.get("content-type")).toBe("application/pdf");
     expect(original.headers.get("content-disposition")).toMatch(/^attachment; filename="[0-9a-f-]{36}\.pdf"/);
     expect(Buffer.from(await original.arrayBuffer()).equals(sample("pdfjs-tracemonkey.pdf"))).toBe(true);
-  });
+  }, 600_000);
 });

@@ -20,7 +20,7 @@ FROM base AS build
 WORKDIR /app
 # Fetch every package of the lockfile into the store first: this layer only changes when the
 # lockfile does, so source edits do not re-download dependencies.
-COPY pnpm-lock.yaml pnpm-workspace.yaml package.json .npmrc ./
+COPY pnpm-lock.yaml pnpm-workspace.yaml package.json ./
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm fetch --frozen-lockfile
 COPY . .
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store pnpm install --frozen-lockfile --offline

@@ -140,7 +140,6 @@ describe(".dockerignore", () => {
       "package.json",
       "pnpm-lock.yaml",
       "pnpm-workspace.yaml",
-      ".npmrc",
       "prisma/migrations",
       "prisma/generate.cjs",
       "services/media/src/index.ts",

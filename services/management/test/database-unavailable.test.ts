@@ -185,6 +185,8 @@ postgres("Postgres refusing connections (pg_terminate_backend, ALLOW_CONNECTIONS
 });
 
 embedded("PGlite closed", () => {
+  // Two embedded databases created and migrated here: minutes on a loaded machine (the time is a
+  // guard against a hang, not a measure of speed).
   it("503 + Retry-After on every route, counted as dependency=database", async () => {
     const t = await createTestApp();
     try {
@@ -202,5 +204,5 @@ embedded("PGlite closed", () => {
     } finally {
       await t.close();
     }
-  });
+  }, 600_000);
 });

@@ -5,6 +5,11 @@ let t: TestApp;
 const WS = "ws-facets";
 const OTHER = "ws-facets-other";
 const MANY = "ws-facets-many";
+/**
+ * The tests that write 12,000 and 33,000 rows (every index kept up): seconds on an idle machine,
+ * minutes on a loaded one. A guard against a hang sized to the data, not a measure of speed.
+ */
+const BULK_ROWS_TIMEOUT_MS = 600_000;
 
 /**
  * `n` assets: tags cycle through red/green/blue (every third asset also "sky"), formats through
@@ -146,35 +151,41 @@ describe("facets", () => {
     }
   });
 
-  it(`estimates above ${FACET_EXACT_LIMIT} matches, flagged facetsAreEstimates`, async () => {
-    await insertAssets(MANY, FACET_EXACT_LIMIT + 2000);
-    await t.db.prisma.$executeRawUnsafe("ANALYZE assets");
-    const res = await t.as(MANY).get("/v1/assets?limit=1&facets=format,tags");
-    expect(res.status).toBe(200);
-    expect(res.body.countIsEstimate).toBe(true);
-    expect(res.body.facetsAreEstimates).toBe(true);
-    const format = res.body.facets.format as Array<{ value: string; count: number }>;
-    expect(format.map((v) => v.value)).toEqual(["jpeg", "png"]);
-    // Counted over a sample of the 12,000 and scaled by the sampled share: near 12,000, near 3:1.
-    const total = format[0]!.count + format[1]!.count;
-    expect(Math.abs(total - 12_000)).toBeLessThanOrEqual(1_200);
-    expect(format[0]!.count / format[1]!.count).toBeGreaterThan(2.5);
-    expect(format[0]!.count / format[1]!.count).toBeLessThan(3.5);
-    const exact = await t.as(MANY).get("/v1/assets?limit=1&facets=format&createdBefore=2026-01-01T01:00:00Z");
-    // The first hour: 3,599 assets, exact.
-    expect(exact.body).not.toHaveProperty("facetsAreEstimates");
-    expect(exact.body.facets.format).toEqual([
-      { value: "jpeg", count: 2700 },
-      { value: "png", count: 899 },
-    ]);
-  });
+  it(
+    `estimates above ${FACET_EXACT_LIMIT} matches, flagged facetsAreEstimates`,
+    async () => {
+      await insertAssets(MANY, FACET_EXACT_LIMIT + 2000);
+      await t.db.prisma.$executeRawUnsafe("ANALYZE assets");
+      const res = await t.as(MANY).get("/v1/assets?limit=1&facets=format,tags");
+      expect(res.status).toBe(200);
+      expect(res.body.countIsEstimate).toBe(true);
+      expect(res.body.facetsAreEstimates).toBe(true);
+      const format = res.body.facets.format as Array<{ value: string; count: number }>;
+      expect(format.map((v) => v.value)).toEqual(["jpeg", "png"]);
+      // Counted over a sample of the 12,000 and scaled by the sampled share: near 12,000, near 3:1.
+      const total = format[0]!.count + format[1]!.count;
+      expect(Math.abs(total - 12_000)).toBeLessThanOrEqual(1_200);
+      expect(format[0]!.count / format[1]!.count).toBeGreaterThan(2.5);
+      expect(format[0]!.count / format[1]!.count).toBeLessThan(3.5);
+      const exact = await t.as(MANY).get("/v1/assets?limit=1&facets=format&createdBefore=2026-01-01T01:00:00Z");
+      // The first hour: 3,599 assets, exact.
+      expect(exact.body).not.toHaveProperty("facetsAreEstimates");
+      expect(exact.body.facets.format).toEqual([
+        { value: "jpeg", count: 2700 },
+        { value: "png", count: 899 },
+      ]);
+    },
+    BULK_ROWS_TIMEOUT_MS,
+  );
 
-  it("samples a broad result fairly across the table, never another workspace's assets nor the trash", async () => {
-    const broad = "ws-facets-broad";
-    // 30,000 assets titled "mountain lake": the first 15,000 inserted are jpeg, the rest png (the
-    // first matches the database finds are all jpeg); every tenth is in the trash, tagged "binned".
-    await t.db.prisma.$executeRawUnsafe(
-      `INSERT INTO assets (id, workspace_id, user_title, user_tags, original_filename, mime_type, format,
+  it(
+    "samples a broad result fairly across the table, never another workspace's assets nor the trash",
+    async () => {
+      const broad = "ws-facets-broad";
+      // 30,000 assets titled "mountain lake": the first 15,000 inserted are jpeg, the rest png (the
+      // first matches the database finds are all jpeg); every tenth is in the trash, tagged "binned".
+      await t.db.prisma.$executeRawUnsafe(
+        `INSERT INTO assets (id, workspace_id, user_title, user_tags, original_filename, mime_type, format,
                            width, height, bytes, sha256, phash, created_at, updated_at, deleted_at)
        SELECT gen_random_uuid(), $1, 'mountain lake', CASE WHEN g % 10 = 0 THEN ARRAY['binned'] ELSE ARRAY['kept'] END,
               'IMG_' || g || '.jpg', 'image/jpeg', CASE WHEN g <= 15000 THEN 'jpeg' ELSE 'png' END, 10, 10, 100,
@@ -182,33 +193,35 @@ describe("facets", () => {
               timestamptz '2026-01-01' + make_interval(secs => g),
               CASE WHEN g % 10 = 0 THEN timestamptz '2026-02-01' END
          FROM generate_series(1, 30000) AS g`,
-      broad,
-    );
-    // Another workspace's assets, interleaved on disk with the same title: a format and a tag of their own.
-    await t.db.prisma.$executeRawUnsafe(
-      `INSERT INTO assets (id, workspace_id, user_title, user_tags, original_filename, mime_type, format,
+        broad,
+      );
+      // Another workspace's assets, interleaved on disk with the same title: a format and a tag of their own.
+      await t.db.prisma.$executeRawUnsafe(
+        `INSERT INTO assets (id, workspace_id, user_title, user_tags, original_filename, mime_type, format,
                            width, height, bytes, sha256, phash, created_at, updated_at)
        SELECT gen_random_uuid(), $1, 'mountain lake', ARRAY['secret'], 'x.gif', 'image/gif', 'gif', 10, 10, 100,
               repeat('0', 64), g, now(), now()
          FROM generate_series(1, 3000) AS g`,
-      `${broad}-other`,
-    );
-    await t.db.prisma.$executeRawUnsafe("ANALYZE assets");
-    for (const path of [
-      "/v1/assets?limit=1&facets=format,tags",
-      "/v1/assets/search/full-text?q=mountain&limit=1&facets=format,tags",
-    ]) {
-      const res = await t.as(broad).get(path);
-      expect(res.status).toBe(200);
-      expect(res.body.facetsAreEstimates).toBe(true);
-      const format = res.body.facets.format as Array<{ value: string; count: number }>;
-      // 13,500 live jpeg and 13,500 live png: a sample of the whole table sees both halves alike.
-      expect(format.map((v) => v.value).sort()).toEqual(["jpeg", "png"]);
-      const total = format[0]!.count + format[1]!.count;
-      expect(Math.abs(total - 27_000)).toBeLessThanOrEqual(2_700);
-      for (const v of format) expect(v.count / total).toBeGreaterThan(0.35);
-      expect(res.body.facets.tags.map((v: { value: string }) => v.value)).toEqual(["kept"]);
-      expect(Math.abs(res.body.facets.tags[0].count - 27_000)).toBeLessThanOrEqual(2_700);
-    }
-  });
+        `${broad}-other`,
+      );
+      await t.db.prisma.$executeRawUnsafe("ANALYZE assets");
+      for (const path of [
+        "/v1/assets?limit=1&facets=format,tags",
+        "/v1/assets/search/full-text?q=mountain&limit=1&facets=format,tags",
+      ]) {
+        const res = await t.as(broad).get(path);
+        expect(res.status).toBe(200);
+        expect(res.body.facetsAreEstimates).toBe(true);
+        const format = res.body.facets.format as Array<{ value: string; count: number }>;
+        // 13,500 live jpeg and 13,500 live png: a sample of the whole table sees both halves alike.
+        expect(format.map((v) => v.value).sort()).toEqual(["jpeg", "png"]);
+        const total = format[0]!.count + format[1]!.count;
+        expect(Math.abs(total - 27_000)).toBeLessThanOrEqual(2_700);
+        for (const v of format) expect(v.count / total).toBeGreaterThan(0.35);
+        expect(res.body.facets.tags.map((v: { value: string }) => v.value)).toEqual(["kept"]);
+        expect(Math.abs(res.body.facets.tags[0].count - 27_000)).toBeLessThanOrEqual(2_700);
+      }
+    },
+    BULK_ROWS_TIMEOUT_MS,
+  );
 });

@@ -43,6 +43,16 @@ async function listen(
   };
 }
 
+/**
+ * The files in `spoolDir` once `done` holds of their count, polled (up to 30 s) rather than looked
+ * at once: spooling starts, and the spool file goes, on the server's own schedule.
+ */
+async function spoolFilesOnce(spoolDir: string, done: (count: number) => boolean): Promise<string[]> {
+  for (let attempt = 0; attempt < 1500 && !done(fs.readdirSync(spoolDir).length); attempt++)
+    await new Promise((r) => setTimeout(r, 20));
+  return fs.readdirSync(spoolDir);
+}
+
 const BOUNDARY = "----slowclient";
 const head = (filename = "rocket.jpg") =>
   Buffer.from(
@@ -82,8 +92,7 @@ describe("slow clients", () => {
       expect(header(raw, "content-type")).toMatch(/^application\/problem\+json/);
       expect(header(raw, "connection")).toBe("close");
       expect(raw).toContain("No upload data received for 0.3 s");
-      await new Promise((r) => setTimeout(r, 100));
-      expect(fs.readdirSync(srv.spoolDir)).toEqual([]);
+      expect(await spoolFilesOnce(srv.spoolDir, (n) => n === 0)).toEqual([]);
       const list = await t.as("ws-slow").get("/v1/assets");
       expect(list.body.count).toBe(0);
     } finally {
@@ -98,9 +107,7 @@ describe("slow clients", () => {
       const body = Buffer.concat([head(), image, tail]);
       const first = startUpload(srv.port, t.token("ws-cap"), body, 1000);
       // Wait until the first upload is being spooled.
-      for (let i = 0; i < 100 && fs.readdirSync(srv.spoolDir).length === 0; i++)
-        await new Promise((r) => setTimeout(r, 20));
-      expect(fs.readdirSync(srv.spoolDir)).toHaveLength(1);
+      expect(await spoolFilesOnce(srv.spoolDir, (n) => n > 0)).toHaveLength(1);
 
       const second = startUpload(srv.port, t.token("ws-cap"), body, body.length);
       const raw2 = await second.closed;
@@ -122,8 +129,7 @@ describe("slow clients", () => {
       expect(list.body.assets[0].sha256).toBe(createHash("sha256").update(image).digest("hex"));
       expect(list.body.assets[0].bytes).toBe(image.length);
       // The slot is free again, the spool folder empty.
-      await new Promise((r) => setTimeout(r, 100));
-      expect(fs.readdirSync(srv.spoolDir)).toEqual([]);
+      expect(await spoolFilesOnce(srv.spoolDir, (n) => n === 0)).toEqual([]);
     } finally {
       await srv.close();
     }
@@ -138,9 +144,7 @@ describe("slow clients", () => {
       const body = Buffer.concat([head(), image, tail]);
       for (let n = 1; n <= 2; n++) {
         held.push(startUpload(srv.port, t.token("ws-greedy"), body, 1000));
-        for (let i = 0; i < 100 && fs.readdirSync(srv.spoolDir).length < n; i++)
-          await new Promise((r) => setTimeout(r, 20));
-        expect(fs.readdirSync(srv.spoolDir)).toHaveLength(n);
+        expect(await spoolFilesOnce(srv.spoolDir, (count) => count >= n)).toHaveLength(n);
       }
 
       const third = startUpload(srv.port, t.token("ws-greedy"), body, body.length);
@@ -153,7 +157,7 @@ describe("slow clients", () => {
       const other = startUpload(srv.port, t.token("ws-modest"), body, body.length);
       let text = "";
       other.socket.on("data", (d: Buffer) => (text += d.toString("latin1")));
-      for (let i = 0; i < 500 && !status(text); i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 1500 && !status(text); i++) await new Promise((r) => setTimeout(r, 20));
       expect(status(text)).toBe(201);
       other.socket.destroy();
       expect((await t.as("ws-modest").get("/v1/assets")).body.count).toBe(1);

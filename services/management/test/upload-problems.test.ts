@@ -1,13 +1,7 @@
 import { toProblem } from "../src/problem";
 import { MetadataRemovalError } from "../src/domain-errors";
-import { createTestApp, expectProblem, fixture, upload, type TestApp } from "./helpers";
-
-// The rewrite that takes GPS and serial numbers out of a stored original, failing as a tool
-// that cannot rewrite a file does.
-jest.mock("../src/assets/original-privacy", () => ({
-  ...jest.requireActual("../src/assets/original-privacy"),
-  removePrivateMetadata: () => Promise.reject(new Error("rewrite failed")),
-}));
+import { createTestApp, expectProblem, upload, type TestApp } from "./helpers";
+import { jpegSegment, photo, withSegments } from "./support/metadata-fixtures";
 
 const WS = "ws-upload-problems";
 
@@ -19,12 +13,25 @@ describe("an upload whose private metadata cannot be removed", () => {
   afterAll(() => t.close());
 
   it("is a 422 titled by what happened, not 'cannot be decoded', saying what to do; nothing is stored", async () => {
-    const res = await upload(t.as(WS), fixture("rocket.jpg"), "rocket.jpg");
+    // A JPEG whose XMP packet holds a GPS position but is not well-formed XML: the packet cannot
+    // be walked to take the position out, so the original is refused rather than stored with it.
+    const plain = await photo()
+      .withExif({ IFD0: { Copyright: "Jane" } })
+      .jpeg()
+      .toBuffer();
+    const unreadable = withSegments(
+      plain,
+      jpegSegment(
+        0xe1,
+        Buffer.from('http://ns.adobe.com/xap/1.0/\0<x:xmpmeta><rdf:RDF exif:GPSLatitude="1"></x:xmpmeta>', "latin1"),
+      ),
+    );
+    const res = await upload(t.as(WS), unreadable, "photo.jpg");
     expectProblem(res, 422);
     expect(res.body).toMatchObject({
       type: "https://media-platform.dev/problems/metadata-removal-failed",
       title: "Location data could not be removed",
-      detail: expect.stringMatching(/GPS position.*upload it again/),
+      detail: expect.stringMatching(/could not be read to remove its location.*upload it again/),
     });
     expect((await t.as(WS).get("/v1/assets")).body.count).toBe(0);
   });

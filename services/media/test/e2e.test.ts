@@ -1,8 +1,9 @@
-import { spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import sharp from "sharp";
 import { ApiError, MediaPlatformClient, mediaUrl, step } from "@media-platform/client";
 import { FIXTURES_DIR } from "./support/memory-store";
@@ -22,6 +23,7 @@ import {
  */
 
 const ROOT = REPO_ROOT;
+const execFileAsync = promisify(execFile);
 
 describe("end to end: management upload -> media MISS -> HIT", () => {
   let dataDir: string;
@@ -61,19 +63,22 @@ describe("end to end: management upload -> media MISS -> HIT", () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  function tokenFor(workspace: string): string {
-    const tokenRun = spawnSync(
+  /**
+   * A token from the CLI, run without blocking this process: a blocked event loop would miss the
+   * services closing their idle keep-alive connections, and the next request would be sent on one.
+   */
+  async function tokenFor(workspace: string): Promise<string> {
+    const { stdout, stderr } = await execFileAsync(
       process.execPath,
       ["--import", "tsx", "services/management/src/cli/token.ts", "--workspace", workspace],
       { cwd: ROOT, env, encoding: "utf8" },
     );
-    expect(tokenRun.stderr).toBe("");
-    expect(tokenRun.status).toBe(0);
-    return tokenRun.stdout.trim();
+    expect(stderr).toBe("");
+    return stdout.trim();
   }
 
   it("uploads astronaut.png and serves /thumbnail:size=256/<id>.png as MISS, then HIT", async () => {
-    const token = tokenFor(randomUUID());
+    const token = await tokenFor(randomUUID());
 
     const form = new FormData();
     const original = await readFile(path.join(FIXTURES_DIR, "astronaut.png"));
@@ -110,7 +115,7 @@ describe("end to end: management upload -> media MISS -> HIT", () => {
   });
 
   it("drives both services through the typed client and the media URL builder", async () => {
-    const client = new MediaPlatformClient({ baseUrl: management!.url, token: tokenFor(randomUUID()) });
+    const client = new MediaPlatformClient({ baseUrl: management!.url, token: await tokenFor(randomUUID()) });
     const collection = await client.createCollection("Launches");
     const asset = await client.uploadAsset({
       file: path.join(FIXTURES_DIR, "rocket.jpg"),

@@ -97,6 +97,9 @@ describe("one decode for many sizes: results match independent renders (MAD <= 1
         expect({ url, mad: mad <= 1.0 ? "within 1.0" : mad }).toEqual({ url, mad: "within 1.0" });
       }
     },
+    // 16 renders of a multi-megapixel original into PNG: seconds on an idle machine, minutes on a
+    // loaded one (a guard against a hang, not a measure of speed).
+    600_000,
   );
 
   it("leaves small originals, animations and non-resize first steps to decode on their own", async () => {

@@ -45,6 +45,8 @@ export const GOLDEN_CASES: Readonly<Record<string, string>> = {
   "format avif": "format:type=avif:quality=50",
   "format png": "format:type=png",
   frame: "frame:index=0",
+  // A photo is one page: page 1 selects it, its pixels unchanged (a PDF's pages: pdf-pages.test.ts).
+  page: "page:index=1",
   "max-bytes": "max-bytes:value=1500",
   "quality=auto": "thumbnail:size=64:quality=auto",
   overlay: `overlay:asset=${GOLDEN_OVERLAY_ID}:scale=.3:opacity=.8:gravity=southeast`,
