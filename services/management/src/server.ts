@@ -15,6 +15,7 @@ import { migrate } from "./db/migrate";
 import { createLogger } from "./logger";
 import { findLibraryDir } from "./library/router";
 import { trashRetentionJob } from "./jobs/trash-retention";
+import { directUploadSweepJob } from "./assets/direct-uploads";
 import { createPropagator, mediaPurgeSecret } from "./lifecycle/propagation";
 import { createManagementMetrics, type ManagementMetrics } from "./metrics";
 import { startDispatcher } from "./webhooks/dispatcher";
@@ -110,6 +111,12 @@ export async function startManagement(
       "resumable-upload-sweep",
     );
     resumableSweep.start();
+    // Direct uploads: expired ones aborted on every replica, each row by one (SKIP LOCKED).
+    const directSweep = directUploadSweepJob(
+      ctx,
+      Math.min(3_600_000, Math.max(60_000, config.transports.direct.expiryMs / 4)),
+    );
+    if (ctx.s3) directSweep.start();
     const embedded = keySource.kind === "secret" && keySource.embedded;
     const app = createApp({
       ...ctx,
@@ -170,7 +177,12 @@ export async function startManagement(
     });
     if (dispatcher && ctx.eagerRenders) ctx.eagerRenders.wake = () => dispatcher.wake();
     const stopJobs = async (): Promise<void> => {
-      await Promise.all([trash.stop(), dispatcher?.stop(), resumableSweep.stop().then(() => resumable.close())]);
+      await Promise.all([
+        trash.stop(),
+        dispatcher?.stop(),
+        resumableSweep.stop().then(() => resumable.close()),
+        directSweep.stop(),
+      ]);
     };
     const closeHooks: CloseHook[] = [
       { name: "background jobs", close: stopJobs },
