@@ -9,6 +9,7 @@ import {
   listCollectionsResponseSchema,
   problemSchema,
   uploadResponseSchema,
+  directUploadSchema,
   listAssetVersionsResponseSchema,
   batchResponseSchema,
   type batchRequestSchema,
@@ -114,11 +115,48 @@ export interface ResumableUploadInput {
   signal?: AbortSignal;
 }
 
+/** uploadDirect's input: a direct-to-S3 multipart upload (the service's storage driver must be S3). */
+export interface DirectUploadInput {
+  /** The image: bytes, a Blob (browsers), or a path to a file (read one part at a time, Node). */
+  file: Buffer | Uint8Array | Blob | string;
+  filename?: string;
+  contentType?: string;
+  collectionId?: string;
+  /** How many parts (default: as few as the size allows; every part but the last ≥ 5 MiB). */
+  parts?: number;
+  onProgress?: (sent: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
 /** POST /v1/assets/import */
 export interface ImportFromUrlInput {
   url: string;
   filename?: string;
   collectionId?: string;
+}
+
+/** The bytes of a direct upload, one part at a time (a file path is never read whole). */
+async function partSourceOf(file: DirectUploadInput["file"]): Promise<{
+  size: number;
+  read(start: number, length: number): Promise<Blob>;
+  close(): Promise<void>;
+}> {
+  if (typeof file === "string") {
+    const fs = await import("node:fs");
+    const handle = await fs.promises.open(file, "r");
+    const { size } = await handle.stat();
+    return {
+      size,
+      async read(start, length) {
+        const buffer = new Uint8Array(length);
+        const { bytesRead } = await handle.read(buffer, 0, length, start);
+        return new Blob([buffer.subarray(0, bytesRead)]);
+      },
+      close: () => handle.close(),
+    };
+  }
+  const blob = file instanceof Blob ? file : new Blob([file as Uint8Array<ArrayBuffer>]);
+  return { size: blob.size, read: async (start, length) => blob.slice(start, start + length), close: async () => {} };
 }
 
 /** The last segment of a path, either separator (no node:path: the client also runs in browsers). */

@@ -778,7 +778,9 @@ export const createDirectUploadSchema = z
       .min(1)
       .max(DIRECT_UPLOAD_MAX_PARTS)
       .optional()
-      .describe("How many parts to send (default: as few as the size allows); every part but the last ≥ 5 MiB"),
+      .describe(
+        "How many parts to send (default: as few as the size allows); every part but the last is max(5 MiB, size / parts)",
+      ),
     collectionId: uuidSchema.optional().describe("Assign the new asset to this collection of the workspace"),
   })
   .strict()

@@ -11,6 +11,7 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListPartsCommand,
   S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
@@ -72,8 +73,8 @@ function partSizeOf(size: number, parts: number | undefined): number {
   if (parts === undefined) {
     return Math.max(DIRECT_UPLOAD_MIN_PART_BYTES, Math.ceil(size / DIRECT_UPLOAD_MAX_PARTS));
   }
-  const partSize = Math.ceil(size / parts);
-  if (parts > size || (parts > 1 && partSize < DIRECT_UPLOAD_MIN_PART_BYTES) || Math.ceil(size / partSize) !== parts) {
+  const partSize = Math.max(DIRECT_UPLOAD_MIN_PART_BYTES, Math.ceil(size / parts));
+  if (Math.ceil(size / partSize) !== parts) {
     throw badRequest(`${parts} parts cannot carry ${size} bytes`, [
       {
         path: "body.parts",
@@ -191,6 +192,19 @@ export async function completeDirectUpload(
       `Expected parts 1 to ${row.partCount} in order, got [${numbers.join(", ")}]; the upload was aborted`,
     );
   }
+  // The bucket's own list of the parts: an ETag it does not hold is refused here, whichever S3.
+  const held = await heldParts(client, bucket, row).catch(async (err: unknown) => {
+    await abortQuietly(ctx, row);
+    throw err;
+  });
+  const wrong = input.parts.filter((p) => held.get(p.partNumber) !== unquoted(p.etag)).map((p) => p.partNumber);
+  if (wrong.length > 0) {
+    await abortQuietly(ctx, row);
+    throw problem(
+      "direct-upload-incomplete",
+      `The bucket holds no part ${wrong.join(", ")} with the given ETag; the upload was aborted`,
+    );
+  }
   try {
     await client.send(
       new CompleteMultipartUploadCommand({
@@ -238,6 +252,26 @@ export async function completeDirectUpload(
         ctx.log.warn({ err, key: row.key }, "staging object not removed; the lifecycle rule will"),
       );
   }
+}
+
+const unquoted = (etag: string) => etag.replace(/^(W\/)?"|"$/g, "");
+
+/** Part number → ETag (unquoted) of what the bucket holds of the upload. */
+async function heldParts(
+  client: S3Client,
+  bucket: string,
+  row: Pick<DirectUploadRow, "key" | "s3UploadId">,
+): Promise<Map<number, string>> {
+  const held = new Map<number, string>();
+  let marker: string | undefined;
+  do {
+    const page = await client.send(
+      new ListPartsCommand({ Bucket: bucket, Key: row.key, UploadId: row.s3UploadId, PartNumberMarker: marker }),
+    );
+    for (const part of page.Parts ?? []) held.set(part.PartNumber!, unquoted(part.ETag ?? ""));
+    marker = page.IsTruncated ? page.NextPartNumberMarker : undefined;
+  } while (marker);
+  return held;
 }
 
 /** The object copied to a spool file while hashed (what multer's spool engine gives a multipart upload). */
