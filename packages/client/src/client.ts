@@ -342,6 +342,62 @@ export class MediaPlatformClient {
     return this.getAsset(assetId);
   }
 
+  /**
+   * A direct-to-S3 multipart upload: POST /v1/assets/direct-uploads answers presigned part URLs,
+   * each part is PUT straight to the bucket (never through the API), then .../complete runs the
+   * intake and answers the asset. A failing part aborts the upload (DELETE). The bucket needs a
+   * CORS rule exposing `ETag` for browsers.
+   */
+  async uploadDirect(input: DirectUploadInput): Promise<UploadResponse> {
+    const filename = input.filename ?? (typeof input.file === "string" ? baseName(input.file) : "upload");
+    const source = await partSourceOf(input.file);
+    try {
+      const created = await this.request({
+        method: "POST",
+        path: "/v1/assets/direct-uploads",
+        json: {
+          filename,
+          size: source.size,
+          contentType: input.contentType ?? guessContentType(filename),
+          ...(input.parts !== undefined ? { parts: input.parts } : {}),
+          ...(input.collectionId !== undefined ? { collectionId: input.collectionId } : {}),
+        },
+        schema: directUploadSchema,
+        expect: 201,
+      });
+      const path = `/v1/assets/direct-uploads/${encodeURIComponent(created.id)}`;
+      const parts: Array<{ partNumber: number; etag: string }> = [];
+      try {
+        let sent = 0;
+        for (const part of created.parts) {
+          const start = (part.partNumber - 1) * created.partSize;
+          const body = await source.read(start, Math.min(created.partSize, source.size - start));
+          const answer = await this.fetchImpl(part.url, { method: "PUT", body, signal: input.signal });
+          await answer.body?.cancel();
+          const etag = answer.headers.get("etag");
+          if (!answer.ok || !etag) throw new Error(`PUT of part ${part.partNumber} answered ${answer.status}`);
+          parts.push({ partNumber: part.partNumber, etag });
+          sent += body.size;
+          input.onProgress?.(sent, source.size);
+        }
+      } catch (err) {
+        // A part not sent: the upload is aborted, nothing of it kept.
+        await this.request({ method: "DELETE", path, expect: 204 }).catch(() => undefined);
+        throw err;
+      }
+      // A refused completion is aborted by the service itself.
+      return await this.request({
+        method: "POST",
+        path: `${path}/complete`,
+        json: { parts },
+        schema: uploadResponseSchema,
+        expect: 201,
+      });
+    } finally {
+      await source.close();
+    }
+  }
+
   /** POST /v1/assets/import: the service fetches the image from `url` (public addresses only). */
   importFromUrl(input: ImportFromUrlInput): Promise<UploadResponse> {
     return this.request({
