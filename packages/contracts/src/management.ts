@@ -789,7 +789,7 @@ export type CreateDirectUploadRequest = z.infer<typeof createDirectUploadSchema>
 
 export const directUploadSchema = z
   .object({
-    id: uuidSchema.describe("The direct upload's id"),
+    id: z.string().describe("The direct upload's id (a UUID)"),
     partSize: z.number().int().describe("Bytes of every part but the last"),
     parts: z
       .array(
