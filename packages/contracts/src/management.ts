@@ -755,12 +755,14 @@ export const importFromUrlSchema = z
 export type ImportFromUrlRequest = z.infer<typeof importFromUrlSchema>;
 
 /** The id segment of a resumable upload's URL (`Location` of its creation). */
-export const resumableUploadParamsSchema = z.object({
-  uploadId: z
-    .string()
-    .regex(/^[0-9a-f]{32}$/)
-    .describe("The upload's id: the last segment of the Location its creation answered"),
-});
+export const resumableUploadParamsSchema = z
+  .object({
+    uploadId: z
+      .string()
+      .regex(/^[0-9a-f]{32}$/)
+      .describe("The upload's id: the last segment of the Location its creation answered"),
+  })
+  .describe("The path of a resumable upload");
 
 /** S3's multipart bounds: every part but the last at least 5 MiB, at most 10,000 parts. */
 export const DIRECT_UPLOAD_MIN_PART_BYTES = 5 * 1024 * 1024;
@@ -825,4 +827,6 @@ export const completeDirectUploadSchema = z
   .describe("Every part of the direct upload with its ETag");
 export type CompleteDirectUploadRequest = z.infer<typeof completeDirectUploadSchema>;
 
-export const directUploadParamsSchema = z.object({ uploadId: uuidSchema.describe("The direct upload's id") });
+export const directUploadParamsSchema = z
+  .object({ uploadId: uuidSchema.describe("The direct upload's id") })
+  .describe("The path of a direct upload");
