@@ -15,6 +15,7 @@ import {
   listCollectionsResponseSchema,
   problemSchema,
   uploadResponseSchema,
+  directUploadSchema,
   listAssetVersionsResponseSchema,
   batchResponseSchema,
   type batchRequestSchema,
@@ -120,11 +121,48 @@ export interface ResumableUploadInput {
   signal?: AbortSignal;
 }
 
+/** uploadDirect's input: a direct-to-S3 multipart upload (the service's storage driver must be S3). */
+export interface DirectUploadInput {
+  /** The image: bytes, a Blob (browsers), or a path to a file (read one part at a time, Node). */
+  file: Buffer | Uint8Array | Blob | string;
+  filename?: string;
+  contentType?: string;
+  collectionId?: string;
+  /** How many parts (default: as few as the size allows; every part but the last ≥ 5 MiB). */
+  parts?: number;
+  onProgress?: (sent: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
 /** POST /v1/assets/import */
 export interface ImportFromUrlInput {
   url: string;
   filename?: string;
   collectionId?: string;
+}
+
+/** The bytes of a direct upload, one part at a time (a file path is never read whole). */
+async function partSourceOf(file: DirectUploadInput["file"]): Promise<{
+  size: number;
+  read(start: number, length: number): Promise<Blob>;
+  close(): Promise<void>;
+}> {
+  if (typeof file === "string") {
+    const fs = await import("node:fs");
+    const handle = await fs.promises.open(file, "r");
+    const { size } = await handle.stat();
+    return {
+      size,
+      async read(start, length) {
+        const buffer = new Uint8Array(length);
+        const { bytesRead } = await handle.read(buffer, 0, length, start);
+        return new Blob([buffer.subarray(0, bytesRead)]);
+      },
+      close: () => handle.close(),
+    };
+  }
+  const blob = file instanceof Blob ? file : new Blob([file as Uint8Array<ArrayBuffer>]);
+  return { size: blob.size, read: async (start, length) => blob.slice(start, start + length), close: async () => {} };
 }
 
 /** The last segment of a path, either separator (no node:path: the client also runs in browsers). */
@@ -308,6 +346,62 @@ export class MediaPlatformClient {
       upload.start();
     });
     return this.getAsset(assetId);
+  }
+
+  /**
+   * A direct-to-S3 multipart upload: POST /v1/assets/direct-uploads answers presigned part URLs,
+   * each part is PUT straight to the bucket (never through the API), then .../complete runs the
+   * intake and answers the asset. A failing part aborts the upload (DELETE). The bucket needs a
+   * CORS rule exposing `ETag` for browsers.
+   */
+  async uploadDirect(input: DirectUploadInput): Promise<UploadResponse> {
+    const filename = input.filename ?? (typeof input.file === "string" ? baseName(input.file) : "upload");
+    const source = await partSourceOf(input.file);
+    try {
+      const created = await this.request({
+        method: "POST",
+        path: "/v1/assets/direct-uploads",
+        json: {
+          filename,
+          size: source.size,
+          contentType: input.contentType ?? guessContentType(filename),
+          ...(input.parts !== undefined ? { parts: input.parts } : {}),
+          ...(input.collectionId !== undefined ? { collectionId: input.collectionId } : {}),
+        },
+        schema: directUploadSchema,
+        expect: 201,
+      });
+      const path = `/v1/assets/direct-uploads/${encodeURIComponent(created.id)}`;
+      const parts: Array<{ partNumber: number; etag: string }> = [];
+      try {
+        let sent = 0;
+        for (const part of created.parts) {
+          const start = (part.partNumber - 1) * created.partSize;
+          const body = await source.read(start, Math.min(created.partSize, source.size - start));
+          const answer = await this.fetchImpl(part.url, { method: "PUT", body, signal: input.signal });
+          await answer.body?.cancel();
+          const etag = answer.headers.get("etag");
+          if (!answer.ok || !etag) throw new Error(`PUT of part ${part.partNumber} answered ${answer.status}`);
+          parts.push({ partNumber: part.partNumber, etag });
+          sent += body.size;
+          input.onProgress?.(sent, source.size);
+        }
+      } catch (err) {
+        // A part not sent: the upload is aborted, nothing of it kept.
+        await this.request({ method: "DELETE", path, expect: 204 }).catch(() => undefined);
+        throw err;
+      }
+      // A refused completion is aborted by the service itself.
+      return await this.request({
+        method: "POST",
+        path: `${path}/complete`,
+        json: { parts },
+        schema: uploadResponseSchema,
+        expect: 201,
+      });
+    } finally {
+      await source.close();
+    }
   }
 
   /** POST /v1/assets/import: the service fetches the image from `url` (public addresses only). */

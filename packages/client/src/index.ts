@@ -6,6 +6,7 @@ export type {
   ImportFromUrlInput,
   ListAssetsParams,
   ResumableUploadInput,
+  DirectUploadInput,
   TokenSource,
   UploadInput,
 } from "./client";

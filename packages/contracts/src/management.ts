@@ -755,11 +755,81 @@ export const importFromUrlSchema = z
 export type ImportFromUrlRequest = z.infer<typeof importFromUrlSchema>;
 
 /** The id segment of a resumable upload's URL (`Location` of its creation). */
-export const resumableUploadParamsSchema = z.object({
-  uploadId: z
-    .string()
-    .regex(/^[0-9a-f]{32}$/)
-    .describe("The upload's id: the last segment of the Location its creation answered"),
-});
+export const resumableUploadParamsSchema = z
+  .object({
+    uploadId: z
+      .string()
+      .regex(/^[0-9a-f]{32}$/)
+      .describe("The upload's id: the last segment of the Location its creation answered"),
+  })
+  .describe("The path of a resumable upload");
+
+/** S3's multipart bounds: every part but the last at least 5 MiB, at most 10,000 parts. */
+export const DIRECT_UPLOAD_MIN_PART_BYTES = 5 * 1024 * 1024;
+export const DIRECT_UPLOAD_MAX_PARTS = 10_000;
+
+/** POST /v1/assets/direct-uploads: a direct-to-S3 multipart upload of one file. */
+export const createDirectUploadSchema = z
+  .object({
+    filename: singleLine().trim().min(1, "must not be empty").max(255, "must be at most 255 characters"),
+    size: z.number().int().positive().describe("The file's exact size in bytes (at most MAX_UPLOAD_BYTES)"),
+    contentType: singleLine().trim().min(1).max(255).describe("The file's media type (the bytes are sniffed anyway)"),
+    parts: z
+      .number()
+      .int()
+      .min(1)
+      .max(DIRECT_UPLOAD_MAX_PARTS)
+      .optional()
+      .describe(
+        "How many parts to send (default: as few as the size allows); every part but the last is max(5 MiB, size / parts)",
+      ),
+    collectionId: uuidSchema.optional().describe("Assign the new asset to this collection of the workspace"),
+  })
+  .strict()
+  .describe("Start a direct upload: the part URLs are presigned for the bucket");
+export type CreateDirectUploadRequest = z.infer<typeof createDirectUploadSchema>;
+
+export const directUploadSchema = z
+  .object({
+    id: z.string().describe("The direct upload's id (a UUID)"),
+    partSize: z.number().int().describe("Bytes of every part but the last"),
+    parts: z
+      .array(
+        z.object({
+          partNumber: z.number().int().min(1),
+          url: z
+            .string()
+            .describe("Presigned URL: PUT the part's bytes here; its ETag answer header is the part's etag"),
+        }),
+      )
+      .describe("One URL per part, in order"),
+    expiresAt: z.string().datetime().describe("When the URLs and the upload expire (DIRECT_UPLOAD_EXPIRY)"),
+  })
+  .describe("A direct upload's presigned part URLs");
+export type DirectUploadDto = z.infer<typeof directUploadSchema>;
+
+/** POST /v1/assets/direct-uploads/{id}/complete */
+export const completeDirectUploadSchema = z
+  .object({
+    parts: z
+      .array(
+        z
+          .object({
+            partNumber: z.number().int().min(1).max(DIRECT_UPLOAD_MAX_PARTS),
+            etag: z.string().min(1).max(200).describe("The ETag header the part's PUT answered"),
+          })
+          .strict(),
+      )
+      .min(1)
+      .max(DIRECT_UPLOAD_MAX_PARTS),
+  })
+  .strict()
+  .describe("Every part of the direct upload with its ETag");
+export type CompleteDirectUploadRequest = z.infer<typeof completeDirectUploadSchema>;
+
+export const directUploadParamsSchema = z
+  .object({ uploadId: uuidSchema.describe("The direct upload's id") })
+  .describe("The path of a direct upload");
+
 /** Single-line user text (no control characters, NFC), for the schemas of other modules. */
 export const singleLineText = singleLine;

@@ -40,7 +40,9 @@ export type ManagementHttpProblemCode =
   | "tus-version"
   | "upload-content-type"
   | "upload-locked"
-  | "checksum-mismatch";
+  | "checksum-mismatch"
+  | "direct-uploads-need-s3"
+  | "direct-upload-incomplete";
 
 export type ManagementProblemCode = ManagementErrorCode | ManagementHttpProblemCode;
 
@@ -179,7 +181,9 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
     status: 410,
     type: "upload-expired",
     title: "Upload expired",
-    when: "a resumable upload unfinished for longer than `TUS_UPLOAD_EXPIRY` (its bytes are swept)",
+    when:
+      "a resumable upload unfinished for longer than `TUS_UPLOAD_EXPIRY`, or a direct upload completed after " +
+      "`DIRECT_UPLOAD_EXPIRY` (its bytes are swept)",
   },
   "tus-version": {
     status: 412,
@@ -204,6 +208,20 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
     type: "checksum-mismatch",
     title: "Checksum Mismatch",
     when: "a resumable upload's `PATCH` whose bytes do not match its `Upload-Checksum` (sha1 or sha256): nothing of it is stored",
+  },
+  "direct-uploads-need-s3": {
+    status: 409,
+    type: "direct-uploads-need-s3",
+    title: "Direct uploads need S3",
+    when: "a direct upload (`/v1/assets/direct-uploads`) while the storage driver is the filesystem (`STORAGE_DRIVER=s3` enables them)",
+  },
+  "direct-upload-incomplete": {
+    status: 400,
+    type: "direct-upload-incomplete",
+    title: "Direct upload incomplete",
+    when:
+      "a direct upload completed with missing, extra or wrong parts (an ETag S3 does not hold), or whose object is not " +
+      "the declared size: the upload is aborted and nothing of it is kept",
   },
   "import-refused": {
     status: 400,

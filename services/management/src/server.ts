@@ -18,6 +18,7 @@ import { migrate } from "./db/migrate";
 import { createLogger } from "./logger";
 import { findLibraryDir } from "./library/router";
 import { trashRetentionJob } from "./jobs/trash-retention";
+import { directUploadSweepJob } from "./assets/direct-uploads";
 import { createPropagator, mediaPurgeSecret } from "./lifecycle/propagation";
 import { createManagementMetrics, type ManagementMetrics } from "./metrics";
 import { startDispatcher } from "./webhooks/dispatcher";
@@ -125,6 +126,12 @@ export async function startManagement(
             log,
           })
         : undefined;
+    // Direct uploads: expired ones aborted on every replica, each row by one (SKIP LOCKED).
+    const directSweep = directUploadSweepJob(
+      ctx,
+      Math.min(3_600_000, Math.max(60_000, config.transports.direct.expiryMs / 4)),
+    );
+    if (ctx.s3) directSweep.start();
     const embedded = keySource.kind === "secret" && keySource.embedded;
     const app = createApp({
       ...ctx,
@@ -205,6 +212,7 @@ export async function startManagement(
         resumableSweep.stop().then(() => resumable.close()),
         usageIngest.stop(),
         usageGauges?.stop(),
+        directSweep.stop(),
       ]);
     };
     const closeHooks: CloseHook[] = [

@@ -17,6 +17,7 @@ import { defaultTransportsConfig } from "../src/config/transports";
 import { DOCS_CSP, docsRouter } from "../src/docs";
 import { CHROMIUM, launchChromium } from "../../../test/support/chromium";
 import { createTestApp, fixture, type TestApp } from "./helpers";
+import { startS3rver, S3RVER_CREDENTIALS, type RunningS3rver } from "@media-platform/storage/src/testing/s3rver";
 
 const required = process.env.REQUIRE_SERVICES === "1";
 
@@ -133,7 +134,20 @@ describe("route table vs the management app", () => {
   let app: Express;
   let source: http.Server;
   let sourcePort: number;
+  // Direct uploads need the S3 driver: a second app on s3rver.
+  let s3: RunningS3rver;
+  let onS3: TestApp;
   beforeAll(async () => {
+    s3 = await startS3rver({ bucket: "docs-direct" });
+    onS3 = await createTestApp({
+      s3: {
+        bucket: s3.bucket,
+        region: "us-east-1",
+        endpoint: s3.endpoint,
+        forcePathStyle: true,
+        credentials: { ...S3RVER_CREDENTIALS },
+      },
+    });
     // The source of POST /v1/assets/import (allowed: loopback is refused otherwise).
     source = http.createServer((_req, res) =>
       res.writeHead(200, { "Content-Type": "image/jpeg" }).end(fixture("rocket.jpg")),
@@ -149,6 +163,8 @@ describe("route table vs the management app", () => {
   afterAll(async () => {
     source.close();
     await t.close();
+    await onS3.close();
+    await s3.stop();
   });
 
   it("documents every route the app registers, and the app registers every documented route", () => {
@@ -295,6 +311,23 @@ describe("route table vs the management app", () => {
     check("GET /v1/usage", await agent.get("/v1/usage"));
     check("PUT /v1/usage/quotas", await agent.put("/v1/usage/quotas").send({ assets: 1000 }));
     check("GET /v1/audit-events", await agent.get("/v1/audit-events"));
+    // A direct upload: created and aborted; another one completed.
+    const onS3Agent = onS3.as("ws-docs-flow");
+    const direct = { filename: "rocket.jpg", size: rocket.length, contentType: "image/jpeg" };
+    const aborted = await onS3Agent.post("/v1/assets/direct-uploads").send(direct);
+    check("POST /v1/assets/direct-uploads", aborted);
+    check(
+      "DELETE /v1/assets/direct-uploads/:uploadId",
+      await onS3Agent.delete(`/v1/assets/direct-uploads/${aborted.body.id}`),
+    );
+    const sent = await onS3Agent.post("/v1/assets/direct-uploads").send(direct);
+    const part = await fetch(sent.body.parts[0].url, { method: "PUT", body: rocket });
+    check(
+      "POST /v1/assets/direct-uploads/:uploadId/complete",
+      await onS3Agent
+        .post(`/v1/assets/direct-uploads/${sent.body.id}/complete`)
+        .send({ parts: [{ partNumber: 1, etag: part.headers.get("etag") }] }),
+    );
     for (const r of managementRoutes.filter((x) => !x.auth)) {
       const path = r.path.replace(":uploadId", "0".repeat(32));
       const res = await (r.method === "options" ? request(app).options(path) : request(app).get(path));

@@ -25,6 +25,10 @@ import {
   signMediaUrlsRequestSchema,
   signMediaUrlsResponseSchema,
   importFromUrlSchema,
+  completeDirectUploadSchema,
+  createDirectUploadSchema,
+  directUploadParamsSchema,
+  directUploadSchema,
   resumableUploadParamsSchema,
 } from "../management";
 import {
@@ -200,6 +204,7 @@ export const managementRoutes: readonly ApiRoute[] = [
     problems: [400, 413, 415, 422, 502, 504],
   },
   ...resumableUploadRoutes(),
+  ...directUploadRoutes(),
   {
     method: "get",
     path: "/v1/assets/:assetId",
@@ -548,6 +553,53 @@ export function toOpenApiPath(expressPath: string): string {
 }
 
 /** tus 1.0 at /v1/assets/tus (creation, creation-with-upload, termination, expiration, checksum). */
+/** Direct-to-S3 multipart uploads: the parts go to presigned bucket URLs, never through the API. */
+function directUploadRoutes(): ApiRoute[] {
+  const s3Only = "Only with the S3 storage driver (409 `direct-uploads-need-s3` on the filesystem).";
+  return [
+    {
+      method: "post",
+      path: "/v1/assets/direct-uploads",
+      operationId: "createDirectUpload",
+      summary: "Start a direct-to-S3 multipart upload",
+      description: `${s3Only} \`size\` is checked against MAX_UPLOAD_BYTES before anything is created (413). Answers one presigned URL per part (S3: every part but the last at least 5 MiB, at most 10,000 parts): PUT each part's bytes to its URL and keep the \`ETag\` each answers. The URLs and the upload expire after DIRECT_UPLOAD_EXPIRY. Browsers need a CORS rule on the bucket allowing PUT from their origin and exposing \`ETag\`.`,
+      tag: TAGS.assets,
+      auth: true,
+      scope: "write",
+      body: { type: "json", schema: createDirectUploadSchema, description: "The file's name, size and type" },
+      responses: { 201: { description: "The upload's id and presigned part URLs", schema: directUploadSchema } },
+      problems: [400, 404, 409, 413],
+    },
+    {
+      method: "post",
+      path: "/v1/assets/direct-uploads/:uploadId/complete",
+      operationId: "completeDirectUpload",
+      summary: "Complete a direct upload into an asset",
+      description: `${s3Only} Completes the multipart upload with every part's ETag, checks the object's size against the declared one, and runs the same intake as an upload (sniffing, limits, privacy, duplicates); the staging object is then removed. Missing, extra or wrong parts, or a size mismatch, are 400 \`direct-upload-incomplete\`; an expired upload is 410; an intake refusal (415, 422) answers as for an upload. Each of these aborts the upload: nothing of it is kept. Another workspace's upload is a 404.`,
+      tag: TAGS.assets,
+      auth: true,
+      scope: "write",
+      params: directUploadParamsSchema,
+      body: { type: "json", schema: completeDirectUploadSchema, description: "Every part with its ETag" },
+      responses: { 201: { description: "The created asset", schema: uploadResponseSchema, location: true } },
+      problems: [400, 404, 409, 410, 413, 415, 422],
+    },
+    {
+      method: "delete",
+      path: "/v1/assets/direct-uploads/:uploadId",
+      operationId: "abortDirectUpload",
+      summary: "Abort a direct upload",
+      description: `${s3Only} The multipart upload is aborted (its parts removed from the bucket). Another workspace's upload is a 404.`,
+      tag: TAGS.assets,
+      auth: true,
+      scope: "write",
+      params: directUploadParamsSchema,
+      responses: { 204: { description: "The upload was aborted" } },
+      problems: [404, 409],
+    },
+  ];
+}
+
 function resumableUploadRoutes(): ApiRoute[] {
   const tus = "Tus-Resumable: 1.0.0 on every request but OPTIONS (412 without it).";
   const finished =

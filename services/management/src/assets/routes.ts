@@ -3,6 +3,9 @@ import {
   assetIdParamsSchema,
   fullTextQuerySchema,
   importFromUrlSchema,
+  completeDirectUploadSchema,
+  createDirectUploadSchema,
+  directUploadParamsSchema,
   listAssetsQuerySchema,
   patchAssetSchema,
   uploadFieldsSchema,
@@ -15,6 +18,7 @@ import { getAsset, listAssets, patchAsset, searchAssetsFullText, uploadAsset, ty
 import { defaultUploadSettings } from "../config/uploads";
 import { uploadMiddleware, type UploadGate } from "./upload-intake";
 import { importFromUrl } from "./url-import";
+import { abortDirectUpload, completeDirectUpload, createDirectUpload } from "./direct-uploads";
 
 /** The :assetId of a route; a malformed id is a 404. */
 export const assetIdOf = (params: unknown): string => {
@@ -22,6 +26,13 @@ export const assetIdOf = (params: unknown): string => {
   // A malformed id cannot name an asset: same answer as an unknown one.
   if (!parsed.success) throw notFound("Asset not found");
   return parsed.data.assetId;
+};
+
+/** The :uploadId of a direct upload's route; a malformed id is a 404 (as an unknown one). */
+const directUploadIdOf = (params: unknown): string => {
+  const parsed = directUploadParamsSchema.safeParse(params);
+  if (!parsed.success) throw notFound("Direct upload not found");
+  return parsed.data.uploadId;
 };
 
 /** The file part of an upload (the spool storage engine adds sha256 to multer's path, size, originalname). */
@@ -59,6 +70,24 @@ export function assetsRouter(ctx: AppContext, upload: RequestHandler): Router {
     const created = await importFromUrl(ctx, principalOf(req), body);
     ctx.metrics?.observeUpload(created.bytes);
     res.status(201).location(`${ASSETS_PATH}/${created.id}`).json(created);
+  });
+
+  r.post(`${ASSETS_PATH}/direct-uploads`, requireJson, async (req, res) => {
+    const body = parseOr400(createDirectUploadSchema, req.body, "body");
+    res.status(201).json(await createDirectUpload(ctx, principalOf(req), body));
+  });
+
+  r.post(`${ASSETS_PATH}/direct-uploads/:uploadId/complete`, requireJson, async (req, res) => {
+    const id = directUploadIdOf(req.params);
+    const body = parseOr400(completeDirectUploadSchema, req.body, "body");
+    const created = await completeDirectUpload(ctx, principalOf(req), id, body);
+    ctx.metrics?.observeUpload(created.bytes);
+    res.status(201).location(`${ASSETS_PATH}/${created.id}`).json(created);
+  });
+
+  r.delete(`${ASSETS_PATH}/direct-uploads/:uploadId`, async (req, res) => {
+    await abortDirectUpload(ctx, principalOf(req), directUploadIdOf(req.params));
+    res.status(204).end();
   });
 
   r.get(`${ASSETS_PATH}/search/full-text`, async (req, res) => {

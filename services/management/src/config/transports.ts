@@ -6,6 +6,10 @@ import { blankToUndefined } from "./env-fields";
 
 /** TUS_UPLOAD_EXPIRY's default: an unfinished resumable upload is kept a day. */
 export const DEFAULT_TUS_UPLOAD_EXPIRY_SECONDS = 86_400;
+/** DIRECT_UPLOAD_EXPIRY's default: a direct upload's part URLs and the upload itself last an hour. */
+export const DEFAULT_DIRECT_UPLOAD_EXPIRY_SECONDS = 3600;
+/** The S3 prefix of pending direct uploads: `staging/direct/<workspace>/<id>` (a lifecycle rule on it is documented). */
+export const DIRECT_S3_PREFIX = "staging/direct/";
 /** IMPORT_TIMEOUT_MS' default: the whole import (every redirect and the body) within a minute. */
 export const DEFAULT_IMPORT_TIMEOUT_MS = 60_000;
 /** Redirects an import follows, each checked like the first address. */
@@ -34,6 +38,14 @@ export const transportsEnvShape = {
   ).describe(
     "Seconds an unfinished resumable (tus) upload is kept after its creation (60 s to 30 days); then its bytes are swept and it answers 404/410",
   ),
+  DIRECT_UPLOAD_EXPIRY: intField(
+    60,
+    7 * 86_400,
+    DEFAULT_DIRECT_UPLOAD_EXPIRY_SECONDS,
+    "a whole number of seconds from 60 to 604800",
+  ).describe(
+    "Seconds a direct-to-S3 upload's presigned part URLs and the pending upload last (60 s to 7 days); then it answers 410 and the sweep aborts it",
+  ),
   TUS_DIR: optionalStringField.describe(
     "Filesystem storage driver: folder of unfinished resumable uploads (default <DATA_DIR>/tus); with STORAGE_DRIVER=s3 they live in the bucket under staging/tus/",
   ),
@@ -50,6 +62,7 @@ export const transportsEnvShape = {
 
 export interface TransportsConfig {
   tus: { dir: string; expiryMs: number };
+  direct: { expiryMs: number };
   redisUrl: string | undefined;
   import: { allowedHosts: readonly string[]; timeoutMs: number };
 }
@@ -60,6 +73,7 @@ type TransportsEnv = z.output<z.ZodObject<typeof transportsEnvShape>> & { REDIS_
 export function transportsConfigFrom(e: TransportsEnv, dataDir: string): TransportsConfig {
   return {
     tus: { dir: path.resolve(e.TUS_DIR ?? path.join(dataDir, "tus")), expiryMs: e.TUS_UPLOAD_EXPIRY * 1000 },
+    direct: { expiryMs: e.DIRECT_UPLOAD_EXPIRY * 1000 },
     redisUrl: e.REDIS_URL,
     import: { allowedHosts: e.IMPORT_ALLOWED_HOSTS, timeoutMs: e.IMPORT_TIMEOUT_MS },
   };
@@ -68,6 +82,7 @@ export function transportsConfigFrom(e: TransportsEnv, dataDir: string): Transpo
 /** The settings when the environment sets none (tests, embedded use of createApp). */
 export const defaultTransportsConfig = (dataDir: string): TransportsConfig => ({
   tus: { dir: path.join(dataDir, "tus"), expiryMs: DEFAULT_TUS_UPLOAD_EXPIRY_SECONDS * 1000 },
+  direct: { expiryMs: DEFAULT_DIRECT_UPLOAD_EXPIRY_SECONDS * 1000 },
   redisUrl: undefined,
   import: { allowedHosts: [], timeoutMs: DEFAULT_IMPORT_TIMEOUT_MS },
 });
