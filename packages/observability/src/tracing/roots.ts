@@ -3,12 +3,18 @@
 import type { TraceIdRatioSampling } from "./settings";
 
 const words = new Uint32Array(4);
-const hex = (word: number): string => word.toString(16).padStart(8, "0");
+const bytes = Buffer.allocUnsafe(16);
 
 function draw(count: number): void {
   for (let i = 0; i < count; i++) words[i] = (Math.random() * 0x100000000) >>> 0;
   // An all-zero id is invalid (the SDK's generator makes the last byte 1 then too).
   if (words[0] === 0 && words[1] === 0 && (count === 2 || (words[2] === 0 && words[3] === 0))) words[count - 1] = 1;
+}
+
+/** The last `count` words drawn, as lowercase hex (a flat string, as the exporter wants it). */
+function hex(count: number): string {
+  for (let i = 0; i < count; i++) bytes.writeUInt32BE(words[i]!, i * 4);
+  return bytes.toString("hex", 0, count * 4);
 }
 
 /**
@@ -36,14 +42,14 @@ export class NewTraces {
     if (bound === 0) return false;
     draw(4);
     if ((words[0]! ^ words[1]! ^ words[2]! ^ words[3]!) >>> 0 >= bound) return false;
-    this.next = hex(words[0]!) + hex(words[1]!) + hex(words[2]!) + hex(words[3]!);
+    this.next = hex(4);
     return true;
   }
 
   /** The trace id of the new trace {@link sampleNew} just dropped. */
   droppedTraceId(): string {
     if (this.bound === 0) draw(4);
-    return hex(words[0]!) + hex(words[1]!) + hex(words[2]!) + hex(words[3]!);
+    return hex(4);
   }
 
   /** Forgets a trace id drawn by {@link sampleNew} that no span took. */
@@ -58,11 +64,11 @@ export class NewTraces {
       return id;
     }
     draw(4);
-    return hex(words[0]!) + hex(words[1]!) + hex(words[2]!) + hex(words[3]!);
+    return hex(4);
   }
 
   generateSpanId(): string {
     draw(2);
-    return hex(words[0]!) + hex(words[1]!);
+    return hex(2);
   }
 }
