@@ -8,12 +8,15 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Attributes,
   type Context,
   type Link,
   type Span,
+  type Tracer,
 } from "@opentelemetry/api";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { NewTraces } from "./roots";
 import { tracingConfigured } from "./settings";
 
 export { tracingConfigured, serviceNameConfigured } from "./settings";
@@ -21,6 +24,10 @@ export type { Span, Attributes } from "@opentelemetry/api";
 
 let active = false;
 let stopSdk: (() => Promise<void>) | undefined;
+let sdkTracer: Tracer | undefined;
+let newTraces: NewTraces | undefined;
+/** The request headers the configured propagators read (`traceparent`, `tracestate`, `baggage`, B3). */
+let propagationFields: string[] = [];
 
 /**
  * Starts the OpenTelemetry SDK when the environment configures an exporter, before the modules it
@@ -33,7 +40,11 @@ export function startTracing(service: string, env: Record<string, string | undef
   if (!tracingConfigured(env)) return false;
   // A run-time require, so the SDK is loaded only here (also in the bundle, where it stays external).
   const { startSdk } = require("./sdk") as typeof import("./sdk");
-  stopSdk = startSdk(service);
+  const sdk = startSdk(service);
+  stopSdk = sdk.stop;
+  newTraces = sdk.newTraces;
+  sdkTracer = trace.getTracer("media-platform");
+  propagationFields = propagation.fields();
   active = true;
   return true;
 }
@@ -43,12 +54,20 @@ export async function stopTracing(): Promise<void> {
   const stop = stopSdk;
   stopSdk = undefined;
   active = false;
+  sdkTracer = undefined;
+  newTraces = undefined;
   await stop?.();
 }
 
 export const tracingActive = (): boolean => active;
 
-const tracer = () => trace.getTracer("media-platform");
+const tracer = (): Tracer => sdkTracer ?? trace.getTracer("media-platform");
+
+/** Whether the request carries a header some propagator reads (else it starts a new trace). */
+function propagated(headers: IncomingHttpHeaders): boolean {
+  for (const field of propagationFields) if (headers[field] !== undefined) return true;
+  return false;
+}
 
 function failed(span: Span, error: unknown): void {
   span.recordException(error instanceof Error ? error : String(error));
@@ -193,11 +212,34 @@ export function traceRequests<Rest extends unknown[]>(
     const url = req.url ?? "/";
     const query = url.indexOf("?");
     if (UNTRACED_PATHS.has(query === -1 ? url : url.slice(0, query))) return handler(req, res, ...rest);
-    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    let parent = ROOT_CONTEXT;
+    if (propagated(req.headers)) parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    else if (newTraces?.sampleNew() === false) {
+      // A new trace the sampler drops: its context only (trace id for the logs, an unsampled
+      // traceparent for the calls it makes), as the SDK would make it, without the SDK.
+      const spanContext = { traceId: newTraces.droppedTraceId(), spanId: "", traceFlags: TraceFlags.NONE };
+      spanContext.spanId = newTraces.generateSpanId();
+      context.with(
+        trace.setSpan(ROOT_CONTEXT, trace.wrapSpanContext(spanContext)),
+        handler,
+        undefined,
+        req,
+        res,
+        ...rest,
+      );
+      return;
+    }
     const method = req.method ?? "GET";
-    const span = t.startSpan(method, { kind: SpanKind.SERVER }, parent);
+    const span = t.startSpan(
+      method,
+      {
+        kind: SpanKind.SERVER,
+        attributes: { "http.request.method": method, "url.path": query === -1 ? url : url.slice(0, query) },
+      },
+      parent,
+    );
+    newTraces?.settle();
     if (span.isRecording()) {
-      span.setAttributes({ "http.request.method": method, "url.path": query === -1 ? url : url.slice(0, query) });
       res.once("close", () => {
         span.setAttribute("http.response.status_code", res.statusCode);
         if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
@@ -221,15 +263,22 @@ export function recordServerSpan(
   startMs: number,
 ): Span | undefined {
   if (!active) return undefined;
+  let parent = ROOT_CONTEXT;
+  if (propagated(req.headers)) parent = propagation.extract(ROOT_CONTEXT, req.headers);
+  // A new trace the sampler drops gets no span at all (nothing would be recorded or propagated).
+  else if (newTraces?.sampleNew() === false) return undefined;
   const method = req.method ?? "GET";
-  const parent = propagation.extract(ROOT_CONTEXT, req.headers);
   const span = tracer().startSpan(
     `${method} ${route}`,
-    { kind: SpanKind.SERVER, startTime: performance.timeOrigin + startMs },
+    {
+      kind: SpanKind.SERVER,
+      startTime: performance.timeOrigin + startMs,
+      attributes: { "http.request.method": method, "http.route": route, "http.response.status_code": status },
+    },
     parent,
   );
+  newTraces?.settle();
   if (!span.isRecording()) return undefined;
-  span.setAttributes({ "http.request.method": method, "http.route": route, "http.response.status_code": status });
   span.end();
   return span;
 }
