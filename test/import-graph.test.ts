@@ -95,6 +95,7 @@ const MANAGEMENT_LAYERS: Layers = [
     paths: [
       "assets/attributes.ts",
       "assets/backfill.ts",
+      "assets/camera-raw.ts",
       "assets/cursor.ts",
       "assets/decoded-formats.ts",
       "assets/duplicates.ts",
@@ -113,6 +114,7 @@ const MANAGEMENT_LAYERS: Layers = [
       "assets/svg-original.ts",
       "assets/upload-receipts.ts",
       "assets/url-import.ts",
+      "assets/direct-uploads.ts",
     ],
   },
   // The lifecycle of assets (trash, restore, replace, versions, batch) and telling caches about it.
