@@ -15,6 +15,8 @@ import {
   MANAGEMENT_READY,
   MEDIA_READY,
   REPO_ROOT,
+  START_MODES,
+  issueToken,
   startServiceProcess,
   stopServiceProcess,
   type ServiceProcess,
@@ -34,22 +36,7 @@ interface Asset {
   pages: number;
 }
 
-const MODES = [
-  {
-    name: "pnpm start (tsx)",
-    media: "services/media/src/index.ts",
-    management: "services/management/src/index.ts",
-    token: ["--import", "tsx", "services/management/src/cli/token.ts"],
-    build: false,
-  },
-  {
-    name: "the production bundle",
-    media: "services/media/dist/index.js",
-    management: "services/management/dist/index.js",
-    token: ["services/management/dist/cli/token.js"],
-    build: true,
-  },
-];
+const MODES = START_MODES;
 
 run.each(MODES)("HEIC, camera RAW, PDF and SVG over HTTP: $name", (mode) => {
   let dataDir: string;
@@ -92,13 +79,7 @@ run.each(MODES)("HEIC, camera RAW, PDF and SVG over HTTP: $name", (mode) => {
       { ...env, MANAGEMENT_PORT: "0", MEDIA_PUBLIC_URL: media.url, MEDIA_PURGE_URLS: media.url },
       MANAGEMENT_READY,
     );
-    const issued = spawnSync(process.execPath, [...mode.token, "--workspace", "formats"], {
-      cwd: REPO_ROOT,
-      env,
-      encoding: "utf8",
-    });
-    if (issued.status !== 0) throw new Error(`token: ${issued.stderr}`);
-    token = issued.stdout.trim();
+    token = issueToken(mode.token, env, "formats");
   }, 300_000);
 
   afterAll(async () => {

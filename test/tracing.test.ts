@@ -16,6 +16,7 @@ import {
   MANAGEMENT_READY,
   MEDIA_READY,
   REPO_ROOT,
+  issueToken,
   startServiceProcess,
   stopServiceProcess,
   type ServiceProcess,
@@ -145,13 +146,7 @@ run.each(MODES)("traces across both services: $name", (mode) => {
       WEBHOOK_POLL_INTERVAL_MS: "100",
     };
     management = await startServiceProcess(mode.management, managementEnv, MANAGEMENT_READY);
-    const issued = spawnSync(process.execPath, [...mode.token, "--workspace", "tracing"], {
-      cwd: REPO_ROOT,
-      env,
-      encoding: "utf8",
-    });
-    if (issued.status !== 0) throw new Error(`token: ${issued.stderr}`);
-    token = issued.stdout.trim();
+    token = issueToken(mode.token, env, "tracing");
   }, 300_000);
 
   afterAll(async () => {

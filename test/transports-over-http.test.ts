@@ -13,6 +13,7 @@ import path from "node:path";
 import {
   MANAGEMENT_READY,
   REPO_ROOT,
+  issueToken,
   startServiceProcess,
   stopServiceProcess,
   type ServiceProcess,
@@ -73,13 +74,7 @@ run.each(MODES)("resumable uploads and imports over HTTP: $name", (mode) => {
       IMPORT_ALLOWED_HOSTS: `127.0.0.1:${sourcePort}`,
     };
     management = await startServiceProcess(mode.management, { ...env, MANAGEMENT_PORT: "0" }, MANAGEMENT_READY);
-    const issued = spawnSync(process.execPath, [...mode.token, "--workspace", "transports"], {
-      cwd: REPO_ROOT,
-      env,
-      encoding: "utf8",
-    });
-    if (issued.status !== 0) throw new Error(`token: ${issued.stderr}`);
-    token = issued.stdout.trim();
+    token = issueToken(mode.token, env, "transports");
   }, 300_000);
 
   afterAll(async () => {

@@ -4,12 +4,11 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { GetObjectCommand, ListMultipartUploadsCommand, S3Client } from "@aws-sdk/client-s3";
-import sharp from "sharp";
 import { MediaPlatformClient } from "@media-platform/client";
 import { startS3rver, S3RVER_CREDENTIALS, type RunningS3rver } from "@media-platform/storage/src/testing/s3rver";
 import { originalKey } from "../src/assets/blobs";
 import { signToken } from "../src/auth/keys";
-import { childEnv, startManagementChild, type ManagementChild } from "./support/child";
+import { startManagementIn, writeNoisePng, type ManagementChild } from "./support/child";
 
 /**
  * A 40 MB direct upload to a real management process (tsx) whose storage is s3rver: the client
@@ -88,19 +87,8 @@ describe("a 40 MB direct upload to a real process on S3 (s3rver)", () => {
     // Noise does not compress: a PNG of about 40 MB.
     const side = 3750;
     file = path.join(dir, "noise.png");
-    await sharp(randomBytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } })
-      .png({ compressionLevel: 0 })
-      .toFile(file);
-    child = startManagementChild(
-      childEnv({
-        ...s3.env,
-        DATA_DIR: path.join(dir, "data"),
-        AUTH_JWT_SECRET: secret,
-        UPLOAD_SPOOL_DIR: path.join(dir, "spool"),
-      }),
-    );
-    // A loaded machine starts tsx slowly.
-    url = (await child.waitFor(/^Management API: (http:\/\/\S+)$/m, 120_000))[1]!;
+    await writeNoisePng(file, side);
+    ({ child, url } = await startManagementIn(dir, { ...s3.env, AUTH_JWT_SECRET: secret }));
   }, 180_000);
 
   afterAll(async () => {

@@ -3,10 +3,9 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import sharp from "sharp";
 import { MediaPlatformClient } from "@media-platform/client";
 import { signToken } from "../src/auth/keys";
-import { childEnv, startManagementChild, type ManagementChild } from "./support/child";
+import { startManagementIn, writeNoisePng, type ManagementChild } from "./support/child";
 
 /**
  * A 40 MB resumable upload to a real management process (tsx) through a proxy that cuts the
@@ -87,18 +86,8 @@ describe("a 40 MB resumable upload to a real process, its connection cut every 1
     // Noise does not compress: a PNG of about 40 MB.
     const side = 3750;
     file = path.join(dir, "noise.png");
-    await sharp(randomBytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } })
-      .png({ compressionLevel: 0 })
-      .toFile(file);
-    child = startManagementChild(
-      childEnv({
-        DATA_DIR: path.join(dir, "data"),
-        AUTH_JWT_SECRET: secret,
-        UPLOAD_SPOOL_DIR: path.join(dir, "spool"),
-      }),
-    );
-    // A loaded machine starts tsx slowly.
-    url = (await child.waitFor(/^Management API: (http:\/\/\S+)$/m, 120_000))[1]!;
+    await writeNoisePng(file, side);
+    ({ child, url } = await startManagementIn(dir, { AUTH_JWT_SECRET: secret }));
   }, 180_000);
 
   afterAll(async () => {

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import sharp from "sharp";
 
 const ROOT = path.resolve(__dirname, "../../../..");
 
@@ -92,4 +94,30 @@ export function filesUnder(dir: string): string[] {
   return (fs.readdirSync(dir, { recursive: true }) as string[])
     .filter((f) => fs.statSync(path.join(dir, f)).isFile())
     .sort();
+}
+
+/**
+ * The management service as a child process whose data and spool live in `dir`, resolved once it
+ * printed its URL (a loaded machine starts tsx slowly); killed when it does not start.
+ */
+export async function startManagementIn(
+  dir: string,
+  env: Record<string, string>,
+): Promise<{ child: ManagementChild; url: string }> {
+  const child = startManagementChild(
+    childEnv({ DATA_DIR: path.join(dir, "data"), UPLOAD_SPOOL_DIR: path.join(dir, "spool"), ...env }),
+  );
+  try {
+    return { child, url: (await child.waitFor(/^Management API: (http:\/\/\S+)$/m, 120_000))[1]! };
+  } catch (err) {
+    await child.kill("SIGKILL");
+    throw err;
+  }
+}
+
+/** An uncompressed PNG of random RGB noise, side x side: a large upload that compresses to nothing less. */
+export async function writeNoisePng(file: string, side: number): Promise<void> {
+  await sharp(randomBytes(side * side * 3), { raw: { width: side, height: side, channels: 3 } })
+    .png({ compressionLevel: 0 })
+    .toFile(file);
 }

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import sharp from "sharp";
@@ -8,6 +8,38 @@ import { originalKey, type BlobStore } from "@media-platform/storage";
 /** The repository root, where services are started from. */
 export const REPO_ROOT = path.resolve(__dirname, "..", "..", "..", "..");
 const STARTUP_MS = 90_000;
+
+/**
+ * The two ways the product starts: the README's `pnpm start` (tsx on the sources) and the
+ * container's production bundle (`pnpm build` first), with each one's token CLI.
+ */
+export const START_MODES = [
+  {
+    name: "pnpm start (tsx)",
+    media: "services/media/src/index.ts",
+    management: "services/management/src/index.ts",
+    token: ["--import", "tsx", "services/management/src/cli/token.ts"],
+    build: false,
+  },
+  {
+    name: "the production bundle",
+    media: "services/media/dist/index.js",
+    management: "services/management/dist/index.js",
+    token: ["services/management/dist/cli/token.js"],
+    build: true,
+  },
+] as const;
+
+/** A bearer token for `workspace` from the token CLI of a start mode (its node arguments). */
+export function issueToken(tokenArgs: readonly string[], env: NodeJS.ProcessEnv, workspace: string): string {
+  const issued = spawnSync(process.execPath, [...tokenArgs, "--workspace", workspace], {
+    cwd: REPO_ROOT,
+    env,
+    encoding: "utf8",
+  });
+  if (issued.status !== 0) throw new Error(`token: ${issued.stderr}`);
+  return issued.stdout.trim();
+}
 
 export interface ServiceProcess {
   child: ChildProcess;
