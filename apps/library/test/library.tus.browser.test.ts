@@ -117,7 +117,7 @@ it("sends a large file through tus with byte progress into one asset", async () 
       { timeout: 60_000 },
     );
     await expect(row("noise-one.png").locator(".upload-state")).toHaveTextEventually(/^Uploading .+ of .+$/);
-    await shoot(stack, "tus-progress");
+    await shoot(stack, "progress");
     await inState("noise-one.png", "done", 120_000);
     uploads.stop();
     expect(uploads.sent.some((s) => s.url.endsWith("/v1/assets/upload"))).toBe(false);
@@ -125,6 +125,8 @@ it("sends a large file through tus with byte progress into one asset", async () 
     expect(uploads.sent.slice(1).map((s) => s.method)).toEqual(["PATCH", "PATCH"]);
     expect(uploads.patches().map((s) => s.offset)).toEqual([0, CHUNK]);
     await expect(page.getByTestId("count")).toHaveTextEventually("1 asset");
+    await page.getByRole("button", { name: "Clear finished" }).click();
+    await expect(page.locator(".grid .card")).toHaveCountEventually(1);
     const list = await listed();
     expect(list.count).toBe(1);
     expect([list.assets[0]!.width, list.assets[0]!.height]).toEqual([SIDE, SIDE]);
@@ -144,7 +146,7 @@ it("pauses mid-upload without sending, then resumes from the server's offset", a
     await row("noise-two.png").getByRole("button", { name: "Pause" }).click();
     await inState("noise-two.png", "paused");
     await expect(row("noise-two.png").locator(".upload-state")).toHaveTextEventually("Paused");
-    await shoot(stack, "tus-paused");
+    await shoot(stack, "paused");
     const whilePaused = uploads.sent.length;
     // A while paused: nothing goes out and the row stays paused.
     await page.waitForTimeout(2000);
@@ -196,7 +198,7 @@ it("after a reload, the same file dropped again continues from the server's offs
     expect(resumed.length).toBeGreaterThan(0);
     expect(resumed.every((s) => s.url === uploadUrl)).toBe(true);
     expect(resumed[0]!.offset).toBeGreaterThan(0);
-    await shoot(stack, "tus-reloaded");
+    await shoot(stack, "reloaded");
     const list = await listed();
     expect(list.count).toBe(1);
     expect([list.assets[0]!.width, list.assets[0]!.height]).toEqual([SIDE, SIDE]);
