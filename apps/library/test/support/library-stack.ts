@@ -202,18 +202,29 @@ export async function axeViolations(page: Page): Promise<string[]> {
     .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
 }
 
-/** Drops files on the drop zone as a user's drag and drop does (a DataTransfer of Files). */
-export async function dropFiles(page: Page, files: { name: string; type: string; bytes: Buffer }[]): Promise<void> {
+/**
+ * Drops files on the drop zone as a user's drag and drop does (a DataTransfer of Files). A file
+ * from disk keeps its modification time across drops (`lastModified`, else now).
+ */
+export async function dropFiles(
+  page: Page,
+  files: { name: string; type: string; bytes: Buffer; lastModified?: number }[],
+): Promise<void> {
   const transfer = await page.evaluateHandle(
     (list) => {
       const dt = new DataTransfer();
       for (const f of list) {
         const bytes = Uint8Array.from(atob(f.base64), (c) => c.charCodeAt(0));
-        dt.items.add(new File([bytes], f.name, { type: f.type }));
+        dt.items.add(new File([bytes], f.name, { type: f.type, lastModified: f.lastModified ?? Date.now() }));
       }
       return dt;
     },
-    files.map((f) => ({ name: f.name, type: f.type, base64: f.bytes.toString("base64") })),
+    files.map((f) => ({
+      name: f.name,
+      type: f.type,
+      base64: f.bytes.toString("base64"),
+      lastModified: f.lastModified,
+    })),
   );
   await page.dispatchEvent('[data-testid="drop-zone"]', "drop", { dataTransfer: transfer });
 }
