@@ -92,7 +92,10 @@ it("shows, offers and refreshes only signed media URLs, and every one loads", as
     );
     let changed = false;
     for (let i = 0; i < 50 && !changed; i++) {
-      changed = !(await thumb.screenshot()).equals(before);
+      // The thumbnail is replaced when its new URL arrives: a screenshot may meet the old element
+      // detached, which is "not yet", so the next try looks again.
+      const shot = await thumb.screenshot().catch(() => undefined);
+      changed = shot !== undefined && !shot.equals(before);
       if (!changed) await page.waitForTimeout(100);
     }
     expect(changed).toBe(true);
