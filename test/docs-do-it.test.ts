@@ -30,4 +30,14 @@ describe("docs pages", () => {
       "docs/upload-transports.md",
     ]);
   });
+
+  it("no marked command pipes curl into a reader that stops early (curl then fails: 23, Failed writing body)", () => {
+    // grep -q, grep -m and head close the pipe at their first match while curl is still writing:
+    // a large answer (/metrics) then fails the command some of the time.
+    const early = /\bcurl\b[^|\n]*\|\s*(?:grep\s+(?:-\w*[qm]|--quiet|--max-count)|head\b)/;
+    const offenders = docsBlocks()
+      .flatMap((b) => b.code.split("\n").map((line, i) => ({ where: `${b.page}:${b.line + 1 + i}`, line })))
+      .filter(({ line }) => early.test(line));
+    expect(offenders).toEqual([]);
+  });
 });
