@@ -4,7 +4,8 @@
  * sampling (parentbased_traceidratio 0.01), exporting http/protobuf to a sink that answers every
  * export (in this process). Load from `wrk` in its own process; the three services run side by
  * side and are measured in alternation, median of BENCH_RUNS runs, ratios against "off" of the
- * same run.
+ * same run. Several processes per setting (BENCH_TRACING_PROCESSES); BENCH_NODE runs the service
+ * under another Node binary; BENCH_TRACING_DIAGNOSE=1 adds settings that each take one part away.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -18,6 +19,7 @@ import {
   freePort,
   median,
   processCpuMs,
+  serviceNodeVersion,
   ratio,
   runWrk,
   startMediaService,
@@ -45,10 +47,41 @@ const photo: BenchImage = {
       .toBuffer(),
 };
 
-const SETTINGS: { name: string; env: Record<string, string> }[] = [
-  { name: "off", env: {} },
-  { name: "100% sampled", env: { OTEL_TRACES_SAMPLER: "parentbased_always_on" } },
-  { name: "1% sampled", env: { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.01" } },
+const PROCESSES = Math.max(1, Number(process.env.BENCH_TRACING_PROCESSES ?? 3));
+
+interface Setting {
+  name: string;
+  /** OTLP exporter settings; undefined: tracing off. */
+  exporter?: Record<string, string>;
+  nodeArgs?: string[];
+}
+
+const ONE_PERCENT = { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.01" };
+
+const SETTINGS: Setting[] = [
+  { name: "off" },
+  { name: "off + AsyncLocalStorage", nodeArgs: ["-r", path.join(ROOT, "bench/tracing-context.cjs")] },
+  { name: "100% sampled", exporter: { OTEL_TRACES_SAMPLER: "parentbased_always_on" } },
+  { name: "1% sampled", exporter: ONE_PERCENT },
+  // BENCH_TRACING_DIAGNOSE=1: settings that take one part away, to tell where a cost comes from.
+  ...(process.env.BENCH_TRACING_DIAGNOSE === "1"
+    ? [
+        // The SDK and its instrumentations loaded, no span ever sampled or exported.
+        { name: "SDK loaded, always_off", exporter: { OTEL_TRACES_SAMPLER: "always_off" } },
+        // 1% of spans made and buffered, never exported within a run (no serialization, no requests).
+        {
+          name: "1% sampled, no export",
+          exporter: {
+            ...ONE_PERCENT,
+            OTEL_BSP_SCHEDULE_DELAY: "1000000000",
+            OTEL_BSP_MAX_QUEUE_SIZE: "100000000",
+            OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "100000000",
+          },
+        },
+        // A second group of processes with tracing off: how far apart two identical settings measure.
+        { name: "off, second group" },
+      ]
+    : []),
 ];
 
 /** An OTLP endpoint that accepts and drops every export, counting the bytes. */
@@ -66,33 +99,60 @@ async function startSink() {
   };
 }
 
+/**
+ * `BENCH_TRACING_NODES` (a comma-separated list of Node binaries): the whole measurement once per
+ * binary, one after the other; unset: once, under BENCH_NODE or the bench's own Node.
+ */
 export async function benchTracing(): Promise<string> {
+  const nodes = (process.env.BENCH_TRACING_NODES ?? "")
+    .split(",")
+    .map((node) => node.trim())
+    .filter(Boolean);
+  if (nodes.length === 0) return measureTracing();
+  const saved = process.env.BENCH_NODE;
+  const parts: string[] = [];
+  try {
+    for (const node of nodes) {
+      process.env.BENCH_NODE = node;
+      parts.push(await measureTracing());
+    }
+  } finally {
+    if (saved === undefined) delete process.env.BENCH_NODE;
+    else process.env.BENCH_NODE = saved;
+  }
+  return parts.join("\n\n");
+}
+
+async function measureTracing(): Promise<string> {
   const wrk = findWrk();
   if (!wrk) throw new Error("wrk is not installed (Debian: apt-get install wrk)");
   const root = mkdtempSync(path.join(os.tmpdir(), "bench-tracing-"));
   const originals = new Originals(root);
   await originals.add(photo);
   const sink = await startSink();
-  const services: { name: string; base: string; pid: number | undefined; stop: () => Promise<void> }[] = [];
+  const services: { setting: string; base: string; pid: number | undefined; stop: () => Promise<void> }[] = [];
   try {
-    for (const setting of SETTINGS) {
-      const port = await freePort();
-      const base = `http://127.0.0.1:${port}`;
-      const exporter =
-        setting.name === "off"
-          ? {}
-          : { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", ...setting.env };
-      const started = await startMediaService(
-        { ...benchMediaEnv(root), MEDIA_PORT: String(port), ...exporter },
-        `${base}/healthz`,
-      );
-      services.push({ name: setting.name, base, pid: started.pid, stop: started.stop });
+    // Several processes per setting: one process's HIT cost is a draw (bench/README.md), so a
+    // setting's figure is the median over its processes of each one's median.
+    for (let i = 0; i < PROCESSES; i++) {
+      for (const setting of SETTINGS) {
+        const port = await freePort();
+        const base = `http://127.0.0.1:${port}`;
+        const exporter = setting.exporter
+          ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", ...setting.exporter }
+          : {};
+        const started = await startMediaService(
+          { ...benchMediaEnv(root), MEDIA_PORT: String(port), ...exporter },
+          `${base}/healthz`,
+          setting.nodeArgs,
+        );
+        services.push({ setting: setting.name, base, pid: started.pid, stop: started.stop });
+      }
     }
     const hitId = assetId(originals.reserve(photo, 1), photo);
     const loadBefore = os.loadavg()[0]!;
     type Cell = { rps: number[]; cpuUs: number[] };
-    const results = new Map<string, { hit: Cell; miss: Cell }>();
-    for (const s of services) results.set(s.name, { hit: { rps: [], cpuUs: [] }, miss: { rps: [], cpuUs: [] } });
+    const results = services.map(() => ({ hit: { rps: [], cpuUs: [] } as Cell, miss: { rps: [], cpuUs: [] } as Cell }));
     // CPU microseconds of the service (all threads) per request: steadier than req/s on a shared machine.
     const measured = async (pid: number | undefined, load: () => Promise<WrkResult>) => {
       const before = processCpuMs(pid) ?? NaN;
@@ -100,7 +160,10 @@ export async function benchTracing(): Promise<string> {
       return { result, cpuUs: (((processCpuMs(pid) ?? NaN) - before) * 1000) / Math.max(1, result.requests) };
     };
     for (let run = -1; run < RUNS; run++) {
-      for (const s of services) {
+      // The order turns each run, so no process always follows the same one.
+      const order = services.map((_, i) => (i + Math.max(0, run) * SETTINGS.length) % services.length);
+      for (const index of order) {
+        const s = services[index]!;
         const seconds = run < 0 ? 2 : SECONDS;
         const hit = await measured(s.pid, () =>
           runWrk({ wrk, url: `${s.base}/resize:width=300/${hitId}.jpg`, connections: 16, seconds }),
@@ -122,12 +185,12 @@ export async function benchTracing(): Promise<string> {
         ] as const) {
           if (r.failed > 0 || r.socketErrors > 0) {
             throw new Error(
-              `${s.name} ${cell}: ${r.failed} failed, ${r.socketErrors} socket errors${r.firstError ? `: ${r.firstError}` : ""}`,
+              `${s.setting} ${cell}: ${r.failed} failed, ${r.socketErrors} socket errors${r.firstError ? `: ${r.firstError}` : ""}`,
             );
           }
         }
         if (run >= 0) {
-          const r = results.get(s.name)!;
+          const r = results[index]!;
           r.hit.rps.push(hit.result.rps);
           r.hit.cpuUs.push(hit.cpuUs);
           r.miss.rps.push(miss.result.rps);
@@ -135,42 +198,82 @@ export async function benchTracing(): Promise<string> {
         }
       }
     }
-    const off = results.get("off")!;
     const loadAfter = os.loadavg()[0]!;
+    /** Per setting and figure: each process's median over the runs, and the median over the processes. */
+    const figure = (setting: string, pick: (r: (typeof results)[number]) => number[]) => {
+      const perProcess = services.flatMap((s, i) => (s.setting === setting ? [median(pick(results[i]!))] : []));
+      return { value: median(perProcess), perProcess };
+    };
+    const figures = new Map(
+      SETTINGS.map(({ name }) => [
+        name,
+        {
+          hitRps: figure(name, (r) => r.hit.rps),
+          hitCpu: figure(name, (r) => r.hit.cpuUs),
+          missRps: figure(name, (r) => r.miss.rps),
+          missCpu: figure(name, (r) => r.miss.cpuUs),
+        },
+      ]),
+    );
+    const off = figures.get("off")!;
+    const each = (values: number[], digits: number) => values.map((v) => v.toFixed(digits)).join(" / ");
+    const targets: [string, string, number, number, "rps" | "cpu"][] = [
+      ["100% sampled", "MISS", 0.97, 1 / 1.03, "rps"],
+      ["100% sampled", "HIT", 0.9, 1 / 1.1, "rps"],
+      ["1% sampled", "HIT", 0.97, 1 / 1.03, "rps"],
+    ];
+    const verdicts = targets.map(([name, cell, minRps, minCpu]) => {
+      const f = figures.get(name)!;
+      const rps = (cell === "HIT" ? f.hitRps : f.missRps).value / (cell === "HIT" ? off.hitRps : off.missRps).value;
+      const cpu = (cell === "HIT" ? off.hitCpu : off.missCpu).value / (cell === "HIT" ? f.hitCpu : f.missCpu).value;
+      return [
+        `${name} ${cell}`,
+        `>= ${minRps.toFixed(2)}x off`,
+        `${rps.toFixed(2)}x`,
+        `${cpu.toFixed(2)}x`,
+        rps >= minRps && cpu >= minCpu ? "MET" : rps >= minRps || cpu >= minCpu ? "one of two" : "NOT MET",
+      ];
+    });
     return [
-      `Media service (bundle), ${photo.name} original, \`resize:width=300\`: HIT with 16 connections, MISS (a new asset id per request) with 2, median of ${RUNS} runs of ${SECONDS} s (wrk), the three settings measured in alternation. OTLP http/protobuf to a sink in the bench process (${(sink.bytes() / 1e6).toFixed(1)} MB received).`,
+      `Media service (bundle, Node ${serviceNodeVersion()}), ${photo.name} original, \`resize:width=300\`: HIT with 16 connections, MISS (a new asset id per request) with 2. ` +
+        `${PROCESSES} service processes per setting, all running side by side; every process measured in each of ${RUNS} runs of ${SECONDS} s (wrk), in an order that turns each run. ` +
+        "A setting's figure is the median over its processes of each process's median (each process's median in brackets): one process's cost per request is a draw, 10-25% apart from the next on this machine. " +
+        `OTLP http/protobuf to a sink in the bench process (${(sink.bytes() / 1e6).toFixed(1)} MB received). ` +
+        "`off + AsyncLocalStorage`: tracing off, with one AsyncLocalStorage in use (`bench/tracing-context.cjs`), as OpenTelemetry's context manager's is: Node's context propagation alone.",
       "",
       table(
         [
           "tracing",
-          "HIT req/s (runs)",
+          "HIT req/s (each process)",
           "HIT vs off",
-          "HIT CPU µs/req",
-          "vs off",
-          "MISS req/s (runs)",
+          "HIT CPU µs/req (each process)",
+          "off / this, per CPU",
+          "MISS req/s (each process)",
           "MISS vs off",
-          "MISS CPU ms/req",
-          "vs off",
+          "MISS CPU ms/req (each process)",
+          "off / this, per CPU",
         ],
         SETTINGS.map(({ name }) => {
-          const r = results.get(name)!;
+          const f = figures.get(name)!;
           return [
             name,
-            `${median(r.hit.rps).toFixed(0)} (${r.hit.rps.map((v) => v.toFixed(0)).join(" / ")})`,
-            ratio(median(r.hit.rps), median(off.hit.rps)),
-            median(r.hit.cpuUs).toFixed(1),
-            ratio(median(r.hit.cpuUs), median(off.hit.cpuUs)),
-            `${median(r.miss.rps).toFixed(1)} (${r.miss.rps.map((v) => v.toFixed(1)).join(" / ")})`,
-            ratio(median(r.miss.rps), median(off.miss.rps)),
-            (median(r.miss.cpuUs) / 1000).toFixed(2),
-            ratio(median(r.miss.cpuUs), median(off.miss.cpuUs)),
+            `${f.hitRps.value.toFixed(0)} (${each(f.hitRps.perProcess, 0)})`,
+            ratio(f.hitRps.value, off.hitRps.value),
+            `${f.hitCpu.value.toFixed(1)} (${each(f.hitCpu.perProcess, 1)})`,
+            ratio(off.hitCpu.value, f.hitCpu.value),
+            `${f.missRps.value.toFixed(1)} (${each(f.missRps.perProcess, 1)})`,
+            ratio(f.missRps.value, off.missRps.value),
+            `${(f.missCpu.value / 1000).toFixed(2)} (${f.missCpu.perProcess.map((v) => (v / 1000).toFixed(2)).join(" / ")})`,
+            ratio(off.missCpu.value, f.missCpu.value),
           ];
         }),
       ),
       "",
       `Machine load (1-minute average) ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after, on ${os.cpus().length} cores.`,
       "",
-      `Targets (req/s): 100% sampled MISS >= 0.97x off, HIT >= 0.90x off; 1% sampled HIT >= 0.97x off. CPU per request (all threads of the service, from /proc) is the steadier figure on a shared machine.`,
+      "Targets: throughput against off (req/s), with the same ratio per CPU second beside it (the steadier figure on a shared machine); MET when both reach the minimum.",
+      "",
+      table(["target", "minimum", "req/s vs off", "per CPU second vs off", "verdict"], verdicts),
     ].join("\n");
   } finally {
     await Promise.all(services.map((s) => s.stop()));

@@ -26,6 +26,9 @@ interface ServiceBuild {
   after?: (outdir: string) => void;
 }
 
+/** Both services: tracing's OTLP sender thread (packages/observability tracing/worker-exporter.ts). */
+const TRACING_COPIES = { "otlp-export-worker.cjs": "../../packages/observability/src/tracing/otlp-export-worker.cjs" };
+
 const services: ServiceBuild[] = [
   {
     name: "management",
@@ -39,6 +42,7 @@ const services: ServiceBuild[] = [
     copies: {
       "format-worker.cjs": "src/assets/format-worker.cjs",
       "svg-sanitiser.cjs": "src/assets/svg-sanitiser.cjs",
+      ...TRACING_COPIES,
     },
     // The media library app, served at /library from dist/library (library/router.ts findLibraryDir).
     after: (outdir) => {
@@ -55,7 +59,11 @@ const services: ServiceBuild[] = [
       // render/pipeline/killable-render.ts forks <its folder>/render-process.js.
       "render-process": "src/render/pipeline/render-process.ts",
     },
-    copies: { "worker.cjs": "src/render/pixels/worker.cjs", "face-worker.cjs": "src/faces/face-worker.cjs" },
+    copies: {
+      "worker.cjs": "src/render/pixels/worker.cjs",
+      "face-worker.cjs": "src/faces/face-worker.cjs",
+      ...TRACING_COPIES,
+    },
   },
 ];
 

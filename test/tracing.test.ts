@@ -276,6 +276,27 @@ run.each(MODES)("traces across both services: $name", (mode) => {
       "HIT server span",
     );
     expect(hitSpan.parentSpanId).toBe(again.header.split("-")[2]);
+    const hitAttributes = { "http.request.method": "GET", "http.route": "hot_path", "http.response.status_code": 200 };
+    expect(hitSpan).toMatchObject({
+      kind: 2,
+      attributes: hitAttributes,
+      resource: { "deployment.environment.name": "test" },
+    });
+
+    // A HIT that starts its own trace: a root server span, timed within the request.
+    const roots = () => receiver.spans.filter((s) => s.name === "GET hot_path" && s.parentSpanId === "");
+    const known = new Set(roots().map((s) => s.spanId));
+    const before = Date.now();
+    const own = await fetch(`${media!.url}/thumbnail:size=100:quality=auto/${assetId}.jpg`);
+    expect(own.headers.get("x-cache")).toBe("HIT");
+    await own.arrayBuffer();
+    const after = Date.now();
+    const root = await receiver.waitFor(() => roots().find((s) => !known.has(s.spanId)), "the root HIT span");
+    expect(root).toMatchObject({ service: "media", kind: 2, attributes: hitAttributes });
+    expect(root.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(root.startMs).toBeGreaterThanOrEqual(before - 50); // the performance clock may drift from Date.now()
+    expect(root.endMs).toBeGreaterThanOrEqual(root.startMs);
+    expect(root.endMs).toBeLessThanOrEqual(after + 50);
   });
 
   it("a trash continues the caller's trace into the media purge", async () => {

@@ -39,6 +39,8 @@ interface OtlpSpan {
   parentSpanId?: Id;
   name: string;
   kind?: number | string;
+  startTimeUnixNano?: string | number;
+  endTimeUnixNano?: string | number;
   attributes?: OtlpAttribute[];
   links?: { traceId: Id; spanId: Id }[];
 }
@@ -52,6 +54,11 @@ export interface ReceivedSpan {
   /** "" for a root span. */
   parentSpanId: string;
   name: string;
+  /** OTLP's SpanKind: 2 is SERVER. */
+  kind: number;
+  /** Epoch milliseconds. */
+  startMs: number;
+  endMs: number;
   /** The resource's `service.name`. */
   service: string;
   resource: Record<string, unknown>;
@@ -81,6 +88,9 @@ function spansOf(request: OtlpRequest): ReceivedSpan[] {
         spanId: hex(s.spanId),
         parentSpanId: hex(s.parentSpanId),
         name: s.name,
+        kind: Number(s.kind ?? 0),
+        startMs: Number(BigInt(s.startTimeUnixNano ?? 0) / 1_000_000n),
+        endMs: Number(BigInt(s.endTimeUnixNano ?? 0) / 1_000_000n),
         service: String(resource["service.name"]),
         resource,
         attributes: attributes(s.attributes),

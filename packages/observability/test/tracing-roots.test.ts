@@ -1,4 +1,4 @@
-import { NewTraces } from "../src/tracing/roots";
+import { NewTraces, wordsHex } from "../src/tracing/roots";
 import { rootSampleRatio } from "../src/tracing/settings";
 
 /** TraceIdRatioBasedSampler's rule: the XOR of the id's four 32-bit words below floor(ratio * (2^32 - 1)). */
@@ -51,5 +51,22 @@ describe("NewTraces: the decision on a new trace, ahead of the SDK", () => {
     expect(none.droppedTraceId()).toMatch(/^[0-9a-f]{32}$/);
     expect(new NewTraces(undefined).sampleNew()).toBeUndefined();
     expect(new NewTraces(0.5).generateSpanId()).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it("hands a sampled trace id to the journal as words instead, once, with a new span id beside it", () => {
+    const traces = new NewTraces(0.3);
+    const ids = new Uint32Array(16);
+    let taken = 0;
+    for (let i = 0; taken < 50; i++) {
+      if (!traces.sampleNew()) continue;
+      traces.takeTraceWords(ids, 8);
+      traces.drawSpanWords(ids, 12);
+      const traceId = wordsHex(ids, 8, 4);
+      expect(sampledBy(traceId, 0.3)).toBe(true);
+      expect(wordsHex(ids, 12, 2)).toMatch(/^[0-9a-f]{16}$/);
+      // Taken: the SDK's next root span gets an id of its own.
+      expect(traces.generateTraceId()).not.toBe(traceId);
+      taken++;
+    }
   });
 });

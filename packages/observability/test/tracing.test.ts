@@ -3,6 +3,7 @@ import path from "node:path";
 import request from "supertest";
 import express from "express";
 import { createMetrics, metricsRouter, tracingConfigured, type Span } from "../src";
+import { otlpHttpProtocol } from "../src/tracing/worker-exporter";
 
 const PACKAGE = path.resolve(__dirname, "..");
 
@@ -28,6 +29,22 @@ describe("tracing settings", () => {
     expect(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_EXPORTER: "none" })).toBe(
       false,
     );
+  });
+
+  it("sends OTLP over HTTP from the worker thread for http/protobuf (the default) and http/json, and leaves the rest to the SDK", () => {
+    expect(otlpHttpProtocol({})).toBe("http/protobuf");
+    expect(otlpHttpProtocol({ OTEL_TRACES_EXPORTER: "otlp", OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" })).toBe(
+      "http/json",
+    );
+    expect(
+      otlpHttpProtocol({
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/protobuf",
+      }),
+    ).toBe("http/protobuf");
+    expect(otlpHttpProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toBeUndefined();
+    expect(otlpHttpProtocol({ OTEL_TRACES_EXPORTER: "otlp,console" })).toBeUndefined();
+    expect(otlpHttpProtocol({ OTEL_TRACES_EXPORTER: "zipkin" })).toBeUndefined();
   });
 });
 
@@ -67,6 +84,59 @@ describe("tracing in a process", () => {
     expect(inside.span_id).toMatch(/^[0-9a-f]{16}$/);
     expect(JSON.parse(lines.find((l) => l.includes('"outside"'))!)).not.toHaveProperty("trace_id");
   });
+
+  // A node:http client request on the main thread makes the code it shares with the server's
+  // responses polymorphic, so the spans are posted from a worker thread.
+  it.each(["http/protobuf", "http/json"])(
+    "%s: the spans reach the collector, posted from a worker thread, never by the main thread's HTTP client",
+    (protocol) => {
+      const lines = inProcess(
+        `const http = require("node:http");
+         const channels = require("node:diagnostics_channel");
+         let clientRequests = 0;
+         channels.subscribe("http.client.request.start", () => clientRequests++);
+         const received = [];
+         const collector = http.createServer((req, res) => {
+           const chunks = [];
+           req.on("data", (c) => chunks.push(c));
+           req.on("end", () => {
+             received.push({ path: req.url, type: req.headers["content-type"], body: Buffer.concat(chunks).toString("latin1") });
+             res.writeHead(200).end();
+           });
+         });
+         collector.listen(0, "127.0.0.1", async () => {
+           process.env.OTEL_EXPORTER_OTLP_ENDPOINT = "http://127.0.0.1:" + collector.address().port;
+           const o = require("./src");
+           o.startTracing("probe");
+           for (const name of ["first work", "second work"]) o.inSpan(name, { "work.kind": "probe" }, () => undefined);
+           await o.stopTracing();
+           console.log(JSON.stringify({ clientRequests, received }));
+           process.exit(0);
+         });`,
+        { OTEL_EXPORTER_OTLP_PROTOCOL: protocol },
+      );
+      const { clientRequests, received } = JSON.parse(lines.at(-1)!) as {
+        clientRequests: number;
+        received: { path: string; type: string; body: string }[];
+      };
+      expect(clientRequests).toBe(0);
+      expect(received.length).toBeGreaterThanOrEqual(1);
+      for (const r of received) {
+        expect(r.path).toBe("/v1/traces");
+        expect(r.type).toBe(protocol === "http/json" ? "application/json" : "application/x-protobuf");
+      }
+      const bodies = received.map((r) => r.body).join("");
+      for (const text of ["first work", "second work", "work.kind", "probe"]) expect(bodies).toContain(text);
+      if (protocol === "http/json") {
+        const names = received.flatMap((r) =>
+          (
+            JSON.parse(r.body) as { resourceSpans: { scopeSpans: { spans: { name: string }[] }[] }[] }
+          ).resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => s.name))),
+        );
+        expect(names.sort()).toEqual(["first work", "second work"]);
+      }
+    },
+  );
 });
 
 describe("exemplars", () => {

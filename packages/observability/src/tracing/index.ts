@@ -16,7 +16,9 @@ import {
   type Tracer,
 } from "@opentelemetry/api";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import type { NewTraces } from "./roots";
+import { type NewTraces, wordsHex } from "./roots";
+import type { JournalRoute } from "./sdk";
+import { ID_WORDS, JournalFlags } from "./server-span-journal";
 import { tracingConfigured } from "./settings";
 
 export { tracingConfigured, serviceNameConfigured } from "./settings";
@@ -26,6 +28,7 @@ let active = false;
 let stopSdk: (() => Promise<void>) | undefined;
 let sdkTracer: Tracer | undefined;
 let newTraces: NewTraces | undefined;
+let journalRoute: (() => JournalRoute | undefined) | undefined;
 /** The request headers the configured propagators read (`traceparent`, `tracestate`, `baggage`, B3). */
 let propagationFields: string[] = [];
 
@@ -40,10 +43,11 @@ export function startTracing(service: string, env: Record<string, string | undef
   if (!tracingConfigured(env)) return false;
   // A run-time require, so the SDK is loaded only here (also in the bundle, where it stays external).
   const { startSdk } = require("./sdk") as typeof import("./sdk");
-  const sdk = startSdk(service);
+  const sdk = startSdk(service, TRACER_NAME);
   stopSdk = sdk.stop;
   newTraces = sdk.newTraces;
-  sdkTracer = trace.getTracer("media-platform");
+  journalRoute = sdk.journal;
+  sdkTracer = trace.getTracer(TRACER_NAME);
   propagationFields = propagation.fields();
   active = true;
   return true;
@@ -56,12 +60,14 @@ export async function stopTracing(): Promise<void> {
   active = false;
   sdkTracer = undefined;
   newTraces = undefined;
+  journalRoute = undefined;
   await stop?.();
 }
 
 export const tracingActive = (): boolean => active;
 
-const tracer = (): Tracer => sdkTracer ?? trace.getTracer("media-platform");
+const TRACER_NAME = "media-platform";
+const tracer = (): Tracer => sdkTracer ?? trace.getTracer(TRACER_NAME);
 
 /** Whether the request carries a header some propagator reads (else it starts a new trace). */
 function propagated(headers: IncomingHttpHeaders): boolean {
@@ -254,7 +260,9 @@ export function traceRequests<Rest extends unknown[]>(
 /**
  * The server span of a request answered synchronously outside {@link traceRequests} (the media
  * service's memory-tier HITs), recorded once answered: no context is entered and no listener
- * added, the cheapest way to give every request its span. `startMs`: performance.now() at arrival.
+ * added. With OTLP over HTTP it goes to the server span journal (server-span-journal.ts) as numbers,
+ * decided by the SDK's own sampler; otherwise it is an SDK span. Returns a span carrying its ids
+ * (for exemplars), or undefined when nothing is recorded. `startMs`: performance.now() at arrival.
  */
 export function recordServerSpan(
   req: IncomingMessage,
@@ -263,10 +271,20 @@ export function recordServerSpan(
   startMs: number,
 ): Span | undefined {
   if (!active) return undefined;
+  const journal = journalRoute?.();
   let parent = ROOT_CONTEXT;
-  if (propagated(req.headers)) parent = propagation.extract(ROOT_CONTEXT, req.headers);
-  // A new trace the sampler drops gets no span at all (nothing would be recorded or propagated).
-  else if (newTraces?.sampleNew() === false) return undefined;
+  if (propagated(req.headers)) {
+    parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    if (journal) {
+      const recorded = journalChild(journal, parent, req.method ?? "GET", status, route, startMs);
+      if (recorded !== SDK_SPAN) return recorded;
+    }
+  } else {
+    const sampled = newTraces?.sampleNew();
+    // A new trace the sampler drops gets no span at all (nothing would be recorded or propagated).
+    if (sampled === false) return undefined;
+    if (sampled === true && journal) return journalRoot(journal, req.method ?? "GET", status, route, startMs);
+  }
   const method = req.method ?? "GET";
   const span = tracer().startSpan(
     `${method} ${route}`,
@@ -281,6 +299,112 @@ export function recordServerSpan(
   if (!span.isRecording()) return undefined;
   span.end();
   return span;
+}
+
+/** recordServerSpan's answer when the journal cannot take a span as the SDK would make it. */
+const SDK_SPAN = Symbol("sdk span");
+
+/** A new trace's root span, sampled by {@link NewTraces}, into the journal. */
+function journalRoot(
+  route: JournalRoute,
+  method: string,
+  status: number,
+  name: string,
+  startMs: number,
+): Span | undefined {
+  const { journal } = route;
+  const slot = journal.open();
+  if (slot < 0) {
+    newTraces!.settle();
+    return undefined;
+  }
+  const ids = journal.idWords;
+  const at = slot * ID_WORDS;
+  newTraces!.takeTraceWords(ids, at);
+  newTraces!.drawSpanWords(ids, at + 4);
+  ids[at + 6] = 0;
+  ids[at + 7] = 0;
+  const span = idsSpan(ids, at);
+  journal.close(
+    slot,
+    performance.timeOrigin + startMs,
+    performance.timeOrigin + performance.now(),
+    status,
+    name,
+    method,
+    JournalFlags.sampled,
+  );
+  return span;
+}
+
+/**
+ * A span continuing a propagated trace, into the journal when the SDK's sampler samples it as is
+ * (no attributes or trace state of its own); SDK_SPAN for anything else the journal does not carry.
+ */
+function journalChild(
+  route: JournalRoute,
+  parent: Context,
+  method: string,
+  status: number,
+  name: string,
+  startMs: number,
+): Span | undefined | typeof SDK_SPAN {
+  const parentContext = trace.getSpanContext(parent);
+  if (!parentContext || !isSpanContextValid(parentContext) || parentContext.traceState) return SDK_SPAN;
+  const attributes = { "http.request.method": method, "http.route": name, "http.response.status_code": status };
+  const result = route.sampler.shouldSample(
+    parent,
+    parentContext.traceId,
+    `${method} ${name}`,
+    SpanKind.SERVER,
+    attributes,
+    [],
+  );
+  if (result.decision === NOT_RECORD) return undefined;
+  if (
+    result.decision !== RECORD_AND_SAMPLED ||
+    result.traceState ||
+    (result.attributes && Object.keys(result.attributes).length > 0)
+  )
+    return SDK_SPAN;
+  const { journal } = route;
+  const slot = journal.open();
+  if (slot < 0) return undefined;
+  const ids = journal.idWords;
+  const at = slot * ID_WORDS;
+  hexWords(parentContext.traceId, ids, at);
+  newTraces!.drawSpanWords(ids, at + 4);
+  hexWords(parentContext.spanId, ids, at + 6);
+  const span = idsSpan(ids, at);
+  const flags = JournalFlags.sampled | (parentContext.isRemote ? JournalFlags.parentRemote : 0);
+  journal.close(
+    slot,
+    performance.timeOrigin + startMs,
+    performance.timeOrigin + performance.now(),
+    status,
+    name,
+    method,
+    flags,
+  );
+  return span;
+}
+
+/** SamplingDecision of @opentelemetry/sdk-trace-base. */
+const NOT_RECORD = 0;
+const RECORD_AND_SAMPLED = 2;
+
+/** A hex id (32 or 16 digits, validated) as words into `target` at `offset`. */
+function hexWords(id: string, target: Uint32Array, offset: number): void {
+  for (let i = 0; i < id.length; i += 8) target[offset + i / 8] = parseInt(id.slice(i, i + 8), 16) >>> 0;
+}
+
+/** A non-recording span holding the ids at `at` (trace and span), for exemplars. */
+function idsSpan(ids: Uint32Array, at: number): Span {
+  return trace.wrapSpanContext({
+    traceId: wordsHex(ids, at, 4),
+    spanId: wordsHex(ids, at + 4, 2),
+    traceFlags: TraceFlags.SAMPLED,
+  });
 }
 
 /** A span measured elsewhere: name, epoch-millisecond start and end, attributes. */

@@ -25,7 +25,9 @@ function hex(count: number): string {
  */
 export class NewTraces {
   private readonly bound: number | undefined;
-  private next: string | undefined;
+  /** The words of a sampled trace id drawn by {@link sampleNew} that no span has taken yet. */
+  private readonly pendingWords = new Uint32Array(4);
+  private pending = false;
 
   /** `ratio`: the root sampler's fraction ({@link TraceIdRatioSampling}); undefined: the SDK decides alone. */
   constructor(ratio: TraceIdRatioSampling) {
@@ -34,15 +36,16 @@ export class NewTraces {
 
   /**
    * Whether a new trace started now is sampled; undefined when only the SDK can tell. When false,
-   * {@link droppedTraceId} is its trace id.
+   * {@link droppedTraceId} is its trace id; when true, the next root span (or {@link takeTraceWords}) gets it.
    */
   sampleNew(): boolean | undefined {
     const bound = this.bound;
-    if (bound === undefined || bound > 0xffffffff) return bound === undefined ? undefined : true;
+    if (bound === undefined) return undefined;
     if (bound === 0) return false;
     draw(4);
-    if ((words[0]! ^ words[1]! ^ words[2]! ^ words[3]!) >>> 0 >= bound) return false;
-    this.next = hex(4);
+    if (bound <= 0xffffffff && (words[0]! ^ words[1]! ^ words[2]! ^ words[3]!) >>> 0 >= bound) return false;
+    this.pendingWords.set(words);
+    this.pending = true;
     return true;
   }
 
@@ -54,14 +57,27 @@ export class NewTraces {
 
   /** Forgets a trace id drawn by {@link sampleNew} that no span took. */
   settle(): void {
-    this.next = undefined;
+    this.pending = false;
+  }
+
+  /** Copies the sampled trace id {@link sampleNew} just drew into `target` at `offset` (four words) and takes it. */
+  takeTraceWords(target: Uint32Array, offset: number): void {
+    target.set(this.pendingWords, offset);
+    this.pending = false;
+  }
+
+  /** Draws a new span id into `target` at `offset` (two words). */
+  drawSpanWords(target: Uint32Array, offset: number): void {
+    draw(2);
+    target[offset] = words[0]!;
+    target[offset + 1] = words[1]!;
   }
 
   generateTraceId(): string {
-    const id = this.next;
-    if (id !== undefined) {
-      this.next = undefined;
-      return id;
+    if (this.pending) {
+      this.pending = false;
+      words.set(this.pendingWords);
+      return hex(4);
     }
     draw(4);
     return hex(4);
@@ -71,4 +87,10 @@ export class NewTraces {
     draw(2);
     return hex(2);
   }
+}
+
+/** Words as lowercase hex: a trace id (four words) or a span id (two) kept as words. */
+export function wordsHex(source: Uint32Array, offset: number, count: 2 | 4): string {
+  for (let i = 0; i < count; i++) bytes.writeUInt32BE(source[offset + i]!, i * 4);
+  return bytes.toString("hex", 0, count * 4);
 }
