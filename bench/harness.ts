@@ -204,6 +204,21 @@ export function buildMediaBundle(root = ROOT): string {
 }
 
 /**
+ * The Node binary that runs the media service in the benches: `BENCH_NODE` (another major, e.g.
+ * the one `.ci/run` fetches from the npm registry), else the bench's own.
+ */
+export function serviceNode(): string {
+  return process.env.BENCH_NODE || process.execPath;
+}
+
+/** `process.version` of {@link serviceNode}. */
+export function serviceNodeVersion(): string {
+  const node = serviceNode();
+  if (node === process.execPath) return process.version;
+  return spawnSync(node, ["-p", "process.version"], { encoding: "utf8" }).stdout.trim();
+}
+
+/**
  * The media service as production runs it: the esbuild bundle of `pnpm build media`, started
  * with plain `node`, built once per bench process. Run through tsx instead, every module is its
  * own CommonJS module and every imported binding is read through export getters (megamorphic
@@ -218,7 +233,7 @@ export function startMediaService(
   cwd = ROOT,
 ): ReturnType<typeof startProcess> {
   // The node arguments go in the command itself (startProcess's own list is for its tsx runs).
-  const command = { file: process.execPath, args: [...nodeArgs, buildMediaBundle(cwd)] };
+  const command = { file: serviceNode(), args: [...nodeArgs, buildMediaBundle(cwd)] };
   return startProcess(MEDIA_BUNDLE, env, readyUrl, [], command, cwd);
 }
 
@@ -280,12 +295,23 @@ export async function runWrk(options: {
   headers?: Record<string, string>;
   script?: string;
   scriptArgs?: string[];
+  /**
+   * Opens every connection first (bench/open-connections.lua): the first request on each waits
+   * this many ms, and `seconds` of load follow it. Req/s counts the load's seconds only.
+   */
+  openFirstMs?: number;
 }): Promise<WrkResult> {
-  const args = ["-t1", `-c${options.connections}`, `-d${options.seconds}s`, "--latency", "--timeout", "30s"];
+  const open = options.openFirstMs ?? 0;
+  // wrk takes whole seconds.
+  const duration = Math.ceil(options.seconds + open / 1000);
+  const args = ["-t1", `-c${options.connections}`, `-d${duration}s`, "--latency", "--timeout", "30s"];
   for (const [k, v] of Object.entries(options.headers ?? {})) args.push("-H", `${k}: ${v}`);
-  if (options.script) args.push("-s", options.script);
+  if (open > 0 && options.script) throw new Error("runWrk: openFirstMs uses its own script");
+  const script = open > 0 ? path.join(__dirname, "open-connections.lua") : options.script;
+  const scriptArgs = open > 0 ? [String(options.connections), String(open)] : options.scriptArgs;
+  if (script) args.push("-s", script);
   args.push(options.url);
-  if (options.scriptArgs) args.push("--", ...options.scriptArgs);
+  if (scriptArgs) args.push("--", ...scriptArgs);
   const stdout = await new Promise<string>((resolve, reject) => {
     execFile(options.wrk, args, { maxBuffer: 1 << 20 }, (err, out, errOut) => {
       if (err) reject(new Error(`wrk ${args.join(" ")} failed: ${errOut || err.message}`));
@@ -296,11 +322,13 @@ export async function runWrk(options: {
     const m = re.exec(stdout);
     return m ? Number(m[1]) : 0;
   };
-  const rps = num(/Requests\/sec:\s+([\d.]+)/);
+  const requests = num(/(\d+) requests in/);
+  // With connections opened first, wrk's own rate divides by the wait too: the load's seconds only.
+  const rps = open > 0 ? requests / (duration - open / 1000) : num(/Requests\/sec:\s+([\d.]+)/);
   const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
   return {
     rps,
-    requests: num(/(\d+) requests in/),
+    requests,
     failed: num(/Non-2xx or 3xx responses: (\d+)/),
     socketErrors: sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
     p50Ms: wrkMs(/\s50%\s+(\S+)/.exec(stdout)?.[1] ?? ""),

@@ -1,4 +1,6 @@
-import { groupThreadCpu, statCpu, threadGroupCpuMs, threadGroupDelta } from "../harness";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { findWrk, groupThreadCpu, runWrk, statCpu, threadGroupCpuMs, threadGroupDelta } from "../harness";
 
 describe("statCpu", () => {
   it("reads the task name and utime + stime (fields 14 and 15, 10 ms ticks) from a /proc stat line", () => {
@@ -45,4 +47,34 @@ describe("groupThreadCpu", () => {
     expect(t!.main).toBeGreaterThan(0);
     expect(threadGroupCpuMs(2 ** 22 + 12345)).toBeUndefined();
   });
+});
+
+describe("runWrk with openFirstMs (open-connections.lua)", () => {
+  const wrk = findWrk();
+  // wrk is a Debian package (bench/README.md); without it the benches cannot run either.
+  (wrk ? it : it.skip)(
+    "opens every connection before the first request, and counts the seconds of load only",
+    async () => {
+      let opened = 0;
+      let openedAtFirstRequest = -1;
+      const server = http.createServer((_req, res) => {
+        if (openedAtFirstRequest < 0) openedAtFirstRequest = opened;
+        res.end("ok");
+      });
+      server.on("connection", () => opened++);
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+        const result = await runWrk({ wrk: wrk!, url, connections: 16, seconds: 1, openFirstMs: 500 });
+        // wrk opens one more connection of its own before the load (129 for 128 in nstat).
+      expect(openedAtFirstRequest).toBeGreaterThanOrEqual(16);
+        expect(result.requests).toBeGreaterThan(0);
+        // wrk runs whole seconds (2 here); the first 0.5 s only open connections.
+        expect(result.rps).toBe(result.requests / 1.5);
+      } finally {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    },
+  );
 });

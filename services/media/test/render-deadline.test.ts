@@ -47,7 +47,17 @@ run("a render stops at its deadline, inside the encoder too (media service proce
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), "media-deadline-"));
     const store = new FilesystemBlobStore(path.join(dataDir, "blobs"));
-    const jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } })
+    // Noise: AVIF's encoder gets through a flat colour quickly even at effort 9 (about 20 s for
+    // 12 MP on a fast machine), but not through texture.
+    const jpeg = await sharp({
+      create: {
+        width: 1600,
+        height: 1200,
+        channels: 3,
+        background: "#808080",
+        noise: { type: "gaussian", mean: 128, sigma: 60 },
+      },
+    })
       .jpeg()
       .toBuffer();
     id = await storeOriginal(store, jpeg, "image/jpeg");
@@ -84,7 +94,7 @@ run("a render stops at its deadline, inside the encoder too (media service proce
     const renderProcesses = processTree(pid).slice(1);
     expect(renderProcesses.length).toBeGreaterThan(0);
 
-    // 16 MP at AVIF effort 9: minutes of encoder work, far past the 30 s deadline.
+    // 12 MP of texture at AVIF effort 9: minutes of encoder work, far past the 30 s deadline.
     const heavy = await fetch(`${media!.url}/fit:width=4000:height=4000/format:type=avif/${id}.jpg`);
     expect(heavy.status).toBe(503);
     expect(heavy.headers.get("retry-after")).toBe("2");

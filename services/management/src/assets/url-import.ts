@@ -210,11 +210,20 @@ export async function importFromUrl(
     }
     const hash = createHash("sha256");
     let size = 0;
+    // The refusal settles the import at once: a pipeline torn down by its middle stream's error
+    // was seen to stay pending on Node 24 (its deadline's abort included), holding the request.
+    let refuse!: (error: Error) => void;
+    const refused = new Promise<never>((_resolve, reject) => (refuse = reject));
+    refused.catch(() => undefined);
+    const abort = () => refuse(new Error("import aborted"));
+    controller.signal.addEventListener("abort", abort, { once: true });
     const measure = new Transform({
       transform(chunk: Buffer, _enc, done) {
         size += chunk.length;
         if (size > max) {
-          done(new ImportError("too-large", `The file exceeds the upload limit of ${max} bytes`));
+          const error = new ImportError("too-large", `The file exceeds the upload limit of ${max} bytes`);
+          refuse(error);
+          done(error);
           return;
         }
         hash.update(chunk);
@@ -222,9 +231,20 @@ export async function importFromUrl(
       },
     });
     await fsp.mkdir(spoolDir, { recursive: true, mode: 0o700 });
-    await pipeline(response, measure, fs.createWriteStream(target, { flags: "wx", mode: 0o600 }), {
-      signal: controller.signal,
-    });
+    const spool = fs.createWriteStream(target, { flags: "wx", mode: 0o600 });
+    const spoolClosed = new Promise<void>((resolve) => spool.once("close", resolve));
+    try {
+      await Promise.race([pipeline(response, measure, spool, { signal: controller.signal }), refused]);
+    } catch (err) {
+      // Nothing stays open or half-written: the source is cut and the spool file closed before
+      // `finally` removes it.
+      response.destroy();
+      spool.destroy();
+      await spoolClosed;
+      throw err;
+    } finally {
+      controller.signal.removeEventListener("abort", abort);
+    }
     clearTimeout(deadline);
     return await uploadAsset(
       ctx,
