@@ -324,17 +324,7 @@ function journalRoot(
   newTraces!.drawSpanWords(ids, at + 4);
   ids[at + 6] = 0;
   ids[at + 7] = 0;
-  const span = idsSpan(ids, at);
-  journal.close(
-    slot,
-    performance.timeOrigin + startMs,
-    performance.timeOrigin + performance.now(),
-    status,
-    name,
-    method,
-    JournalFlags.sampled,
-  );
-  return span;
+  return closeJournalSpan(journal, slot, startMs, status, name, method, JournalFlags.sampled);
 }
 
 /**
@@ -375,8 +365,21 @@ function journalChild(
   hexWords(parentContext.traceId, ids, at);
   newTraces!.drawSpanWords(ids, at + 4);
   hexWords(parentContext.spanId, ids, at + 6);
-  const span = idsSpan(ids, at);
   const flags = JournalFlags.sampled | (parentContext.isRemote ? JournalFlags.parentRemote : 0);
+  return closeJournalSpan(journal, slot, startMs, status, name, method, flags);
+}
+
+/** Ends the journal span at `slot` (its ids written), now; returns a span carrying its ids. */
+function closeJournalSpan(
+  journal: JournalRoute["journal"],
+  slot: number,
+  startMs: number,
+  status: number,
+  name: string,
+  method: string,
+  flags: number,
+): Span {
+  const span = idsSpan(journal.idWords, slot * ID_WORDS);
   journal.close(
     slot,
     performance.timeOrigin + startMs,
