@@ -297,6 +297,14 @@ run.each(MODES)("traces across both services: $name", (mode) => {
     expect(root.startMs).toBeGreaterThanOrEqual(before - 50); // the performance clock may drift from Date.now()
     expect(root.endMs).toBeGreaterThanOrEqual(root.startMs);
     expect(root.endMs).toBeLessThanOrEqual(after + 50);
+    // Its latency sample carries it as the exemplar of the hot path's bucket (OpenMetrics scrape).
+    const scrape = await fetch(`${media!.url}/metrics`, { headers: { Accept: "application/openmetrics-text" } });
+    const exemplars = (await scrape.text())
+      .split("\n")
+      .filter((l) => l.startsWith("http_request_duration_seconds_bucket{") && l.includes('route="hot_path"'))
+      .flatMap((l) => [...l.matchAll(/# \{trace_id="([0-9a-f]{32})",span_id="([0-9a-f]{16})"\}/g)])
+      .map((m) => `${m[1]}-${m[2]}`);
+    expect(exemplars).toContain(`${root.traceId}-${root.spanId}`);
   });
 
   it("a trash continues the caller's trace into the media purge", async () => {

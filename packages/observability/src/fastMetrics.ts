@@ -102,24 +102,70 @@ export class FastHistogramSeries {
     this.counts = new Float64Array(bounds.length + 1);
   }
   observe(v: number): void {
+    this.record(this.bucketOf(v), v);
+  }
+  private bucketOf(v: number): number {
     const b = this.bounds;
     let i = 0;
     while (i < b.length && v > b[i]) i++;
+    return i;
+  }
+  private record(i: number, v: number): void {
     this.counts[i]++;
     this.sum += v;
     this.count++;
   }
   /** Per bucket, the last observation made inside a sampled trace (allocated on the first one). */
   exemplars: (Exemplar | undefined)[] | undefined;
+  /**
+   * Per bucket, the last observation of a span known by its id words ({@link EXEMPLAR_SLOT}
+   * numbers: set, trace id, span id, value, epoch ms), newer than `exemplars` when set: the ids
+   * become hex only when exposed, so a sampled request formats nothing.
+   */
+  private idExemplars: Float64Array | undefined;
   /** observe(), remembering `labelSet` (trace_id, span_id) as the bucket's exemplar. */
   observeWithExemplar(v: number, labelSet: Record<string, string>): void {
-    this.observe(v);
-    const b = this.bounds;
-    let i = 0;
-    while (i < b.length && v > b[i]) i++;
+    const i = this.bucketOf(v);
+    this.record(i, v);
     (this.exemplars ??= [])[i] = { labelSet, value: v, timestamp: Date.now() / 1000 };
+    if (this.idExemplars) this.idExemplars[i * EXEMPLAR_SLOT] = 0;
+  }
+  /** observe(), remembering a span's ids (trace id: 4 words, span id: 2, from `ids[0..5]`) as the bucket's exemplar. */
+  observeWithExemplarIds(v: number, ids: Uint32Array): void {
+    const i = this.bucketOf(v);
+    this.record(i, v);
+    const slots = (this.idExemplars ??= new Float64Array(this.counts.length * EXEMPLAR_SLOT));
+    const at = i * EXEMPLAR_SLOT;
+    slots[at] = 1;
+    slots[at + 1] = ids[0]!;
+    slots[at + 2] = ids[1]!;
+    slots[at + 3] = ids[2]!;
+    slots[at + 4] = ids[3]!;
+    slots[at + 5] = ids[4]!;
+    slots[at + 6] = ids[5]!;
+    slots[at + 7] = v;
+    slots[at + 8] = Date.now();
+  }
+  /** The exemplar of bucket `i`, if any. */
+  exemplarOf(i: number): Exemplar | undefined {
+    const slots = this.idExemplars;
+    const at = i * EXEMPLAR_SLOT;
+    if (!slots || slots[at] !== 1) return this.exemplars?.[i];
+    const hex = (from: number, count: number) => {
+      let out = "";
+      for (let k = 0; k < count; k++) out += slots[at + from + k]!.toString(16).padStart(8, "0");
+      return out;
+    };
+    return {
+      labelSet: { trace_id: hex(1, 4), span_id: hex(5, 2) },
+      value: slots[at + 7]!,
+      timestamp: slots[at + 8]! / 1000,
+    };
   }
 }
+
+/** Numbers per bucket in FastHistogramSeries' id exemplars. */
+const EXEMPLAR_SLOT = 9;
 
 export class FastHistogram<L extends string = string> {
   readonly type = "histogram";
@@ -153,14 +199,14 @@ export class FastHistogram<L extends string = string> {
           metricName: bucket,
           labels: { ...s.labels, le: this.bounds[i] },
           value: acc,
-          exemplar: s.exemplars?.[i],
+          exemplar: s.exemplarOf(i),
         });
       }
       values.push({
         metricName: bucket,
         labels: { ...s.labels, le: "+Inf" },
         value: s.count,
-        exemplar: s.exemplars?.[this.bounds.length],
+        exemplar: s.exemplarOf(this.bounds.length),
       });
       values.push({ metricName: `${this.name}_sum`, labels: { ...s.labels }, value: s.sum });
       values.push({ metricName: `${this.name}_count`, labels: { ...s.labels }, value: s.count });

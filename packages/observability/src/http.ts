@@ -4,7 +4,7 @@ import type { Logger } from "./logger";
 import { ROUTE_UNMATCHED, type Metrics } from "./metrics";
 import { redactUrl } from "./redact";
 import { applyRequestId } from "./requestId";
-import { nameRequestSpan, recordServerSpan, requestSpan, tracingActive } from "./tracing";
+import { nameRequestSpan, recordServerSpan, requestSpan, type Span, type SpanIds, tracingActive } from "./tracing";
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -134,7 +134,8 @@ export function requestContext(options: RequestContextOptions): RequestHandler {
 /**
  * Records a request answered by a bare node:http handler (media cache hits): latency histogram only,
  * no logger. `startMs` is `performance.now()` taken when the request arrived. Pair with
- * `applyRequestId(req, res)` before writing the head.
+ * `applyRequestId(req, res)` before writing the head. `inRequestSpan`: false when the handler runs
+ * outside any request span (the memory tier answers before one exists), which skips looking for it.
  */
 export function recordRawRequest(
   metrics: Pick<Metrics, "observeHttp">,
@@ -142,9 +143,11 @@ export function recordRawRequest(
   req: IncomingMessage,
   res: ServerResponse,
   startMs: number,
+  inRequestSpan = true,
 ): void {
-  let span = requestSpan();
-  if (span) nameRequestSpan(span, req.method, route);
+  const active = inRequestSpan ? requestSpan() : undefined;
+  let span: Span | SpanIds | undefined = active;
+  if (active) nameRequestSpan(active, req.method, route);
   else if (tracingActive()) span = recordServerSpan(req, res.statusCode, route, startMs);
   metrics.observeHttp(route, req.method, res.statusCode, (performance.now() - startMs) / 1000, span);
 }

@@ -78,4 +78,5 @@ export {
   type Attributes,
   type MeasuredSpan,
   type Span,
+  type SpanIds,
 } from "./tracing";

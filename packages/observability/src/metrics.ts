@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Router } from "express";
 import { collectDefaultMetrics, Counter, Registry } from "prom-client";
 import { FastHistogram, FastHistogramSeries } from "./fastMetrics";
-import { exemplarLabels, type Span } from "./tracing";
+import { exemplarLabels, type Span, type SpanIds } from "./tracing";
 import { exposition } from "./openmetrics";
 
 /** Route label for requests no Express route matched (404s, static files, errors before routing). */
@@ -39,7 +39,7 @@ export interface Metrics {
    * Records one request. `route` must be a pattern or a fixed label ({@link ROUTE_HOT_PATH},
    * {@link ROUTE_UNMATCHED}), never a raw URL. Allocation-free after the first call per label set.
    */
-  observeHttp(route: string, method: string | undefined, status: number, seconds: number, span?: Span): void;
+  observeHttp(route: string, method: string | undefined, status: number, seconds: number, span?: Span | SpanIds): void;
 
   /**
    * `dependency_errors_total{dependency}` (redis, storage, database, ...). Service-specific series
@@ -73,7 +73,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
     method: string | undefined,
     status: number,
     seconds: number,
-    span?: Span,
+    span?: Span | SpanIds,
   ): void => {
     const m = method !== undefined && KNOWN_METHODS.has(method) ? method : "OTHER";
     let byMethod = httpSeries.get(route);
@@ -83,7 +83,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
     const code = Number.isInteger(status) && status >= 100 && status <= 599 ? status : 0;
     let series = byStatus[code];
     if (!series) series = byStatus[code] = httpDuration.child(route, m, code === 0 ? "unknown" : String(code));
-    const exemplar = span && exemplarLabels(span);
+    if (span === undefined) return series.observe(seconds);
+    if (span instanceof Uint32Array) return series.observeWithExemplarIds(seconds, span);
+    const exemplar = exemplarLabels(span);
     if (exemplar) series.observeWithExemplar(seconds, exemplar);
     else series.observe(seconds);
   };

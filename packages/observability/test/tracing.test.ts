@@ -169,6 +169,34 @@ describe("exemplars", () => {
     expect(res.text.trimEnd().endsWith("# EOF")).toBe(true);
   });
 
+  it("a journal span's ids (words) become the bucket's exemplar in hex, and the newer exemplar of a bucket wins", async () => {
+    const metrics = createMetrics({ service: "test", defaultMetrics: false });
+    // Trace id 4bf92f35 77b34da6 a3ce929d 0e0e4736, span id 00f067aa 0ba902b7, as journal words.
+    const ids = Uint32Array.of(0x4bf92f35, 0x77b34da6, 0xa3ce929d, 0x0e0e4736, 0x00f067aa, 0x0ba902b7);
+    metrics.observeHttp("hot_path", "GET", 200, 0.0004, ids);
+    ids.fill(7); // the caller's array is reused for the next span: the exemplar keeps its own copy
+    metrics.observeHttp("hot_path", "GET", 200, 0.02, span(1));
+    metrics.observeHttp("hot_path", "GET", 200, 0.021, Uint32Array.of(1, 2, 3, 0xffffffff, 0, 9));
+    const res = await request(express().use(metricsRouter(metrics)))
+      .get("/metrics")
+      .set("Accept", "application/openmetrics-text");
+    const bucket = (le: string) =>
+      res.text.split("\n").find((l) => l.startsWith("http_request_duration_seconds_bucket") && l.includes(`le="${le}"`));
+    expect(bucket("0.0005")).toMatch(
+      new RegExp(`\\} 1 # \\{trace_id="${traceId}",span_id="${spanId}"\\} 0\\.0004 \\d+(\\.\\d+)?$`),
+    );
+    expect(bucket("0.025")).toMatch(
+      /\} 3 # \{trace_id="000000010000000200000003ffffffff",span_id="0000000000000009"\} 0\.021 \d+(\.\d+)?$/,
+    );
+    // An SDK span's exemplar after a journal span's in the same bucket replaces it.
+    metrics.observeHttp("hot_path", "GET", 200, 0.022, span(1));
+    const again = await request(express().use(metricsRouter(metrics)))
+      .get("/metrics")
+      .set("Accept", "application/openmetrics-text");
+    expect(again.text).toContain(`# {trace_id="${traceId}",span_id="${spanId}"} 0.022 `);
+    expect(again.text).not.toContain("000000010000000200000003ffffffff");
+  });
+
   it("the Prometheus text format stays as it was, also after an OpenMetrics scrape", async () => {
     const server = app();
     await request(server).get("/metrics").set("Accept", "application/openmetrics-text");

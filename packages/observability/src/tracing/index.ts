@@ -16,13 +16,20 @@ import {
   type Tracer,
 } from "@opentelemetry/api";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import { type NewTraces, wordsHex } from "./roots";
+import type { NewTraces } from "./roots";
 import type { JournalRoute } from "./sdk";
 import { ID_WORDS, JournalFlags } from "./server-span-journal";
 import { tracingConfigured } from "./settings";
 
 export { tracingConfigured, serviceNameConfigured } from "./settings";
 export type { Span, Attributes } from "@opentelemetry/api";
+
+/**
+ * The ids of the span {@link recordServerSpan} last wrote to the journal: trace id (4 words), span
+ * id (2). One array, overwritten by the next span: read it at once (an exemplar, metrics.ts).
+ */
+export type SpanIds = Uint32Array;
+const journalIds: SpanIds = new Uint32Array(6);
 
 let active = false;
 let stopSdk: (() => Promise<void>) | undefined;
@@ -261,15 +268,16 @@ export function traceRequests<Rest extends unknown[]>(
  * The server span of a request answered synchronously outside {@link traceRequests} (the media
  * service's memory-tier HITs), recorded once answered: no context is entered and no listener
  * added. With OTLP over HTTP it goes to the server span journal (server-span-journal.ts) as numbers,
- * decided by the SDK's own sampler; otherwise it is an SDK span. Returns a span carrying its ids
- * (for exemplars), or undefined when nothing is recorded. `startMs`: performance.now() at arrival.
+ * decided by the SDK's own sampler; otherwise it is an SDK span. Returns what carries the span's ids
+ * for an exemplar (the SDK span, or {@link SpanIds} of a journal span), or undefined when nothing is
+ * recorded. `startMs`: performance.now() at arrival.
  */
 export function recordServerSpan(
   req: IncomingMessage,
   status: number,
   route: string,
   startMs: number,
-): Span | undefined {
+): Span | SpanIds | undefined {
   if (!active) return undefined;
   const journal = journalRoute?.();
   let parent = ROOT_CONTEXT;
@@ -311,7 +319,7 @@ function journalRoot(
   status: number,
   name: string,
   startMs: number,
-): Span | undefined {
+): SpanIds | undefined {
   const { journal } = route;
   const slot = journal.open();
   if (slot < 0) {
@@ -338,7 +346,7 @@ function journalChild(
   status: number,
   name: string,
   startMs: number,
-): Span | undefined | typeof SDK_SPAN {
+): SpanIds | undefined | typeof SDK_SPAN {
   const parentContext = trace.getSpanContext(parent);
   if (!parentContext || !isSpanContextValid(parentContext) || parentContext.traceState) return SDK_SPAN;
   const attributes = { "http.request.method": method, "http.route": name, "http.response.status_code": status };
@@ -369,7 +377,7 @@ function journalChild(
   return closeJournalSpan(journal, slot, startMs, status, name, method, flags);
 }
 
-/** Ends the journal span at `slot` (its ids written), now; returns a span carrying its ids. */
+/** Ends the journal span at `slot` (its ids written), now; returns its ids. */
 function closeJournalSpan(
   journal: JournalRoute["journal"],
   slot: number,
@@ -378,8 +386,10 @@ function closeJournalSpan(
   name: string,
   method: string,
   flags: number,
-): Span {
-  const span = idsSpan(journal.idWords, slot * ID_WORDS);
+): SpanIds {
+  const ids = journal.idWords;
+  const at = slot * ID_WORDS;
+  for (let i = 0; i < 6; i++) journalIds[i] = ids[at + i]!;
   journal.close(
     slot,
     performance.timeOrigin + startMs,
@@ -389,7 +399,7 @@ function closeJournalSpan(
     method,
     flags,
   );
-  return span;
+  return journalIds;
 }
 
 /** SamplingDecision of @opentelemetry/sdk-trace-base. */
@@ -399,15 +409,6 @@ const RECORD_AND_SAMPLED = 2;
 /** A hex id (32 or 16 digits, validated) as words into `target` at `offset`. */
 function hexWords(id: string, target: Uint32Array, offset: number): void {
   for (let i = 0; i < id.length; i += 8) target[offset + i / 8] = parseInt(id.slice(i, i + 8), 16) >>> 0;
-}
-
-/** A non-recording span holding the ids at `at` (trace and span), for exemplars. */
-function idsSpan(ids: Uint32Array, at: number): Span {
-  return trace.wrapSpanContext({
-    traceId: wordsHex(ids, at, 4),
-    spanId: wordsHex(ids, at + 4, 2),
-    traceFlags: TraceFlags.SAMPLED,
-  });
 }
 
 /** A span measured elsewhere: name, epoch-millisecond start and end, attributes. */

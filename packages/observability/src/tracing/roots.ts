@@ -62,7 +62,11 @@ export class NewTraces {
 
   /** Copies the sampled trace id {@link sampleNew} just drew into `target` at `offset` (four words) and takes it. */
   takeTraceWords(target: Uint32Array, offset: number): void {
-    target.set(this.pendingWords, offset);
+    const w = this.pendingWords;
+    target[offset] = w[0]!;
+    target[offset + 1] = w[1]!;
+    target[offset + 2] = w[2]!;
+    target[offset + 3] = w[3]!;
     this.pending = false;
   }
 

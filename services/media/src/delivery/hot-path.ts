@@ -79,7 +79,6 @@ export function createHotPath(deps: {
     res: ServerResponse,
     entry: CacheEntry,
     cacheControl: string | undefined,
-    start: number,
   ) => {
     const headers = req.headers;
     const requestId = resolveRequestId(headers["x-request-id"]);
@@ -103,7 +102,6 @@ export function createHotPath(deps: {
       guardSend?.(res);
       if (req.method !== "HEAD") usage?.sent(entry.assetId, entry.body.length);
     }
-    recordRawRequest(metrics, ROUTE_HOT_PATH, req, res, start);
   };
 
   return {
@@ -121,12 +119,15 @@ export function createHotPath(deps: {
       const verdict = signer?.verify(target);
       if (verdict && verdict.status !== "ok") return next(req, res);
       memoryHit.inc();
-      send(req, res, entry, verdict?.cacheControl, start);
+      send(req, res, entry, verdict?.cacheControl);
+      // Before the direct entry: no request span exists yet (traceRequests starts it there).
+      recordRawRequest(metrics, ROUTE_HOT_PATH, req, res, start, false);
     },
     answerShared({ req, res, entry, cacheControl, start }) {
       memoryMiss.inc();
       redisHit.inc();
-      send(req, res, entry, cacheControl, start);
+      send(req, res, entry, cacheControl);
+      recordRawRequest(metrics, ROUTE_HOT_PATH, req, res, start);
     },
   };
 }
