@@ -1,5 +1,5 @@
 /**
- * pnpm bench [media] [management] [upload-metadata] [media-soak] [avif-originals] [auto-quality] [heavy-load] [decode-sharing] [formats-miss] [tracing]
+ * pnpm bench [media] [management] [upload-metadata] [media-soak] [avif-originals] [auto-quality] [heavy-load] [decode-sharing] [formats-miss] [tracing] [tracing-instructions]
  * Runs the selected benchmark sections (all when none is named) and prints them. Each section's
  * run is written to bench/results/<section>.md (a section not run keeps its last file), and
  * bench/results/latest.md is rebuilt from all section files, so running one section never drops
@@ -19,6 +19,7 @@ import { benchFormatsMiss } from "./formats-miss";
 import { benchManagement } from "./management";
 import { benchMedia } from "./media";
 import { benchTracing } from "./tracing";
+import { benchTracingInstructions } from "./tracing-instructions";
 import { benchUploadMetadata } from "./upload-metadata";
 
 /** Result files of the diagnostics run on their own (bench/diagnostics/*.ts). */
@@ -55,6 +56,7 @@ const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = 
   "decode-sharing": { title: "First views: shared decodes and eager presets", run: benchDecodeSharing },
   "formats-miss": { title: "HEIC, camera RAW and PDF: upload analysis and MISS", run: benchFormatsMiss },
   tracing: { title: "Tracing cost (OpenTelemetry off, 100% and 1% sampled)", run: benchTracing },
+  "tracing-instructions": { title: "Tracing cost in instructions per HIT (callgrind)", run: benchTracingInstructions },
   "api-keys": { title: "API key check against a JWT (GET /v1/assets)", run: benchApiKeys },
 };
 

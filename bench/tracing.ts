@@ -33,7 +33,8 @@ const ROOT = path.resolve(__dirname, "..");
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 
-const photo: BenchImage = {
+/** The original every tracing bench serves (a 1 MP JPEG). */
+export const photo: BenchImage = {
   name: "1 MP JPEG",
   tag: 6,
   format: "jpeg",
@@ -85,7 +86,7 @@ const SETTINGS: Setting[] = [
 ];
 
 /** An OTLP endpoint that accepts and drops every export, counting the bytes. */
-async function startSink() {
+export async function startSink() {
   let bytes = 0;
   const server = http.createServer((req, res) => {
     req.on("data", (c: Buffer) => (bytes += c.length));
@@ -103,18 +104,23 @@ async function startSink() {
  * `BENCH_TRACING_NODES` (a comma-separated list of Node binaries): the whole measurement once per
  * binary, one after the other; unset: once, under BENCH_NODE or the bench's own Node.
  */
-export async function benchTracing(): Promise<string> {
+export function benchTracing(): Promise<string> {
+  return perTracingNode(measureTracing);
+}
+
+/** `measure` once per Node binary of BENCH_TRACING_NODES (as BENCH_NODE), the parts joined. */
+export async function perTracingNode(measure: () => Promise<string>): Promise<string> {
   const nodes = (process.env.BENCH_TRACING_NODES ?? "")
     .split(",")
     .map((node) => node.trim())
     .filter(Boolean);
-  if (nodes.length === 0) return measureTracing();
+  if (nodes.length === 0) return measure();
   const saved = process.env.BENCH_NODE;
   const parts: string[] = [];
   try {
     for (const node of nodes) {
       process.env.BENCH_NODE = node;
-      parts.push(await measureTracing());
+      parts.push(await measure());
     }
   } finally {
     if (saved === undefined) delete process.env.BENCH_NODE;
