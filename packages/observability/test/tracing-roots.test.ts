@@ -44,6 +44,24 @@ describe("NewTraces: the decision on a new trace, ahead of the SDK", () => {
     expect(sampled).toBeLessThan(800);
   });
 
+  it("never makes the all-zero (invalid) id, also when every random number is zero", () => {
+    const random = jest.spyOn(Math, "random").mockReturnValue(0);
+    try {
+      const traces = new NewTraces(0.3);
+      expect(traces.sampleNew()).toBe(true);
+      const id = traces.generateTraceId();
+      expect(id).not.toBe("0".repeat(32));
+      expect(sampledBy(id, 0.3)).toBe(true);
+      const ids = new Uint32Array(8);
+      expect(traces.sampleNew()).toBe(true);
+      traces.takeTraceWords(ids, 0);
+      expect(wordsHex(ids, 0, 4)).not.toBe("0".repeat(32));
+      expect(new NewTraces(0).droppedTraceId()).not.toBe("0".repeat(32));
+    } finally {
+      random.mockRestore();
+    }
+  });
+
   it("always samples at 1, never at 0, and leaves an unknown sampler to the SDK", () => {
     expect(new NewTraces(1).sampleNew()).toBe(true);
     const none = new NewTraces(0);

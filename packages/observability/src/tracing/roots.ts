@@ -11,6 +11,14 @@ function draw(count: number): void {
   if (words[0] === 0 && words[1] === 0 && (count === 2 || (words[2] === 0 && words[3] === 0))) words[count - 1] = 1;
 }
 
+/** A random trace id whose four words XOR to `xor`: three drawn, the fourth giving that XOR. */
+function drawWithXor(xor: number): void {
+  draw(3);
+  // All zero with a zero XOR would be the invalid id: 1 and 1 keep the XOR.
+  if (xor === 0 && words[0] === 0 && words[1] === 0 && words[2] === 0) words[0] = 1;
+  words[3] = (xor ^ words[0]! ^ words[1]! ^ words[2]!) >>> 0;
+}
+
 /** The last `count` words drawn, as lowercase hex (a flat string, as the exporter wants it). */
 function hex(count: number): string {
   for (let i = 0; i < count; i++) bytes.writeUInt32BE(words[i]!, i * 4);
@@ -25,8 +33,8 @@ function hex(count: number): string {
  */
 export class NewTraces {
   private readonly bound: number | undefined;
-  /** The words of a sampled trace id drawn by {@link sampleNew} that no span has taken yet. */
-  private readonly pendingWords = new Uint32Array(4);
+  /** The XOR of the trace id's four words {@link sampleNew} decided on; its words are drawn when needed. */
+  private xor = 0;
   private pending = false;
 
   /** `ratio`: the root sampler's fraction ({@link TraceIdRatioSampling}); undefined: the SDK decides alone. */
@@ -37,14 +45,15 @@ export class NewTraces {
   /**
    * Whether a new trace started now is sampled; undefined when only the SDK can tell. When false,
    * {@link droppedTraceId} is its trace id; when true, the next root span (or {@link takeTraceWords}) gets it.
+   * The XOR of a uniformly random id's words is itself uniform, so it is drawn first and alone: a
+   * dropped HIT, which never shows its id, costs one random number.
    */
   sampleNew(): boolean | undefined {
     const bound = this.bound;
     if (bound === undefined) return undefined;
     if (bound === 0) return false;
-    draw(4);
-    if (bound <= 0xffffffff && (words[0]! ^ words[1]! ^ words[2]! ^ words[3]!) >>> 0 >= bound) return false;
-    this.pendingWords.set(words);
+    this.xor = (Math.random() * 0x100000000) >>> 0;
+    if (bound <= 0xffffffff && this.xor >= bound) return false;
     this.pending = true;
     return true;
   }
@@ -52,21 +61,22 @@ export class NewTraces {
   /** The trace id of the new trace {@link sampleNew} just dropped. */
   droppedTraceId(): string {
     if (this.bound === 0) draw(4);
+    else drawWithXor(this.xor);
     return hex(4);
   }
 
-  /** Forgets a trace id drawn by {@link sampleNew} that no span took. */
+  /** Forgets a trace id decided by {@link sampleNew} that no span took. */
   settle(): void {
     this.pending = false;
   }
 
-  /** Copies the sampled trace id {@link sampleNew} just drew into `target` at `offset` (four words) and takes it. */
+  /** Writes the sampled trace id {@link sampleNew} just decided into `target` at `offset` (four words) and takes it. */
   takeTraceWords(target: Uint32Array, offset: number): void {
-    const w = this.pendingWords;
-    target[offset] = w[0]!;
-    target[offset + 1] = w[1]!;
-    target[offset + 2] = w[2]!;
-    target[offset + 3] = w[3]!;
+    drawWithXor(this.xor);
+    target[offset] = words[0]!;
+    target[offset + 1] = words[1]!;
+    target[offset + 2] = words[2]!;
+    target[offset + 3] = words[3]!;
     this.pending = false;
   }
 
@@ -80,7 +90,7 @@ export class NewTraces {
   generateTraceId(): string {
     if (this.pending) {
       this.pending = false;
-      words.set(this.pendingWords);
+      drawWithXor(this.xor);
       return hex(4);
     }
     draw(4);
