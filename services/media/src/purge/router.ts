@@ -38,8 +38,9 @@ export function purgeRouter(purger: AssetPurger, secret: string): Router {
       next(err ? problem("invalid-purge-request", "The body is not valid JSON") : undefined),
     );
   // For edge caches that cannot purge by tag (nginx without a purge module): the CDN asks for the
-  // asset's generation (cached by it for 1 s) and puts it in its cache key, so a purge here
-  // reaches the edge within a second. Public information (a counter), so no secret.
+  // asset's generation (cached by it for 1 s, which nginx counts in whole seconds) and puts it in
+  // its cache key, so a purge here reaches the edge within two seconds. Public information (a
+  // counter), so no secret.
   r.get(`${GENERATION_PATH}/:assetId`, async (req, res) => {
     const id = String(req.params.assetId ?? "");
     const generation = UUID.test(id) ? await purger.edgeGeneration(id) : "0";
