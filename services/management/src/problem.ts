@@ -150,7 +150,8 @@ export const MANAGEMENT_PROBLEMS: ProblemTable<ManagementProblemCode> = {
     headers: { "Retry-After": "2", Connection: "close" },
     when:
       "more than `MAX_CONCURRENT_UPLOADS` uploads at once on this instance, or more than " +
-      "`MAX_CONCURRENT_UPLOADS_PER_WORKSPACE` from one workspace (other workspaces still get slots)",
+      "`MAX_CONCURRENT_UPLOADS_PER_WORKSPACE` from one workspace (other workspaces still get slots); " +
+      "a HEIC, PDF or SVG upload whose decoder a worker thread could not load within 2 minutes (an overloaded instance)",
   },
   "dependency-unavailable": {
     status: 503,

@@ -8,7 +8,7 @@ import {
   type AssetExif,
   type CameraRawFormat,
 } from "@media-platform/contracts";
-import { formatWorkers, FormatTaskTimeoutError } from "./format-workers";
+import { formatTaskRefusal, formatWorkers } from "./format-workers";
 import { cameraRawContents } from "./camera-raw";
 import { exifFields, type MetadataOptions } from "./image-metadata";
 
@@ -32,12 +32,8 @@ export const MIN_PREVIEW_SIDE = 160;
 /** Side of the drawing of a PDF's page 1 that the placeholder and perceptual hash come from. */
 const PDF_PREVIEW_SIDE = 256;
 
-const timeoutAsUndecodable = (err: unknown): never => {
-  if (err instanceof FormatTaskTimeoutError) {
-    throw new UndecodableImageError(`The file took longer than ${err.timeoutMs / 1000} s to decode`);
-  }
-  throw err;
-};
+const timeoutAsUndecodable = (err: unknown): never =>
+  formatTaskRefusal(err, (seconds) => `The file took longer than ${seconds} s to decode`);
 
 // ---------------------------------------------------------------------------------------------
 // Sniffing

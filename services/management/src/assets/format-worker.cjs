@@ -8,14 +8,19 @@
  */
 const { parentPort } = require("node:worker_threads");
 const path = require("node:path");
-const { sanitiseSvgTask } = require("./svg-sanitiser.cjs");
+const { loadSanitiser, sanitiseSvgTask } = require("./svg-sanitiser.cjs");
 
 let heif;
 let pdfjs;
 
+function loadHeif() {
+  heif ??= require("libheif-js/wasm-bundle");
+  return heif;
+}
+
 /** HEIC/HEIF: the primary image, decoded to RGBA; its size (ispe, after irot/imir) checked against `maxPixels` first. */
 async function decodeHeic({ bytes, maxPixels }) {
-  heif ??= require("libheif-js/wasm-bundle");
+  loadHeif();
   const decoder = new heif.HeifDecoder();
   const images = decoder.decode(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   try {
@@ -91,10 +96,16 @@ async function readPdf({ bytes, maxPages, maxPageSide, thumbnailSide }) {
 }
 
 const TASKS = { heic: decodeHeic, pdf: readPdf, svg: sanitiseSvgTask };
+/** What each task loads once per thread; the service's clock for the task starts after it. */
+const LOADERS = { heic: loadHeif, pdf: loadPdfjs, svg: loadSanitiser };
 
 parentPort.on("message", ({ id, kind, input }) => {
   Promise.resolve()
-    .then(() => TASKS[kind](input))
+    .then(() => LOADERS[kind]())
+    .then(() => {
+      parentPort.postMessage({ id, started: true });
+      return TASKS[kind](input);
+    })
     .then(
       // Decoded pixels (48 MB for 12 MP) move to the service without a copy.
       (output) => parentPort.postMessage({ id, output }, output && output.data ? [output.data.buffer] : []),

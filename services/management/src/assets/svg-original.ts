@@ -1,5 +1,5 @@
 import { UndecodableImageError, UnsupportedImageError } from "@media-platform/contracts";
-import { FormatTaskTimeoutError, formatWorkers } from "./format-workers";
+import { formatTaskRefusal, formatWorkers } from "./format-workers";
 
 /**
  * SVG originals are stored sanitised, and only the sanitised bytes ever reach librsvg (upload
@@ -67,12 +67,7 @@ export async function sanitiseSvg(bytes: Buffer): Promise<Buffer> {
   };
   const output = await formatWorkers()
     .run<SanitiseOutput>("svg", { bytes, limits }, SVG_TIMEOUT_MS)
-    .catch((err: unknown) => {
-      if (err instanceof FormatTaskTimeoutError) {
-        throw new UndecodableImageError(`Sanitising the SVG took longer than ${SVG_TIMEOUT_MS / 1000} s`);
-      }
-      throw err;
-    });
+    .catch((err: unknown) => formatTaskRefusal(err, (seconds) => `Sanitising the SVG took longer than ${seconds} s`));
   if ("error" in output) {
     throw output.error === "unsupported"
       ? new UnsupportedImageError(output.message)

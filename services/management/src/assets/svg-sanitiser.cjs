@@ -154,4 +154,4 @@ function sanitiseSvgTask({ bytes, limits }) {
   }
 }
 
-module.exports = { sanitiseSvgTask };
+module.exports = { loadSanitiser, sanitiseSvgTask };
