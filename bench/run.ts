@@ -56,7 +56,10 @@ const SECTIONS: Record<string, { title: string; run: () => Promise<string> }> = 
   "decode-sharing": { title: "First views: shared decodes and eager presets", run: benchDecodeSharing },
   "formats-miss": { title: "HEIC, camera RAW and PDF: upload analysis and MISS", run: benchFormatsMiss },
   tracing: { title: "Tracing cost (OpenTelemetry off, 100% and 1% sampled)", run: benchTracing },
-  "tracing-instructions": { title: "Tracing cost in instructions per HIT (callgrind)", run: benchTracingInstructions },
+  "tracing-instructions": {
+    title: "Tracing cost in instructions per HIT and per MISS (callgrind)",
+    run: benchTracingInstructions,
+  },
   "api-keys": { title: "API key check against a JWT (GET /v1/assets)", run: benchApiKeys },
 };
 

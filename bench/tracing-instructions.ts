@@ -1,28 +1,45 @@
 /**
- * `pnpm bench tracing-instructions`: what tracing costs a memory-tier HIT of the media service
- * (production bundle), counted in instructions by valgrind's callgrind. Time per request on a
- * shared machine moves by 10-25% from one process to the next; the instructions a process runs
- * for the same requests move by a few percent, so this is the figure that tells small costs apart.
- * Each setting runs in one process under callgrind with instrumentation off; after 15,000 HITs
- * (every function optimized by then) it is switched on for 2,000 HITs from 4 keep-alive
+ * `pnpm bench tracing-instructions`: what tracing costs a memory-tier HIT and a MISS of the media
+ * service (production bundle), counted in instructions by valgrind's callgrind. Time per request
+ * on a shared machine moves by 10-25% from one process to the next; the instructions a process
+ * runs for the same requests move by a few percent, so this is the figure that tells small costs
+ * apart. Each setting runs in one process under callgrind with instrumentation off; after 15,000
+ * HITs (every function optimized by then) it is switched on for 2,048 HITs from 4 keep-alive
  * connections, then off, and the counts are read per thread: the JavaScript thread, and all the
- * others together (the export thread, V8's compiler and garbage collector helpers). Needs valgrind
- * (Debian: apt-get install valgrind); BENCH_TRACING_NODES as in `pnpm bench tracing`.
+ * others together (the export thread, libvips' threads, V8's compiler and garbage collector
+ * helpers). Then the same process renders 300 MISSes to warm up and 64 counted ones (a new asset id
+ * each, 2 connections). Three processes per setting (BENCH_INSTRUCTION_PROCESSES), medians: a
+ * MISS's count moves by a few percent from one process to the next. Needs valgrind (Debian: apt-get install valgrind); BENCH_TRACING_NODES as
+ * in `pnpm bench tracing`.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import http from "node:http";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { benchMediaEnv, buildMediaBundle, freePort, serviceNode, serviceNodeVersion, startProcess, table } from "./harness";
+import {
+  benchMediaEnv,
+  buildMediaBundle,
+  freePort,
+  median,
+  serviceNode,
+  serviceNodeVersion,
+  startProcess,
+  table,
+} from "./harness";
 import { assetId } from "./media-cases";
 import { Originals } from "./originals";
 import { perTracingNode, photo, startSink } from "./tracing";
 
 const ROOT = path.resolve(__dirname, "..");
 const WARM_HITS = 15_000;
-const COUNTED_HITS = Number(process.env.BENCH_INSTRUCTION_HITS ?? 2000);
+const COUNTED_HITS = Number(process.env.BENCH_INSTRUCTION_HITS ?? 2048);
 const CONNECTIONS = 4;
+const WARM_MISSES = Number(process.env.BENCH_INSTRUCTION_WARM_MISSES ?? 300);
+const COUNTED_MISSES = Number(process.env.BENCH_INSTRUCTION_MISSES ?? 64);
+const MISS_CONNECTIONS = 2;
+/** Processes per setting (BENCH_INSTRUCTION_PROCESSES): a MISS's count moves by a few percent from one to the next. */
+const PROCESSES = Math.max(1, Number(process.env.BENCH_INSTRUCTION_PROCESSES ?? 3));
 
 interface Setting {
   name: string;
@@ -30,7 +47,7 @@ interface Setting {
   nodeArgs?: string[];
 }
 
-const SETTINGS: Setting[] = [
+const ALL_SETTINGS: Setting[] = [
   { name: "off" },
   { name: "off + AsyncLocalStorage", nodeArgs: ["-r", path.join(ROOT, "bench/tracing-context.cjs")] },
   {
@@ -38,7 +55,33 @@ const SETTINGS: Setting[] = [
     exporter: { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.01" },
   },
   { name: "100% sampled", exporter: { OTEL_TRACES_SAMPLER: "parentbased_always_on" } },
+  // BENCH_TRACING_DIAGNOSE=1: settings that take one part away, as in `pnpm bench tracing`.
+  ...(process.env.BENCH_TRACING_DIAGNOSE === "1"
+    ? [
+        // The SDK and its instrumentations loaded, no span ever sampled.
+        { name: "SDK loaded, always_off", exporter: { OTEL_TRACES_SAMPLER: "always_off" } },
+        // Every span made and buffered, none exported while counted (no serialization, no requests).
+        {
+          name: "100% sampled, no export",
+          exporter: {
+            OTEL_TRACES_SAMPLER: "parentbased_always_on",
+            OTEL_BSP_SCHEDULE_DELAY: "1000000000",
+            OTEL_BSP_MAX_QUEUE_SIZE: "100000000",
+            OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "100000000",
+          },
+        },
+      ]
+    : []),
 ];
+/** BENCH_INSTRUCTION_SETTINGS (names separated by "|", e.g. "off|100% sampled") narrows the settings; the first is the base. */
+const SETTINGS = ALL_SETTINGS.filter((s) =>
+  (process.env.BENCH_INSTRUCTION_SETTINGS ?? "").trim()
+    ? process.env
+        .BENCH_INSTRUCTION_SETTINGS!.split("|")
+        .map((n) => n.trim())
+        .includes(s.name)
+    : true,
+);
 
 /** Instructions per thread of one callgrind dump: `thread: N` and `totals: N` of each file. */
 export function dumpTotals(files: { name: string; text: string }[]): Map<number, number> {
@@ -52,18 +95,25 @@ export function dumpTotals(files: { name: string; text: string }[]): Map<number,
 }
 
 /**
- * `count` GETs of `url` over `connections` keep-alive connections, one after another on each; with
- * `onlyHits`, anything but a 200 HIT fails (the warm-up's first request renders).
+ * `count` GETs over `connections` keep-alive connections, one after another on each, of `url(i)`
+ * for i = 0, 1, ...; anything but a 200 with X-Cache `expect` fails (none: any 200).
  */
-async function hits(url: string, count: number, connections: number, onlyHits: boolean): Promise<void> {
+async function gets(
+  url: (i: number) => string,
+  count: number,
+  connections: number,
+  expect?: "HIT" | "MISS",
+): Promise<void> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  let left = count;
-  const one = () =>
+  let next = 0;
+  const one = (target: string) =>
     new Promise<void>((resolve, reject) => {
       http
-        .get(url, { agent }, (res) => {
-          if (res.statusCode !== 200 || (onlyHits && res.headers["x-cache"] !== "HIT")) {
-            reject(new Error(`${url}: ${res.statusCode} ${String(res.headers["x-cache"])}, expected a 200 HIT`));
+        .get(target, { agent }, (res) => {
+          if (res.statusCode !== 200 || (expect && res.headers["x-cache"] !== expect)) {
+            reject(
+              new Error(`${target}: ${res.statusCode} ${String(res.headers["x-cache"])}, expected a 200 ${expect}`),
+            );
           }
           res.resume();
           res.on("end", resolve);
@@ -73,7 +123,7 @@ async function hits(url: string, count: number, connections: number, onlyHits: b
   try {
     await Promise.all(
       Array.from({ length: connections }, async () => {
-        while (left-- > 0) await one();
+        while (next < count) await one(url(next++));
       }),
     );
   } finally {
@@ -81,19 +131,35 @@ async function hits(url: string, count: number, connections: number, onlyHits: b
   }
 }
 
-/** The instructions per HIT of one setting: the JavaScript thread's and the other threads'. */
+/** Instructions of the main thread and of all the others in a callgrind dump, each per request. */
+interface Counted {
+  main: number;
+  others: number;
+}
+
+/** The instructions per HIT and per MISS of one setting: the JavaScript thread's and the other threads'. */
 async function countSetting(
   setting: Setting,
   root: string,
   sinkUrl: string,
   hitPath: string,
+  missPath: (i: number) => string,
   out: string,
-): Promise<{ main: number; others: number }> {
+): Promise<{ hit: Counted; miss: Counted }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const prefix = path.join(out, `cg-${port}`);
+  // Batches leave full (512 spans), as they do under load: callgrind slows the process about 50
+  // times, and a batch sent by the clock (OTEL_BSP_SCHEDULE_DELAY) would carry 50 times fewer
+  // spans than at full speed, each paying a whole export. 2,048 HITs and 64 MISSes of 8 spans each
+  // then fill whole batches: each counted request pays its exact share of the exports.
   const exporter = setting.exporter
-    ? { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl, OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", ...setting.exporter }
+    ? {
+        OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl,
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+        OTEL_BSP_SCHEDULE_DELAY: "1000000000",
+        ...setting.exporter,
+      }
     : {};
   const service = await startProcess(
     "services/media/dist/index.js",
@@ -117,22 +183,33 @@ async function countSetting(
   );
   try {
     const pid = String(service.pid);
-    await hits(`${base}${hitPath}`, 1, 1, false);
-    await hits(`${base}${hitPath}`, WARM_HITS, CONNECTIONS, true);
-    execFileSync("callgrind_control", ["--instr=on", pid], { stdio: "ignore", env: { ...process.env, ...valgrindEnv() } });
-    await hits(`${base}${hitPath}`, COUNTED_HITS, CONNECTIONS, true);
-    execFileSync("callgrind_control", ["--instr=off", pid], { stdio: "ignore", env: { ...process.env, ...valgrindEnv() } });
-    execFileSync("callgrind_control", ["--dump", pid], { stdio: "ignore", env: { ...process.env, ...valgrindEnv() } });
-    const dump = new RegExp(`^${path.basename(prefix)}\\.${pid}\\.1-\\d+$`);
-    const files = readdirSync(out)
-      .filter((name) => dump.test(name))
-      .map((name) => ({ name, text: readFileSync(path.join(out, name), "utf8") }));
-    const totals = dumpTotals(files);
-    const main = totals.get(1);
-    if (main === undefined) throw new Error(`${setting.name}: no callgrind dump of the main thread in ${out}`);
-    let others = 0;
-    for (const [thread, count] of totals) if (thread !== 1) others += count;
-    return { main: main / COUNTED_HITS, others: others / COUNTED_HITS };
+    const control = (arg: string) =>
+      execFileSync("callgrind_control", [arg, pid], { stdio: "ignore", env: { ...process.env, ...valgrindEnv() } });
+    // Counts the requests of `load`, read from callgrind's dump number `dump`, per request.
+    const counted = async (dump: number, requests: number, load: () => Promise<void>): Promise<Counted> => {
+      control("--instr=on");
+      await load();
+      control("--instr=off");
+      control("--dump");
+      const name = new RegExp(`^${path.basename(prefix)}\\.${pid}\\.${dump}-\\d+$`);
+      const files = readdirSync(out)
+        .filter((file) => name.test(file))
+        .map((file) => ({ name: file, text: readFileSync(path.join(out, file), "utf8") }));
+      const totals = dumpTotals(files);
+      const main = totals.get(1);
+      if (main === undefined) throw new Error(`${setting.name}: no callgrind dump of the main thread in ${out}`);
+      let others = 0;
+      for (const [thread, count] of totals) if (thread !== 1) others += count;
+      return { main: main / requests, others: others / requests };
+    };
+    await gets(() => `${base}${hitPath}`, 1, 1);
+    await gets(() => `${base}${hitPath}`, WARM_HITS, CONNECTIONS, "HIT");
+    const hit = await counted(1, COUNTED_HITS, () => gets(() => `${base}${hitPath}`, COUNTED_HITS, CONNECTIONS, "HIT"));
+    await gets((i) => `${base}${missPath(i)}`, WARM_MISSES, MISS_CONNECTIONS, "MISS");
+    const miss = await counted(2, COUNTED_MISSES, () =>
+      gets((i) => `${base}${missPath(WARM_MISSES + i)}`, COUNTED_MISSES, MISS_CONNECTIONS, "MISS"),
+    );
+    return { hit, miss };
   } finally {
     await service.stop();
   }
@@ -157,28 +234,55 @@ async function measureInstructions(): Promise<string> {
   const originals = new Originals(root);
   await originals.add(photo);
   const sink = await startSink();
+  const k = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : `${(n / 1000).toFixed(1)}k`);
   try {
     const hitPath = `/resize:width=300/${assetId(originals.reserve(photo, 1), photo)}.jpg`;
-    const counted: { setting: string; main: number; others: number }[] = [];
+    const counted: { setting: string; hit: Counted; miss: Counted; each: string[] }[] = [];
     for (const setting of SETTINGS) {
-      counted.push({ setting: setting.name, ...(await countSetting(setting, root, sink.url, hitPath, root)) });
+      const runs: { hit: Counted; miss: Counted }[] = [];
+      for (let p = 0; p < PROCESSES; p++) {
+        // New asset ids for each process: every MISS renders.
+        const first = originals.reserve(photo, WARM_MISSES + COUNTED_MISSES);
+        const missPath = (i: number) => `/resize:width=300/${assetId(first + i, photo)}.jpg`;
+        runs.push(await countSetting(setting, root, sink.url, hitPath, missPath, root));
+      }
+      const middle = (request: "hit" | "miss", thread: keyof Counted) => median(runs.map((r) => r[request][thread]));
+      counted.push({
+        setting: setting.name,
+        hit: { main: middle("hit", "main"), others: middle("hit", "others") },
+        miss: { main: middle("miss", "main"), others: middle("miss", "others") },
+        each: runs.map((r) => `${k(r.miss.main + r.miss.others)}`),
+      });
     }
     const off = counted[0]!;
-    const k = (n: number) => `${(n / 1000).toFixed(1)}k`;
+    const versus = (n: number, base: number) => `+${(((n - base) / base) * 100).toFixed(1)}%`.replace("+-", "-");
+    const rows = (request: "hit" | "miss") =>
+      counted.map((c) => [
+        c.setting,
+        k(c[request].main),
+        versus(c[request].main, off[request].main),
+        k(c[request].others),
+        versus(c[request].main + c[request].others, off[request].main + off[request].others),
+        ...(request === "miss" && PROCESSES > 1 ? [c.each.join(" / ")] : []),
+      ]);
     return [
-      `Media service (bundle, Node ${serviceNodeVersion()}), ${photo.name} original, \`resize:width=300\`, memory-tier HITs: ` +
-        `instructions per HIT counted by valgrind's callgrind over ${COUNTED_HITS} HITs (${CONNECTIONS} keep-alive connections) after ${WARM_HITS} to warm up, one process per setting. ` +
-        "`main`: the JavaScript thread, which answers every request; `other threads`: the export thread and V8's compiler and garbage collector helpers. OTLP http/protobuf to a sink in the bench process.",
+      `Media service (bundle, Node ${serviceNodeVersion()}), ${photo.name} original, \`resize:width=300\`, instructions counted by valgrind's callgrind, ${PROCESSES === 1 ? "one process per setting" : `median of ${PROCESSES} processes per setting (each thread's count the median of its own)`}. ` +
+        `HIT: memory-tier HITs, ${COUNTED_HITS} counted (${CONNECTIONS} keep-alive connections) after ${WARM_HITS} to warm up. ` +
+        `MISS: a new asset id per request, ${COUNTED_MISSES} counted (${MISS_CONNECTIONS} connections) after ${WARM_MISSES} to warm up. ` +
+        "`main`: the JavaScript thread, which answers every request; `other threads`: the export thread, libvips' threads and V8's compiler and garbage collector helpers. OTLP http/protobuf to a sink in the bench process.",
+      "",
+      table(["tracing", "main thread / HIT", "main vs off", "other threads / HIT", "all threads vs off"], rows("hit")),
       "",
       table(
-        ["tracing", "main thread / HIT", "main vs off", "other threads / HIT", "all threads vs off"],
-        counted.map((c) => [
-          c.setting,
-          k(c.main),
-          `+${(((c.main - off.main) / off.main) * 100).toFixed(1)}%`.replace("+-", "-"),
-          k(c.others),
-          `+${(((c.main + c.others - off.main - off.others) / (off.main + off.others)) * 100).toFixed(1)}%`.replace("+-", "-"),
-        ]),
+        [
+          "tracing",
+          "main thread / MISS",
+          "main vs off",
+          "other threads / MISS",
+          "all threads vs off",
+          ...(PROCESSES > 1 ? ["all threads / MISS, each process"] : []),
+        ],
+        rows("miss"),
       ),
     ].join("\n");
   } finally {
